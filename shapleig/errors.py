@@ -1,0 +1,27 @@
+"""Exceptions raised across the project; each message names the offending input."""
+
+from __future__ import annotations
+
+
+class ShapleigError(Exception):
+    """Base class of the project's own errors."""
+
+
+class BudgetError(ShapleigError, ValueError):
+    """A budget is too small for a method's fixed phase, or not an integer."""
+
+
+class BudgetExhaustedError(ShapleigError, RuntimeError):
+    """An evaluation was requested beyond the budget; nothing was evaluated."""
+
+
+class GameError(ShapleigError, ValueError):
+    """A game is malformed or returned values that cannot be used (wrong count, NaN, inf)."""
+
+
+class CoalitionError(ShapleigError, ValueError):
+    """A coalition matrix has the wrong shape, dtype or entries."""
+
+
+class EvaluationFailedError(ShapleigError, RuntimeError):
+    """A game kept raising for a coalition after all retries; what was evaluated is kept."""

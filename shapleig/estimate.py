@@ -1,0 +1,117 @@
+"""The result type every method returns and the ``Estimator`` protocol every method implements."""
+
+from __future__ import annotations
+
+import abc
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from .game import BudgetedGame, Game, check_budget, check_game
+
+
+@dataclass
+class ShapleyEstimate:
+    """Estimated Shapley values of a ``p``-player game.
+
+    values:      float64[p], the estimate (posterior mean for ShaplEIG), in the game's units.
+    evaluations: distinct coalitions evaluated (empty and grand included), <= budget.
+    budget:      the budget the method was given.
+    std:         float64[p] posterior standard deviations, or None for methods without one.
+    covariance:  float64[p, p] posterior covariance, or None.
+    trace:       [(evaluations, values float64[p]), ...] after every step: an anytime curve.
+    baseline:    v(empty) when it was evaluated, else None.
+    method:      registry name of the method.
+    info:        method-specific diagnostics (accounting mode, draws, cache hits, timings).
+    """
+
+    values: np.ndarray
+    evaluations: int = 0
+    budget: int = 0
+    std: np.ndarray | None = None
+    covariance: np.ndarray | None = None
+    trace: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    baseline: float | None = None
+    method: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_players(self) -> int:
+        return int(self.values.shape[0])
+
+    def values_at(self, evaluations: int) -> np.ndarray | None:
+        """The latest trace entry with at most ``evaluations`` evaluations (None if none)."""
+        best = None
+        for n, vals in self.trace:
+            if n <= evaluations:
+                best = vals
+        return best
+
+
+@runtime_checkable
+class Estimator(Protocol):
+    """``estimate(game, budget, *, seed=0) -> ShapleyEstimate``; budget = distinct coalitions."""
+
+    def estimate(self, game: Game, budget: int, *, seed: int = 0, **kwargs: Any) -> ShapleyEstimate: ...
+
+
+class BaseEstimator(abc.ABC):
+    """Shared front of every estimator: validation, the budgeted game, result bookkeeping.
+
+    Subclasses set ``name``, may override :meth:`min_budget` and ``min_players``, and implement
+    :meth:`_estimate`, which spends budget only through the :class:`BudgetedGame` it receives.
+    """
+
+    name: ClassVar[str] = "estimator"
+    min_players: ClassVar[int] = 2
+
+    def min_budget(self, n_players: int) -> int:
+        """Smallest budget the method accepts for ``n_players`` (its fixed phase)."""
+        return 2
+
+    def estimate(
+        self,
+        game: Game,
+        budget: int,
+        *,
+        seed: int = 0,
+        store: Any = None,
+        evaluator: Any = None,
+    ) -> ShapleyEstimate:
+        """Estimate the Shapley values of ``game`` with at most ``budget`` distinct evaluations."""
+        p = check_game(game, self.min_players)
+        budget = check_budget(budget)
+        minimum = self.min_budget(p)
+        if budget < minimum:
+            check_budget(budget, minimum, method=f"{self.name} with p = {p}")
+        if isinstance(game, BudgetedGame):
+            budgeted = game
+            if budgeted.remaining < budget:
+                raise ValueError(
+                    f"the BudgetedGame passed in has {budgeted.remaining} evaluations left, "
+                    f"fewer than budget {budget}"
+                )
+        else:
+            budgeted = BudgetedGame(game, budget, store=store, evaluator=evaluator)
+        start = time.perf_counter()
+        result = self._estimate(budgeted, int(seed))
+        result.evaluations = budgeted.evaluations
+        result.budget = budget
+        result.method = result.method or self.name
+        result.info.update(budgeted.accounting())
+        result.info.setdefault("wall_s", time.perf_counter() - start)
+        if result.baseline is None:
+            empty = np.zeros((1, p), dtype=bool)
+            if budgeted.is_cached(empty)[0]:
+                result.baseline = float(budgeted(empty)[0])
+        return result
+
+    @abc.abstractmethod
+    def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
+        """Run the method on ``game`` (already budgeted); return values and optional extras."""
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({params})"
