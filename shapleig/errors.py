@@ -25,3 +25,11 @@ class CoalitionError(ShapleigError, ValueError):
 
 class EvaluationFailedError(ShapleigError, RuntimeError):
     """A game kept raising for a coalition after all retries; what was evaluated is kept."""
+
+
+class NonFiniteValueError(EvaluationFailedError, GameError):
+    """A game kept returning NaN or inf for a coalition; a GameError and an EvaluationFailedError."""
+
+
+class StoreMismatchError(ShapleigError, ValueError):
+    """An evaluation store written for one game was opened for a different game."""

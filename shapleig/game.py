@@ -3,17 +3,24 @@
 A game is any object with ``n_players: int`` and ``__call__(bool[m, n_players]) -> float[m]``.
 :class:`BudgetedGame` is the single place where budget accounting happens: it charges each
 distinct coalition once, serves repeats from its cache, refuses to go past the budget before
-evaluating anything, and rejects wrong shapes and non-finite values naming the coalition.
+evaluating anything, and rejects wrong shapes and non-finite values naming the coalition. With an
+evaluation store it reuses values logged by earlier (possibly killed) runs and logs every new one
+as it arrives; with an executor-backed evaluator it evaluates a batch concurrently.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, runtime_checkable
+import hashlib
+import re
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
 from .coalitions import as_coalition_matrix, coalition_keys, format_coalition
-from .errors import BudgetError, BudgetExhaustedError, GameError
+from .errors import BudgetError, BudgetExhaustedError, EvaluationFailedError, GameError
+
+if TYPE_CHECKING:  # imported lazily at run time: evaluate.py imports this module
+    from .evaluate import EvaluationRecord
 
 
 @runtime_checkable
@@ -38,6 +45,11 @@ class FunctionGame:
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
         return np.asarray(self.fn(coalitions), dtype=np.float64)
 
+    def fingerprint(self) -> str:
+        """Identity for evaluation stores: the function's module and qualified name, name, p."""
+        fn_id = f"{getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', '?')}"
+        return f"FunctionGame|{fn_id}|{self.name}|n_players={self.n_players}"
+
     def __repr__(self) -> str:
         return f"FunctionGame({self.name}, n_players={self.n_players})"
 
@@ -61,17 +73,27 @@ def check_game(game: Any, minimum_players: int = 2) -> int:
     return check_n_players(game.n_players, minimum_players)
 
 
-def check_game_values(values: Any, coalitions: np.ndarray) -> np.ndarray:
-    """Validate a game's output for ``coalitions`` (``bool[m, p]``): ``float64[m]``, all finite."""
-    m = coalitions.shape[0]
+def as_value_vector(values: Any, n_coalitions: int) -> np.ndarray:
+    """A game's raw output as ``float64[n_coalitions]``; :class:`GameError` on a wrong shape.
+
+    Accepts ``(m,)`` and ``(m, 1)``. Finiteness is not checked here (see :func:`check_game_values`).
+    """
     try:
         v = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise GameError(f"game returned values that are not numbers: {exc}") from exc
     if v.ndim == 2 and v.shape[1] == 1:
         v = v[:, 0]
-    if v.shape != (m,):
-        raise GameError(f"game returned shape {v.shape} for {m} coalitions; expected ({m},)")
+    if v.shape != (n_coalitions,):
+        raise GameError(
+            f"game returned shape {v.shape} for {n_coalitions} coalitions; expected ({n_coalitions},)"
+        )
+    return v
+
+
+def check_game_values(values: Any, coalitions: np.ndarray) -> np.ndarray:
+    """Validate a game's output for ``coalitions`` (``bool[m, p]``): ``float64[m]``, all finite."""
+    v = as_value_vector(values, coalitions.shape[0])
     bad = np.flatnonzero(~np.isfinite(v))
     if bad.size:
         r = int(bad[0])
@@ -92,29 +114,92 @@ def check_budget(budget: Any, minimum: int = 1, method: str | None = None) -> in
     return int(budget)
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def describe_game(game: Any) -> str:
+    """Short readable name of a game for messages: ``module.Class(n_players=p)``."""
+    cls = type(game)
+    return f"{cls.__module__}.{cls.__qualname__}(n_players={getattr(game, 'n_players', '?')})"
+
+
+def game_fingerprint(game: Any, game_id: str | None = None) -> str:
+    """A stable hex digest (32 chars) identifying ``game`` across processes and runs.
+
+    Evaluation stores use it to refuse values logged for a different game. The identity hashed is:
+
+    1. ``game.fingerprint()`` when the game defines it (it should change whenever values would);
+    2. otherwise ``module.Class``, ``n_players`` and ``repr(game.params())`` when the game has a
+       ``params()`` method, else ``repr(game)`` (memory addresses such as ``at 0x7f..`` are
+       removed, so a default ``object`` repr reduces to the class name);
+
+    followed by ``game_id`` when given. Two games that this cannot tell apart (e.g. the same class
+    with parameters hidden from its repr) need distinct ``game_id`` values.
+    """
+    if callable(getattr(game, "fingerprint", None)):
+        identity = f"fingerprint={game.fingerprint()}"
+    else:
+        params = game.params() if callable(getattr(game, "params", None)) else game
+        identity = f"{describe_game(game)}|{_ADDRESS.sub('', repr(params))}"
+    if game_id is not None:
+        identity += f"|game_id={game_id}"
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
+
+
 class BudgetedGame:
     """A game seen through a budget: distinct coalitions are charged once, repeats are free.
 
     ``budget`` counts distinct coalitions, the empty and grand coalitions included. A call that
     needs more uncached coalitions than remain raises :class:`BudgetExhaustedError` before
     evaluating any of them. Values are validated (shape, finiteness) and cached; the archive of
-    evaluated coalitions is kept in evaluation order (``history()``).
+    evaluated coalitions is kept in request order (``history()``), whatever order concurrent
+    results arrive in, so a run is reproducible.
 
-    ``store`` (an ``EvaluationStore``) and ``evaluator`` (see ``shapleig.evaluate``) are optional:
-    stored values are reused without calling the game but still charged to the budget.
+    store:       optional ``EvaluationStore`` (``shapleig.store``). Uncached coalitions are first
+                 looked up there: stored values are reused without calling the game but still
+                 charged to the budget. Every new evaluation (and every failed attempt) is
+                 appended and committed as it arrives, before the call returns. A store written
+                 for a different game is refused (``StoreMismatchError``).
+    evaluator:   how uncached, unstored coalitions are evaluated (``shapleig.evaluate``). Default:
+                 ``SerialEvaluator()`` in-process; with a store, ``SerialEvaluator(chunk_size=1)``
+                 so that each value is committed as soon as it is computed.
+                 ``ExecutorEvaluator(executor)`` evaluates concurrently.
+    max_retries: a coalition whose evaluation raises or returns NaN/inf is retried up to this many
+                 times; then the call raises ``EvaluationFailedError`` naming it
+                 (``NonFiniteValueError``, also a ``GameError``, for non-finite values). Values
+                 that did arrive are kept (charged, cached, stored).
     """
 
-    def __init__(self, game: Game, budget: int, *, store: Any = None, evaluator: Any = None):
+    def __init__(
+        self,
+        game: Game,
+        budget: int,
+        *,
+        store: Any = None,
+        evaluator: Any = None,
+        max_retries: int = 1,
+    ):
         self.game = game
         self.n_players = check_game(game)
         self.budget = check_budget(budget)
+        if isinstance(max_retries, (bool, np.bool_)) or not isinstance(max_retries, (int, np.integer)) or max_retries < 0:
+            raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+        self.max_retries = int(max_retries)
         self.store = store
+        self.fingerprint: str | None = store.bind(game) if store is not None else None
+        if evaluator is None:
+            from .evaluate import SerialEvaluator  # lazy: evaluate.py imports this module
+
+            evaluator = SerialEvaluator(chunk_size=1 if store is not None else None)
         self.evaluator = evaluator
         self._cache: dict[bytes, float] = {}
         self._rows: list[np.ndarray] = []
         self._values: list[float] = []
         self.n_requests = 0  # coalitions asked for, repeats included
         self.n_cache_hits = 0
+        self.n_store_hits = 0  # charged coalitions whose value came from the store
+        self.n_game_evaluations = 0  # charged coalitions whose value came from the game
+        self.n_failed_attempts = 0  # attempts that raised or returned NaN/inf
 
     # -- accounting -------------------------------------------------------------------------
     @property
@@ -157,15 +242,60 @@ class BudgetedGame:
         self.n_cache_hits += len(keys) - len(new_rows)
         if new_rows:
             idx = np.fromiter(new_rows.values(), dtype=np.int64, count=len(new_rows))
-            fresh = z[idx]
-            values = self._evaluate_new(fresh)
-            for k, row, val in zip(new_rows.keys(), fresh, values):
-                self._record(k, row, float(val))
+            self._charge(list(new_rows.keys()), z[idx])
         return np.array([self._cache[k] for k in keys], dtype=np.float64)
 
-    def _evaluate_new(self, coalitions: np.ndarray) -> np.ndarray:
-        """Evaluate coalitions not in the cache (``bool[k, p]``) and validate the values."""
-        return check_game_values(self.game(coalitions.copy()), coalitions)
+    def _charge(self, keys: list[bytes], fresh: np.ndarray) -> None:
+        """Obtain values for the uncached ``fresh`` (``bool[k, p]``) and record them in order."""
+        k = fresh.shape[0]
+        values = np.full(k, np.nan)
+        known = np.zeros(k, dtype=bool)
+        if self.store is not None:
+            found, stored = self.store.lookup(fresh)
+            values[found] = stored[found]
+            known |= found
+        todo = np.flatnonzero(~known)
+        from_store = int(known.sum())
+        try:
+            if todo.size:
+                self._evaluate_into(fresh, todo, values, known)
+        finally:
+            # Keep whatever arrived, in request order, even when an evaluation failed for good:
+            # it was paid for, and a resumed run will find it in the store anyway.
+            for i in np.flatnonzero(known):
+                self._record(keys[i], fresh[i], float(values[i]))
+            self.n_store_hits += from_store
+            self.n_game_evaluations += int(known.sum()) - from_store
+
+    def _evaluate_into(self, fresh: np.ndarray, todo: np.ndarray, values: np.ndarray, known: np.ndarray) -> None:
+        """Evaluate ``fresh[todo]`` with the evaluator, logging each attempt as it arrives."""
+
+        def on_result(record: EvaluationRecord) -> None:
+            i = int(todo[record.index])
+            if self.store is not None:
+                self.store.append(
+                    fresh[i],
+                    record.value,
+                    seconds=record.seconds,
+                    status=record.status,
+                    attempt=record.attempt,
+                    error=record.error,
+                )
+            if record.status == "ok":
+                values[i] = record.value
+                known[i] = True
+            else:
+                self.n_failed_attempts += 1
+
+        result = self.evaluator.evaluate(
+            self.game, fresh[todo].copy(), max_retries=self.max_retries, on_result=on_result
+        )
+        result = as_value_vector(result, todo.size)
+        if not known[todo].all():  # an evaluator must report every value it returns
+            raise EvaluationFailedError(
+                f"evaluator {self.evaluator!r} returned without reporting "
+                f"{int((~known[todo]).sum())} of {todo.size} values"
+            )
 
     def _record(self, key: bytes, row: np.ndarray, value: float) -> None:
         self._cache[key] = value
@@ -180,13 +310,16 @@ class BudgetedGame:
         return np.stack(self._rows), np.array(self._values, dtype=np.float64)
 
     def accounting(self) -> dict[str, Any]:
-        """Budget report: mode, budget, distinct evaluations, requests and cache hits."""
+        """Budget report: mode, budget, distinct evaluations, requests, cache and store hits."""
         return {
             "accounting": "distinct",
             "budget": self.budget,
             "n_evaluations": self.evaluations,
             "n_requests": self.n_requests,
             "n_cache_hits": self.n_cache_hits,
+            "n_store_hits": self.n_store_hits,
+            "n_game_evaluations": self.n_game_evaluations,
+            "n_failed_attempts": self.n_failed_attempts,
         }
 
     def __repr__(self) -> str:

@@ -1,0 +1,276 @@
+"""KernelSHAP (Covert-Lee closed form) and Unbiased KernelSHAP (Covert & Lee, AISTATS 2021).
+
+Both sample from the Shapley kernel ``p(z) ∝ (p-1) / (C(p,|z|) |z| (p-|z|))`` over proper
+coalitions (size ``∝ 1/(s(p-s))``, then a uniform set), work on the centred game
+``v - v(empty)`` and are exactly efficient. Budget accounting (``accounting="distinct"`` or
+``"draws"``, option ``draws``) is the one of :mod:`baselines.lss`.
+
+KernelSHAP solves the sampled constrained weighted least squares
+``min_phi sum_z w_z (z^T phi - v(z))^2  s.t.  1^T phi = v(N)`` in closed form,
+``phi = A^-1 (b - 1 (1^T A^-1 b - v(N)) / (1^T A^-1 1))`` with ``A = sum w_z z z^T`` and
+``b = sum w_z z v(z)``. Options: ``paired`` (draw ``z`` and its complement together) and
+``border`` (enumerate the outer size layers whose expected number of draws covers them, the
+shapiq rule ``remaining * q_s >= C(p, s)`` with ``q`` renormalised over the layers left). When
+the budget covers every proper coalition, all are enumerated with their exact kernel weights and
+the result is the exact Shapley value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+import scipy.linalg
+
+from shapleig.estimate import ShapleyEstimate
+from shapleig.game import BudgetedGame
+
+from .lss import DrawEstimator, evaluations_after_each_draw, linear_estimate
+from .sampling import (
+    draw_within_budget,
+    enumerate_layer,
+    interleave_complements,
+    sample_coalitions,
+    sample_kernel_size,
+    size_distribution,
+)
+
+MAX_ENUMERATED_PLAYERS = 23  # full enumeration (2^p rows) only for small games
+KS_TRACE_POINTS = 12  # each checkpoint costs one p x p solve
+
+
+def harmonic(n: int) -> float:
+    """``H_n = sum_{j<=n} 1/j``."""
+    return float(np.sum(1.0 / np.arange(1, n + 1, dtype=np.float64))) if n > 0 else 0.0
+
+
+def kernel_gram(n_players: int) -> np.ndarray:
+    """Exact ``A = E[z z^T]`` under the Shapley kernel: ``1/2`` on the diagonal, ``rho`` off it.
+
+    ``rho = sum_s q_s s(s-1) / (p(p-1))`` (0.26 / 0.3072 / 0.3344 for p = 5 / 8 / 12).
+    """
+    p = n_players
+    q = size_distribution(p, "kernel")
+    s = np.arange(p + 1, dtype=np.float64)
+    rho = float(np.sum(q * s * (s - 1))) / (p * (p - 1))
+    a = np.full((p, p), rho)
+    np.fill_diagonal(a, 0.5)
+    return a
+
+
+def constrained_solve(gram: np.ndarray, b: np.ndarray, total: float) -> tuple[np.ndarray, str]:
+    """``argmin phi^T G phi - 2 phi^T b  s.t.  1^T phi = total``: ``float64[p]`` and the solver used.
+
+    Covert-Lee closed form through a Cholesky factor when ``G`` is well conditioned;
+    otherwise (too few draws to span R^p) the minimum-norm solution of the KKT system
+    ``[[G, 1], [1^T, 0]] [phi; lam] = [b; total]``, which is always consistent, so the
+    constraint still holds.
+    """
+    p = b.shape[0]
+    try:
+        # Cholesky is the cheap path; a tiny pivot relative to the largest flags rank deficiency
+        factor = scipy.linalg.cho_factor(gram, lower=True, check_finite=False)
+        pivots = np.abs(np.diag(factor[0]))
+        if pivots.min() ** 2 > 1e-10 * max(float(np.max(np.diag(gram))), 1e-300):
+            x = scipy.linalg.cho_solve(factor, b, check_finite=False)
+            y = scipy.linalg.cho_solve(factor, np.ones(p), check_finite=False)
+            return x - y * (x.sum() - total) / y.sum(), "closed-form"
+    except np.linalg.LinAlgError:
+        pass
+    kkt = np.zeros((p + 1, p + 1))
+    kkt[:p, :p] = gram
+    kkt[:p, p] = 1.0
+    kkt[p, :p] = 1.0
+    rhs = np.append(b, total)
+    sol = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
+    return sol[:p], "kkt-lstsq"
+
+
+def border_layers(n_players: int, room: int, size_probs: np.ndarray) -> list[int]:
+    """Sizes to enumerate, outermost first: layer ``s`` is taken while ``room * q_s >= C(p, s)``
+    (``q`` renormalised over the layers not yet taken, ``room`` reduced by each layer taken)."""
+    p = n_players
+    order = sorted(range(1, p), key=lambda s: (min(s, p - s), s))
+    active = np.asarray(size_probs, dtype=np.float64).copy()
+    taken: list[int] = []
+    for s in order:
+        mass = active.sum()
+        if mass <= 0:
+            break
+        c = math.comb(p, s)
+        # relative tolerance: at the innermost pair the test holds with equality
+        if room * active[s] / mass >= c * (1 - 1e-12) and c <= room:
+            taken.append(s)
+            room -= c
+            active[s] = 0.0
+        else:
+            break
+    return taken
+
+
+class KernelSHAP(DrawEstimator):
+    """KernelSHAP, Covert-Lee closed form (the LSS paper's "KS"); consistent, efficient.
+
+    ``paired``: draw a coalition and its complement together (both count as draws; a pair is
+    taken whole or not at all). ``border``: enumerate outer layers first (see module doc).
+    Defaults (no pairing, no border) are i.i.d. kernel sampling as in the LSS paper.
+    """
+
+    name: ClassVar[str] = "kernelshap"
+
+    def __init__(self, paired: bool = False, border: bool = False, accounting: str = "distinct", draws: int | None = None):
+        super().__init__(accounting=accounting, draws=draws)
+        self.paired = bool(paired)
+        self.border = bool(border)
+
+    def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
+        p = game.n_players
+        rng = np.random.default_rng(seed)
+        v0, vn = self.endpoints(game)
+        total = vn - v0
+        q = size_distribution(p, "kernel")
+        target = self.planned_draws(game) if self.accounting == "draws" else self.draws
+        room = target if self.accounting == "draws" else game.remaining
+
+        # layers enumerated with exact weights: everything if it fits, else the border layers
+        if p <= MAX_ENUMERATED_PLAYERS and self.accounting == "distinct" and room >= (1 << p) - 2 and self.draws is None:
+            layers = list(range(1, p))
+        elif self.border:
+            layers = border_layers(p, room, q)
+        else:
+            layers = []
+        gram = np.zeros((p, p))
+        b = np.zeros(p)
+        n_enum = 0
+        if layers:
+            z_enum = np.concatenate([enumerate_layer(p, s) for s in layers])
+            v_enum = game(z_enum) - v0  # fits: the layers were chosen within the remaining budget
+            w = q[z_enum.sum(axis=1)] / np.array([math.comb(p, s) for s in range(p + 1)], dtype=np.float64)[z_enum.sum(axis=1)]
+            zf = z_enum.astype(np.float64)
+            gram += (zf * w[:, None]).T @ zf
+            b += zf.T @ (w * v_enum)
+            n_enum = z_enum.shape[0]
+
+        q_rest = q.copy()
+        q_rest[layers] = 0.0
+        mass_rest = float(q_rest.sum())
+        trace: list[tuple[int, np.ndarray]] = []
+        draws = None
+        solver = "closed-form"
+        if mass_rest > 1e-15:
+            rest_sizes = np.flatnonzero(q_rest > 0)
+            support = sum(math.comb(p, int(s)) for s in rest_sizes) if self.accounting == "distinct" else None
+            rest_mask = q_rest > 0
+
+            def sampler(start: int, m: int) -> np.ndarray:
+                if self.paired:
+                    return interleave_complements(sample_coalitions(rng, p, m // 2, q_rest))
+                return sample_coalitions(rng, p, m, q_rest)
+
+            max_draws = None
+            if self.accounting == "draws":
+                max_draws = max(0, target - n_enum)
+            elif self.draws is not None:
+                max_draws = self.draws
+            if max_draws is not None and self.paired:
+                max_draws -= max_draws % 2
+            before = game.evaluations
+            draws = draw_within_budget(
+                game,
+                sampler,
+                max_draws=max_draws,
+                support_size=support,
+                in_support=lambda z: rest_mask[z.sum(axis=1)],
+                block=2 if self.paired else 1,
+            )
+            tau = draws.n_draws
+            if tau:
+                zf = draws.coalitions.astype(np.float64)
+                v = draws.values - v0
+                evals = evaluations_after_each_draw(before, draws)
+                # anytime checkpoints from 2p draws on (fewer draws rarely span R^p)
+                first = min(tau, 2 * p)
+                ends = np.union1d(np.unique(np.geomspace(first, tau, num=KS_TRACE_POINTS).round().astype(np.int64)), [tau])
+                if self.paired:  # checkpoints at whole pairs
+                    ends = np.unique(np.maximum(ends - ends % 2, 2))
+                g_acc = np.zeros((p, p))
+                b_acc = np.zeros(p)
+                start = 0
+                for end in ends:
+                    seg = zf[start:end]
+                    g_acc += seg.T @ seg
+                    b_acc += seg.T @ v[start:end]
+                    # importance weight of a sampled draw: (mass of the sampled layers) / draws
+                    phi, solver = constrained_solve(gram + g_acc * (mass_rest / end), b + b_acc * (mass_rest / end), total)
+                    trace.append((int(evals[end - 1]), phi))
+                    start = end
+        if not trace:
+            phi, solver = constrained_solve(gram, b, total)
+            trace.append((game.evaluations, phi))
+        values = trace[-1][1].copy()
+        n_draws = (0 if draws is None else draws.n_draws) + n_enum
+        return self.result(
+            values,
+            game,
+            v0,
+            draws,
+            trace=trace,
+            extra={
+                "n_draws": n_draws,
+                "enumerated_sizes": layers,
+                "n_enumerated": n_enum,
+                "solver": solver,
+                "paired": self.paired,
+                "draws_target": target,
+            },
+        )
+
+
+def uks_coefficients(z: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-draw UKS weights for :func:`baselines.lss.linear_estimate`: ``2 H_{p-1} v`` on members
+    and ``2 H_{p-1} |S| v / p`` subtracted from everyone (``v`` centred, ``float64[tau]``)."""
+    p = z.shape[1]
+    h2 = 2.0 * harmonic(p)
+    s = z.sum(axis=1).astype(np.float64)
+    return h2 * v, h2 * s * v / p
+
+
+class UnbiasedKernelSHAP(DrawEstimator):
+    """Unbiased KernelSHAP: KernelSHAP's sampled ``b`` with the exact ``A = E[z z^T]``.
+
+    Per-sample form ``phi_i = v(N)/p + (1/tau) sum_k 2 H_{p-1} (1[i in S_k] - |S_k|/p) v(S_k)``
+    (same LSS weights, kernel sampling). Unbiased for a fixed number of draws and exactly
+    efficient.
+    """
+
+    name: ClassVar[str] = "unbiased-kernelshap"
+
+    def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
+        p = game.n_players
+        rng = np.random.default_rng(seed)
+        v0, vn = self.endpoints(game)
+        before = game.evaluations
+        target = self.planned_draws(game) if self.accounting == "draws" else self.draws
+        d = draw_within_budget(
+            game,
+            lambda start, m: sample_kernel_size(rng, p, m),
+            max_draws=target,
+            support_size=self.support_size(p),
+        )
+        coef_in, coef_const = uks_coefficients(d.coalitions, d.values - v0)
+        values, trace = linear_estimate(
+            d.coalitions, coef_in, coef_const, (vn - v0) / p, evaluations_after_each_draw(before, d)
+        )
+        return self.result(values, game, v0, d, trace=trace or None, extra={"draws_target": target})
+
+
+__all__ = [
+    "KernelSHAP",
+    "UnbiasedKernelSHAP",
+    "border_layers",
+    "constrained_solve",
+    "harmonic",
+    "kernel_gram",
+    "uks_coefficients",
+]

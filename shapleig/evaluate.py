@@ -1,0 +1,281 @@
+"""Evaluators: how a :class:`~shapleig.game.BudgetedGame` gets the values of new coalitions.
+
+An evaluator has one method, ``evaluate(game, coalitions, *, max_retries, on_result)``, which
+returns ``float64[m]`` for ``bool[m, p]`` and reports every attempt through ``on_result`` as it
+arrives (``BudgetedGame`` logs each one to the evaluation store from there). Both evaluators here
+share the same failure policy:
+
+- a call that raises is retried; a multi-coalition call that raises is first split into
+  single-coalition calls, so the failure is attributed to one coalition;
+- a NaN or inf value is retried the same way (its coalition alone);
+- after ``max_retries`` retries of one coalition, evaluation stops and
+  :class:`~shapleig.errors.EvaluationFailedError` (``NonFiniteValueError`` for NaN/inf) names it;
+  values that arrived before are still reported;
+- a wrong number of values is a programming error: :class:`~shapleig.errors.GameError` at once.
+
+:class:`SerialEvaluator` calls the game in this process. :class:`ExecutorEvaluator` submits one
+task per coalition (or per ``chunk_size`` coalitions) to any ``concurrent.futures.Executor``: a
+``ProcessPoolExecutor`` locally, or a Dask client's ``client.get_executor()``. Games sent to other
+processes must be picklable (define them at module level).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+from .coalitions import format_coalition
+from .errors import EvaluationFailedError, NonFiniteValueError
+from .game import Game, as_value_vector
+
+
+@dataclass(frozen=True)
+class EvaluationRecord:
+    """One attempt at evaluating one coalition, reported as soon as it is known.
+
+    index:   row of the coalition in the matrix given to ``evaluate``.
+    value:   the value when ``status == "ok"``, else None.
+    seconds: wall-clock seconds of the game call, shared equally among the coalitions of a
+             multi-coalition call.
+    status:  ``"ok"``, ``"error"`` (the call raised) or ``"nonfinite"`` (NaN or inf).
+    attempt: 1 for the first try of this coalition, 2 for its first retry, ...
+    error:   what went wrong (exception type and message, or the non-finite value), else None.
+    """
+
+    index: int
+    value: float | None
+    seconds: float
+    status: str
+    attempt: int
+    error: str | None = None
+
+
+OnResult = Callable[[EvaluationRecord], None]
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Evaluates ``bool[m, p]`` coalitions of a game into ``float64[m]`` (see module docstring)."""
+
+    def evaluate(
+        self,
+        game: Game,
+        coalitions: np.ndarray,
+        *,
+        max_retries: int = 1,
+        on_result: OnResult | None = None,
+    ) -> np.ndarray: ...
+
+
+def _chunks(m: int, chunk_size: int | None) -> list[np.ndarray]:
+    """Row-index groups of at most ``chunk_size`` (all rows in one group when None)."""
+    step = m if chunk_size is None else chunk_size
+    return [np.arange(s, min(s + step, m)) for s in range(0, m, max(step, 1))]
+
+
+def _check_chunk_size(chunk_size: int | None, allow_none: bool) -> int | None:
+    if chunk_size is None and allow_none:
+        return None
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer{' or None' if allow_none else ''}, got {chunk_size!r}")
+    return int(chunk_size)
+
+
+class _Attempts:
+    """Retry bookkeeping shared by the evaluators: values, attempts, the first final failure."""
+
+    def __init__(self, coalitions: np.ndarray, max_retries: int, on_result: OnResult | None):
+        self.coalitions = coalitions
+        self.max_retries = int(max_retries)
+        self.on_result = on_result
+        self.values = np.full(coalitions.shape[0], np.nan)
+        self.failure: EvaluationFailedError | None = None
+        self.draining = False  # after a final failure: record arrivals, schedule nothing more
+
+    def _report(self, record: EvaluationRecord) -> None:
+        if self.on_result is not None:
+            self.on_result(record)
+
+    def outcome(
+        self, rows: np.ndarray, attempt: int, output: Any, seconds: float, error: str | None,
+        exc: BaseException | None = None,
+    ) -> list[tuple[np.ndarray, int]]:
+        """Digest one game call on ``rows``; return the ``(rows, attempt)`` calls to make next."""
+        retries: list[tuple[np.ndarray, int]] = []
+        if error is not None:
+            if rows.size > 1:  # cannot tell which coalition broke the call: try each alone
+                return [] if self.draining else [(rows[i : i + 1], attempt) for i in range(rows.size)]
+            self._report(EvaluationRecord(int(rows[0]), None, seconds, "error", attempt, error))
+            if attempt <= self.max_retries:
+                return [] if self.draining else [(rows, attempt + 1)]
+            self._fail(int(rows[0]), attempt, error, exc, nonfinite=False)
+            return []
+        values = as_value_vector(output, rows.size)  # wrong count: GameError, not retried
+        share = seconds / rows.size
+        for r, v in zip(rows, values):
+            if np.isfinite(v):
+                self.values[r] = v
+                self._report(EvaluationRecord(int(r), float(v), share, "ok", attempt))
+                continue
+            msg = f"game returned {v}"
+            self._report(EvaluationRecord(int(r), None, share, "nonfinite", attempt, msg))
+            if attempt <= self.max_retries:
+                retries.append((np.array([r]), attempt + 1))
+            else:
+                self._fail(int(r), attempt, msg, None, nonfinite=True)
+        return [] if self.draining or self.failure is not None else retries
+
+    def _fail(self, row: int, attempts: int, error: str, exc: BaseException | None, nonfinite: bool) -> None:
+        if self.failure is not None:
+            return
+        coalition = format_coalition(self.coalitions[row])
+        tried = f"{attempts} attempt{'s' if attempts > 1 else ''} (max_retries = {self.max_retries})"
+        if nonfinite:
+            err: EvaluationFailedError = NonFiniteValueError(
+                f"{error} for coalition {coalition} in {tried}"
+            )
+        else:
+            hint = ""
+            if "pickl" in error.lower():
+                hint = "; games evaluated in other processes must be picklable (define them at module level)"
+            err = EvaluationFailedError(
+                f"evaluating coalition {coalition} failed in {tried}; last error: {error}{hint}"
+            )
+        err.coalition = self.coalitions[row].copy()  # type: ignore[attr-defined]
+        err.__cause__ = exc
+        self.failure = err
+        self.draining = True
+
+    def finish(self) -> np.ndarray:
+        if self.failure is not None:
+            raise self.failure
+        return self.values
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class SerialEvaluator:
+    """Evaluate in this process, one game call per ``chunk_size`` coalitions (None: one call).
+
+    ``chunk_size=None`` keeps vectorised games fast; ``chunk_size=1`` suits expensive games,
+    because each value is reported (and stored) before the next coalition is evaluated.
+    """
+
+    def __init__(self, chunk_size: int | None = None):
+        self.chunk_size = _check_chunk_size(chunk_size, allow_none=True)
+
+    def evaluate(
+        self,
+        game: Game,
+        coalitions: np.ndarray,
+        *,
+        max_retries: int = 1,
+        on_result: OnResult | None = None,
+    ) -> np.ndarray:
+        """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``)."""
+        state = _Attempts(coalitions, max_retries, on_result)
+        queue = deque((rows, 1) for rows in _chunks(coalitions.shape[0], self.chunk_size))
+        while queue and state.failure is None:
+            rows, attempt = queue.popleft()
+            start = time.perf_counter()
+            output, error, exc = None, None, None
+            try:
+                output = game(coalitions[rows].copy())
+            except Exception as e:  # any failure of the game is retried; interrupts are not
+                error, exc = _describe(e), e
+            seconds = time.perf_counter() - start
+            # retries go first, so a coalition's attempts are consecutive
+            queue.extendleft(reversed(state.outcome(rows, attempt, output, seconds, error, exc)))
+        return state.finish()
+
+    def __repr__(self) -> str:
+        return f"SerialEvaluator(chunk_size={self.chunk_size})"
+
+
+def _evaluate_chunk(game: Game, coalitions: np.ndarray, token: str) -> tuple[Any, float, str | None]:
+    """Worker side: ``(values, seconds, None)``, or ``(None, seconds, error)`` if the game raised.
+
+    ``token`` makes every submission distinct, so that executors that cache by arguments (Dask's
+    ``pure=True`` default) run a retry again instead of returning the failed result.
+    """
+    start = time.perf_counter()
+    try:
+        return np.asarray(game(coalitions)), time.perf_counter() - start, None
+    except Exception as exc:
+        # A message always pickles back; the exception object itself might not.
+        return None, time.perf_counter() - start, _describe(exc)
+
+
+class ExecutorEvaluator:
+    """Evaluate concurrently through ``executor`` (any ``concurrent.futures.Executor``).
+
+    One task per ``chunk_size`` coalitions (default 1, i.e. full concurrency). Results are
+    reported as they complete, so an evaluation store records each value as soon as it arrives.
+    After a final failure, tasks not yet started are cancelled and running ones are awaited and
+    reported before the error is raised. The executor is not shut down: its owner does that.
+    """
+
+    def __init__(self, executor: Executor, chunk_size: int = 1):
+        if not callable(getattr(executor, "submit", None)):
+            raise TypeError(
+                f"executor must have a submit(fn, *args) method like concurrent.futures.Executor, "
+                f"got {type(executor).__name__}"
+            )
+        self.executor = executor
+        self.chunk_size = _check_chunk_size(chunk_size, allow_none=False)
+
+    def evaluate(
+        self,
+        game: Game,
+        coalitions: np.ndarray,
+        *,
+        max_retries: int = 1,
+        on_result: OnResult | None = None,
+    ) -> np.ndarray:
+        """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``)."""
+        state = _Attempts(coalitions, max_retries, on_result)
+        pending: dict[Future, tuple[np.ndarray, int]] = {}
+
+        def submit(rows: np.ndarray, attempt: int) -> None:
+            try:
+                future = self.executor.submit(_evaluate_chunk, game, coalitions[rows].copy(), uuid.uuid4().hex)
+            except Exception as exc:  # shut down or broken pool: retrying cannot help
+                raise EvaluationFailedError(
+                    f"could not submit coalition {format_coalition(coalitions[rows[0]])} to "
+                    f"{type(self.executor).__name__}: {_describe(exc)}"
+                ) from exc
+            pending[future] = (rows, attempt)
+
+        try:
+            for rows in _chunks(coalitions.shape[0], self.chunk_size):
+                submit(rows, 1)
+            while pending:
+                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                for future in done:
+                    rows, attempt = pending.pop(future)
+                    if future.cancelled():
+                        continue
+                    try:
+                        output, seconds, error = future.result()
+                    except Exception as exc:  # lost worker, unpicklable game or value, ...
+                        output, seconds, error = None, 0.0, _describe(exc)
+                    for again in state.outcome(rows, attempt, output, seconds, error):
+                        submit(*again)
+                if state.failure is not None:
+                    for future in pending:
+                        future.cancel()  # only tasks not yet started; running ones are awaited
+        finally:
+            for future in pending:
+                future.cancel()
+        return state.finish()
+
+    def __repr__(self) -> str:
+        return f"ExecutorEvaluator({type(self.executor).__name__}, chunk_size={self.chunk_size})"

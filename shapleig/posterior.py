@@ -1,0 +1,384 @@
+"""Gaussian posterior over the Shapley vector under fixed GP hyperparameters (math doc §6, §7, §10).
+
+Everything is computed in standardised output units (botorch ``Standardize(m=1)``) and reported in
+raw units where stated. ``A`` (the Shapley operator) is never formed: its products with the kernel
+come from :mod:`shapleig.esp`.
+
+- :class:`ShapleyPosterior` -- mean, covariance and std of phi given an archive ``(X, y)``.
+- :class:`CandidatePosterior` -- value-independent state over a finite candidate pool: the
+  closed-form Shapley EIG of every candidate and exact rank-one conditioning (frozen greedy
+  selection and exact batches, §10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from .coalitions import as_coalition_matrix
+from .esp import hamming_kernel, prior_shapley_covariance, shapley_kernel_columns
+
+# R is clamped below 1 so EIG = -log1p(-R) stays finite (math doc §7).
+_R_MAX = 1.0 - 1e-12
+_MAX_JITTER_TRIES = 8
+
+
+@dataclass(frozen=True, eq=False)
+class Hyperparameters:
+    """GP hyperparameters in standardised output units.
+
+    ``lengthscales``: float64[p] ARD lengthscales (stored as a read-only copy); ``outputscale``: s;
+    ``noise``: sigma^2; ``mean_constant``: the constant prior mean c. Equality is exact, by value.
+    """
+
+    lengthscales: np.ndarray
+    outputscale: float
+    noise: float
+    mean_constant: float = 0.0
+
+    def __post_init__(self) -> None:
+        ls = np.array(self.lengthscales, dtype=np.float64)  # private copy, read-only
+        if ls.ndim != 1 or ls.shape[0] < 1:
+            raise ValueError(f"lengthscales must have shape (p,), got {ls.shape}")
+        if not np.all(np.isfinite(ls)) or np.any(ls <= 0):
+            raise ValueError(f"lengthscales must be finite and positive, got {ls}")
+        ls.setflags(write=False)
+        object.__setattr__(self, "lengthscales", ls)
+        for name in ("outputscale", "noise", "mean_constant"):
+            value = float(getattr(self, name))
+            if not np.isfinite(value):
+                raise ValueError(f"{name} must be finite, got {value}")
+            object.__setattr__(self, name, value)
+        if self.outputscale <= 0:
+            raise ValueError(f"outputscale must be positive, got {self.outputscale}")
+        if self.noise < 0:
+            raise ValueError(f"noise must be non-negative, got {self.noise}")
+
+    @property
+    def n_players(self) -> int:
+        return int(self.lengthscales.shape[0])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Hyperparameters):
+            return NotImplemented
+        return (
+            np.array_equal(self.lengthscales, other.lengthscales)
+            and (self.outputscale, self.noise, self.mean_constant)
+            == (other.outputscale, other.noise, other.mean_constant)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.lengthscales.tobytes(), self.outputscale, self.noise, self.mean_constant))
+
+
+def standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """``(y_tilde, y_mean, y_scale)`` as botorch ``Standardize(m=1)``.
+
+    ``y_scale`` is the Bessel-corrected sample std, replaced by 1 when below 1e-8 or undefined
+    (fewer than two values). An empty ``y`` gives mean 0 and scale 1.
+    """
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if y.shape[0] == 0:
+        return y.copy(), 0.0, 1.0
+    mean = float(np.mean(y))
+    scale = float(np.std(y, ddof=1)) if y.shape[0] > 1 else float("nan")
+    if not (scale >= 1e-8):  # also catches nan
+        scale = 1.0
+    return (y - mean) / scale, mean, scale
+
+
+def cholesky_with_jitter(K: np.ndarray) -> tuple[np.ndarray, float]:
+    """Lower Cholesky factor of symmetric ``K`` and the diagonal jitter that was needed (0 if none).
+
+    Jitter starts at 1e-10 times the mean diagonal and grows tenfold per failure.
+    """
+    n = K.shape[0]
+    if n == 0:
+        return np.zeros((0, 0)), 0.0
+    try:
+        return np.linalg.cholesky(K), 0.0
+    except np.linalg.LinAlgError:
+        pass
+    base = max(float(np.mean(np.abs(np.diag(K)))), 1e-300) * 1e-10
+    for attempt in range(_MAX_JITTER_TRIES):
+        jitter = base * 10.0**attempt
+        try:
+            return np.linalg.cholesky(K + jitter * np.eye(n)), jitter
+        except np.linalg.LinAlgError:
+            continue
+    raise np.linalg.LinAlgError(f"matrix of size {n} is not positive definite even with jitter {jitter:.3g}")
+
+
+def _solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
+    if L.shape[0] == 0:
+        return np.zeros((0,) + B.shape[1:])
+    return solve_triangular(L, B, lower=True, check_finite=False)
+
+
+class ShapleyPosterior:
+    """GP posterior over phi given archive ``X`` (bool[t, p]) and raw values ``y`` (float64[t]).
+
+    Math doc §6. ``t = 0`` is allowed (the prior). Attributes: ``hyper``, ``X``, ``y`` (raw),
+    ``y_mean``, ``y_scale``, ``jitter`` (added to ``K + sigma^2 I``, normally 0).
+    """
+
+    def __init__(self, hyper: Hyperparameters, X: np.ndarray, y: np.ndarray) -> None:
+        self._setup(hyper, X, y, prior_covariance=None, psi_X=None, chol=None)
+
+    def _setup(
+        self,
+        hyper: Hyperparameters,
+        X: np.ndarray,
+        y: np.ndarray,
+        prior_covariance: np.ndarray | None,
+        psi_X: np.ndarray | None,
+        chol: tuple[np.ndarray, float] | None,
+    ) -> None:
+        p = hyper.n_players
+        X = as_coalition_matrix(X, p) if np.asarray(X).size else np.zeros((0, p), dtype=bool)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} coalitions but y has {y.shape[0]} values")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains non-finite values")
+        self.hyper = hyper
+        self.X = X
+        self.y = y
+        self.y_tilde, self.y_mean, self.y_scale = standardize(y)
+        s, noise = hyper.outputscale, hyper.noise
+        self._M = (
+            prior_covariance
+            if prior_covariance is not None
+            else prior_shapley_covariance(hyper.lengthscales, s)
+        )
+        self._psi_X = psi_X if psi_X is not None else shapley_kernel_columns(X, hyper.lengthscales, s)
+        if chol is None:
+            K = hamming_kernel(X, X, hyper.lengthscales, s) + noise * np.eye(X.shape[0])
+            chol = cholesky_with_jitter(K)
+        self._L, self.jitter = chol
+        # Y = L^-1 Psi_X^T (t x p): Sigma_phi = M - Y^T Y.
+        self._Yt = _solve_lower(self._L, self._psi_X.T)
+        sigma = self._M - self._Yt.T @ self._Yt
+        self._sigma_phi = 0.5 * (sigma + sigma.T)
+        resid = self.y_tilde - hyper.mean_constant
+        # mean (standardised) = Psi_X K^-1 r = Y^T (L^-1 r)
+        self._mean_std = self._Yt.T @ _solve_lower(self._L, resid)
+
+    # -- read-outs -------------------------------------------------------------------------------
+    @property
+    def n_players(self) -> int:
+        return self.hyper.n_players
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Posterior mean of phi, float64[p], raw units."""
+        return self.y_scale * self._mean_std
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """Posterior covariance of phi, float64[p, p], raw units (``s_y^2 Sigma_phi``)."""
+        return self.y_scale**2 * self._sigma_phi
+
+    @property
+    def std(self) -> np.ndarray:
+        """Posterior std of phi, float64[p], raw units (negative variances from rounding clip to 0)."""
+        return self.y_scale * np.sqrt(np.clip(np.diag(self._sigma_phi), 0.0, None))
+
+    @property
+    def shapley_covariance(self) -> np.ndarray:
+        """Posterior covariance of phi ``Sigma_phi``, standardised units."""
+        return self._sigma_phi
+
+    @property
+    def prior_covariance(self) -> np.ndarray:
+        """``M = A K A^T``, standardised units."""
+        return self._M
+
+    @property
+    def shapley_kernel_columns(self) -> np.ndarray:
+        """``Psi_X = A K(., X)``, float64[p, t], standardised units."""
+        return self._psi_X
+
+    def predict(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and variance of the latent f at coalitions ``Z`` (bool[m, p]), raw units."""
+        h = self.hyper
+        Z = as_coalition_matrix(Z, self.n_players)
+        V = _solve_lower(self._L, hamming_kernel(self.X, Z, h.lengthscales, h.outputscale))
+        r = _solve_lower(self._L, self.y_tilde - h.mean_constant)
+        mean = h.mean_constant + V.T @ r
+        var = np.clip(h.outputscale - np.einsum("tm,tm->m", V, V), 0.0, None)
+        return self.y_mean + self.y_scale * mean, self.y_scale**2 * var
+
+    # -- updates ---------------------------------------------------------------------------------
+    def extend(self, X_new: np.ndarray, y_new: np.ndarray) -> "ShapleyPosterior":
+        """Posterior with ``(X_new, y_new)`` appended, same hyperparameters; y is re-standardised.
+
+        Reuses M and the existing Psi_X columns, and extends the Cholesky factor by a border
+        update (full refactorisation if the border is not positive definite).
+        """
+        h = self.hyper
+        p = self.n_players
+        X_new = as_coalition_matrix(X_new, p)
+        y_new = np.asarray(y_new, dtype=np.float64).reshape(-1)
+        if y_new.shape[0] != X_new.shape[0]:
+            raise ValueError(f"X_new has {X_new.shape[0]} coalitions but y_new has {y_new.shape[0]} values")
+        X = np.concatenate([self.X, X_new], axis=0)
+        y = np.concatenate([self.y, y_new])
+        psi = np.concatenate([self._psi_X, shapley_kernel_columns(X_new, h.lengthscales, h.outputscale)], axis=1)
+        t, k = self.X.shape[0], X_new.shape[0]
+        C = _solve_lower(self._L, hamming_kernel(self.X, X_new, h.lengthscales, h.outputscale))
+        S = hamming_kernel(X_new, X_new, h.lengthscales, h.outputscale) + (h.noise + self.jitter) * np.eye(k)
+        S = S - C.T @ C
+        chol = None
+        try:
+            D = np.linalg.cholesky(0.5 * (S + S.T))
+            L = np.zeros((t + k, t + k))
+            L[:t, :t] = self._L
+            L[t:, :t] = C.T
+            L[t:, t:] = D
+            chol = (L, self.jitter)
+        except np.linalg.LinAlgError:
+            chol = None  # refactorise with escalating jitter
+        out = ShapleyPosterior.__new__(ShapleyPosterior)
+        out._setup(h, X, y, prior_covariance=self._M, psi_X=psi, chol=chol)
+        return out
+
+    def with_hyperparameters(self, hyper: Hyperparameters) -> "ShapleyPosterior":
+        """Posterior on the same archive under ``hyper``.
+
+        When only ``noise`` or ``mean_constant`` change (e.g. the raw-units noise convention
+        following s_y), M and Psi_X are reused and only the Cholesky factor is recomputed.
+        """
+        same_kernel = (
+            hyper.n_players == self.n_players
+            and np.array_equal(hyper.lengthscales, self.hyper.lengthscales)
+            and hyper.outputscale == self.hyper.outputscale
+        )
+        if not same_kernel:
+            return ShapleyPosterior(hyper, self.X, self.y)
+        chol = None
+        if hyper.noise == self.hyper.noise:
+            chol = (self._L, self.jitter)
+        out = ShapleyPosterior.__new__(ShapleyPosterior)
+        out._setup(hyper, self.X, self.y, prior_covariance=self._M, psi_X=self._psi_X, chol=chol)
+        return out
+
+    def candidates(self, W: np.ndarray) -> "CandidatePosterior":
+        """Value-independent EIG state over the candidate pool ``W`` (bool[n, p])."""
+        return CandidatePosterior(self, W)
+
+
+class CandidatePosterior:
+    """Value-independent state over a finite candidate pool under frozen hyperparameters (§7, §10).
+
+    Holds (standardised units) ``shapley_covariance`` Sigma_phi (p x p), ``B`` = Cov[phi, f(W)]
+    (p x n), the predictive variances ``v`` (n) and ``L^-1 K(X, W)`` (t x n, one row appended per
+    conditioning step). ``W`` is the full pool as given; ``available[j]`` turns False once
+    candidate j is conditioned on; ``selected`` lists conditioned pool indices in order.
+    """
+
+    def __init__(self, posterior: ShapleyPosterior, W: np.ndarray) -> None:
+        h = posterior.hyper
+        p = posterior.n_players
+        self.hyper = h
+        self.W = as_coalition_matrix(W, p) if np.asarray(W).size else np.zeros((0, p), dtype=bool)
+        n = self.W.shape[0]
+        self.available = np.ones(n, dtype=bool)
+        self.selected: list[int] = []
+        self._V = _solve_lower(posterior._L, hamming_kernel(posterior.X, self.W, h.lengthscales, h.outputscale))
+        psi_W = shapley_kernel_columns(self.W, h.lengthscales, h.outputscale)
+        self._B = psi_W - posterior._Yt.T @ self._V
+        self._v = h.outputscale - np.einsum("tn,tn->n", self._V, self._V) + h.noise
+        self.shapley_covariance = posterior.shapley_covariance.copy()
+        self._chol_phi: np.ndarray | None = None
+        self.jitter_phi = 0.0
+
+    @property
+    def n_candidates(self) -> int:
+        return int(self.W.shape[0])
+
+    def copy(self) -> "CandidatePosterior":
+        """Independent copy (to explore a batch without touching this state)."""
+        out = CandidatePosterior.__new__(CandidatePosterior)
+        out.__dict__.update(self.__dict__)
+        for name in ("_V", "_B", "_v", "shapley_covariance"):
+            setattr(out, name, getattr(self, name).copy())
+        out.selected = list(self.selected)
+        return out
+
+    def cross_covariance(self) -> np.ndarray:
+        """``B`` = Cov[phi, y(W)], float64[p, n], standardised units (all pool columns)."""
+        return self._B
+
+    def predictive_variance(self) -> np.ndarray:
+        """``v(w) = s - ||L^-1 k_Xw||^2 + sigma^2``, float64[n] standardised; -inf where not available."""
+        return np.where(self.available, self._v, -np.inf)
+
+    def _phi_factor(self) -> np.ndarray:
+        if self._chol_phi is None:
+            self._chol_phi, self.jitter_phi = cholesky_with_jitter(self.shapley_covariance)
+        return self._chol_phi
+
+    def _eig_of(self, idx: np.ndarray) -> np.ndarray:
+        Z = _solve_lower(self._phi_factor(), self._B[:, idx])
+        R = np.einsum("pn,pn->n", Z, Z) / np.maximum(self._v[idx], 1e-30)
+        return -np.log1p(-np.clip(R, 0.0, _R_MAX))
+
+    def eig(self) -> np.ndarray:
+        """Shapley EIG of every candidate, float64[n]: ``-log(1 - b^T Sigma_phi^-1 b / v)``; -inf where not available."""
+        out = np.full(self.n_candidates, -np.inf)
+        idx = np.flatnonzero(self.available)
+        if idx.size:
+            out[idx] = self._eig_of(idx)
+        return out
+
+    def condition(self, j: int) -> float:
+        """Condition on pool candidate ``j`` being observed (exact §10 updates); returns its EIG before.
+
+        Updates Sigma_phi, B, v and appends the Cholesky border row ``c(w)/sqrt(v*)`` to
+        ``L^-1 K(X, W)``, then marks ``j`` unavailable. Costs O(p^2 + (p + t) n).
+        """
+        j = int(j)
+        if not 0 <= j < self.n_candidates:
+            raise IndexError(f"candidate index {j} out of range for a pool of {self.n_candidates}")
+        if not self.available[j]:
+            raise ValueError(f"candidate {j} was already conditioned on")
+        gain = float(self._eig_of(np.array([j]))[0])
+        h = self.hyper
+        v_star = self._v[j]
+        if not v_star > 0:
+            # Only possible with zero noise for an already determined value: observing it
+            # carries no information, so nothing changes except availability.
+            self.available[j] = False
+            self.selected.append(j)
+            return 0.0
+        b_star = self._B[:, j].copy()
+        k_star = hamming_kernel(self.W, self.W[j], h.lengthscales, h.outputscale)[:, 0]
+        c = k_star - self._V.T @ self._V[:, j]
+        sig = self.shapley_covariance - np.outer(b_star, b_star) / v_star
+        self.shapley_covariance = 0.5 * (sig + sig.T)
+        self._B = self._B - np.outer(b_star, c / v_star)
+        self._v = self._v - c**2 / v_star
+        # Cholesky border row of the enlarged archive: c(w)/sqrt(v*).
+        self._V = np.vstack([self._V, (c / np.sqrt(v_star))[None, :]])
+        self.available[j] = False
+        self.selected.append(j)
+        self._chol_phi = None
+        return gain
+
+    def greedy(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """Select ``q`` candidates by sequential argmax-EIG with conditioning (exact batch, §10.2).
+
+        Ties go to the first index in pool order. Returns (pool indices int64[q], EIGs float64[q]).
+        """
+        picks, gains = [], []
+        for _ in range(int(q)):
+            if not self.available.any():
+                break
+            e = self.eig()
+            j = int(np.argmax(e))
+            gains.append(self.condition(j))
+            picks.append(j)
+        return np.asarray(picks, dtype=np.int64), np.asarray(gains, dtype=np.float64)

@@ -1,0 +1,267 @@
+"""The ``shapleig`` command: list tasks and methods, run benchmarks, plot them, run the demo.
+
+    shapleig tasks
+    shapleig methods
+    shapleig run --tasks wvg-7 vit-9/first=3 --methods shapleig permutation --budgets 2p 4p \
+        --seeds 3 --out results.parquet [--jobs N]
+    shapleig plot results.parquet --out fig.png
+    shapleig demo [--out DIR] [--budgets ...] [--seeds N] [--quick]
+
+Bad input (unknown task or method, bad options, budgets below a method's minimum, an unwritable
+output path, a corrupt table) is reported before any evaluation, with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from shapleig.errors import ShapleigError
+
+DEMO_TASK = "hpi-diabetes-8"
+DEMO_QUICK_TASK = "hpi-diabetes-5"
+DEMO_METHODS = ("shapleig", "permutation", "kernelshap", "svarm-plus", "leverage-shap")
+DEMO_BUDGETS = ("2p", "4p", "6p", "8p")
+
+
+class UsageError(Exception):
+    """Bad input found before any evaluation: exit status 2."""
+
+
+def _print_frame(df: Any, title: str | None = None, stream: Any = None) -> None:
+    stream = stream or sys.stdout
+    if title:
+        print(title, file=stream)
+    print(df.to_string(float_format=lambda x: f"{x:.3g}"), file=stream)
+    print(file=stream)
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# subcommands
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from tasks.catalog import describe_tasks
+
+    rows = describe_tasks()
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['kind']:<11}  {r['description']}")
+    print(
+        "\nfamilies: shoe-<n>, soug-<n>[/seed=k], wvg-7-q<1..10>, hpi-<dataset>-<p>; a suite takes "
+        "/seed=k, /seed=a-b or /first=n"
+    )
+    return 0
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    from tasks.methods import DESCRIPTIONS, method_names
+
+    names = method_names()
+    width = max(len(n) for n in names)
+    for n in names:
+        print(f"{n:<{width}}  {DESCRIPTIONS.get(n, '')}")
+    print("\noptions: name:key=value,key=value (e.g. shapleig:refit=decaying) or --option name:key=value")
+    return 0
+
+
+def _gp_options(args: argparse.Namespace) -> dict[str, Any]:
+    from tasks.methods import parse_value
+
+    opts: dict[str, Any] = {}
+    if getattr(args, "refit", None) is not None:
+        opts["refit"] = parse_value(args.refit)
+    if getattr(args, "pool_size", None) is not None:
+        opts["pool_size"] = args.pool_size
+    return opts
+
+
+def _split(items: Sequence[str] | None) -> list[str]:
+    out: list[str] = []
+    for item in items or []:
+        out += [s for s in (x.strip() for x in item.split(",")) if s]
+    return out
+
+
+def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Path, *,
+         cache: Path | None, title: str) -> Any:
+    """Validate (UsageError on bad input), run, print the MSE and rank tables; return the table."""
+    from tasks import harness, plots
+
+    try:
+        plan = harness.build_plan(tasks, methods, args.budgets, args.seeds,
+                                  method_options=args.option or (), gp_options=_gp_options(args),
+                                  skip_small=args.skip_small)
+        out = harness.check_output_path(out)
+        if cache is not None and any(t.expensive for t in plan.tasks):
+            harness.check_output_path(cache / "probe.npz")
+    except (ValueError, ShapleigError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+    if not plan.jobs:
+        raise UsageError("nothing to run: every budget is below the methods' minimum budgets")
+    if not args.quiet:
+        _err(f"{title}: {plan.describe()}; jobs = {args.jobs}")
+        for note in plan.skipped:
+            _err(f"  note: {note}")
+    start = time.perf_counter()
+    df = harness.execute_plan(plan, out=out, n_jobs=args.jobs, cache_dir=cache, live=args.live,
+                              progress=not args.quiet, errors="record" if args.keep_going else "raise",
+                              log=None if args.quiet else _err)
+    failed = df[df["error"].fillna("") != ""]
+    _print_frame(plots.mse_table(df), "mean MSE (rows: task group, method; columns: budget)")
+    if df["task"].nunique() > 0 and df["method"].nunique() > 1:
+        _print_frame(plots.rank_table(df), "mean rank by MSE (1 = best), per budget")
+    timing = df.groupby("method")[["wall_s", "selection_s"]].mean()
+    _print_frame(timing, "mean seconds per run (wall, of which method overhead)")
+    if len(failed):
+        _err(f"{len(failed)} rows failed; first error: {failed['error'].iloc[0].splitlines()[0]}")
+    print(f"wrote {out} ({len(df)} rows) in {time.perf_counter() - start:.1f} s")
+    return df
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    tasks, methods = _split(args.tasks), list(args.methods)
+    _run(args, tasks, methods, Path(args.out), cache=Path(args.cache) if args.cache else None,
+         title="shapleig run")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from tasks import harness, plots
+
+    try:
+        df = harness.read_results(args.results)
+        out = harness.check_output_path(args.out)
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+    if args.by not in df.columns:
+        raise UsageError(f"--by {args.by!r}: the results have no such column; try group or task")
+    plots.plot_mse(df, out, by=args.by, title=args.title)
+    _print_frame(plots.mse_table(df, by=args.by), "mean MSE")
+    _print_frame(plots.rank_table(df), "mean rank by MSE (1 = best), per budget")
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from tasks import plots
+
+    if args.quick:
+        args.seeds = args.seeds or ["1"]
+        args.budgets = args.budgets or ["12", "16"]
+        task = args.task or DEMO_QUICK_TASK
+    else:
+        args.seeds = args.seeds or ["3"]
+        args.budgets = args.budgets or list(DEMO_BUDGETS)
+        task = args.task or DEMO_TASK
+    methods = list(args.methods or DEMO_METHODS)
+    out_dir = Path(args.out)
+    results, figure = out_dir / "results.parquet", out_dir / "mse.png"
+    cache = Path(args.cache) if args.cache else out_dir / "cache"
+    try:
+        figure = _writable(figure)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    df = _run(args, [task], methods, results, cache=cache, title=f"shapleig demo on {task}")
+    plots.plot_mse(df, figure, by="task", title=f"Shapley value MSE on {task} (mean +- SE over seeds)")
+    print(f"wrote {figure}")
+    return 0
+
+
+def _writable(path: Path) -> Path:
+    from tasks.harness import check_output_path
+
+    return check_output_path(path)
+
+
+# --------------------------------------------------------------------------------------------
+# parser
+def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
+    p.add_argument("--budgets", nargs="+", default=None, required=not demo,
+                   help="budgets: integers or multiples of p (2p 4p); commas allowed")
+    p.add_argument("--seeds", nargs="+", default=None if demo else ["3"],
+                   help="a count N (seeds 0..N-1), a list 0,1,2 or a range 0-4 (default: 3)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel workers (joblib; default 1)")
+    p.add_argument("--option", action="append", metavar="METHOD:KEY=VALUE[,KEY=VALUE]",
+                   help="options for every method of that name ('gp:' = all GP arms); repeatable")
+    p.add_argument("--refit", default=None,
+                   help="GP arms: hyperparameter refit schedule (e.g. every, decaying, or an integer)")
+    p.add_argument("--pool-size", type=int, default=None, help="GP arms: candidate pool size")
+    p.add_argument("--cache", default=None, help="folder for ground-truth tables of expensive games")
+    p.add_argument("--live", action="store_true",
+                   help="evaluate expensive games live instead of from the enumerated table")
+    p.add_argument("--keep-going", action="store_true", help="record failing runs instead of stopping")
+    p.add_argument("--skip-small", action="store_true", default=demo,
+                   help="skip budgets below a method's minimum instead of failing"
+                   + (" (always on in the demo)" if demo else ""))
+    p.add_argument("--quiet", action="store_true", help="no progress bars or notes")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shapleig", description="Shapley values of expensive games under a small evaluation budget."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("tasks", help="list the benchmark tasks")
+    p.set_defaults(func=cmd_tasks)
+    p = sub.add_parser("methods", help="list the methods")
+    p.set_defaults(func=cmd_methods)
+
+    p = sub.add_parser("run", help="run methods x tasks x budgets x seeds into a parquet table")
+    p.add_argument("--tasks", nargs="+", required=True, help="task names (see `shapleig tasks`)")
+    p.add_argument("--methods", nargs="+", required=True,
+                   help="method names, optionally name:key=value,key=value (see `shapleig methods`)")
+    p.add_argument("--out", required=True, help="results file (.parquet)")
+    _add_run_options(p, demo=False)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("plot", help="plot MSE vs budget from a results table")
+    p.add_argument("results", help="results parquet written by `shapleig run`")
+    p.add_argument("--out", required=True, help="figure file (.png, .pdf, .svg)")
+    p.add_argument("--by", default="group", help="one panel per value of this column (default: group)")
+    p.add_argument("--title", default=None)
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser(
+        "demo",
+        help="ShaplEIG vs four baselines on a LightGBM hyperparameter-importance game (p = 8)",
+        description=(
+            "Computes the LightGBM hyperparameter-importance game on diabetes (p = 8) incl. its exact "
+            "Shapley values (all 256 coalitions, cached), runs ShaplEIG and four baselines at budgets "
+            "2p..8p over 3 seeds, prints the MSE table and writes DIR/results.parquet and DIR/mse.png."
+        ),
+    )
+    p.add_argument("--out", default="shapleig-demo", help="output folder (default: ./shapleig-demo)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"a small smoke run: {DEMO_QUICK_TASK}, budgets 12 16, one seed")
+    p.add_argument("--task", default=None, help=f"game to use (default: {DEMO_TASK})")
+    p.add_argument("--methods", nargs="+", default=None, help=f"default: {' '.join(DEMO_METHODS)}")
+    _add_run_options(p, demo=True)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        parser.exit(2, f"shapleig {args.command}: error: {exc}\n")
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+    except (RuntimeError, ShapleigError) as exc:
+        _err(f"shapleig {args.command}: failed: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

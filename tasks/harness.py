@@ -1,0 +1,525 @@
+"""Run methods x tasks x budgets x seeds into one long results table (pandas, parquet).
+
+Everything is validated before any evaluation is spent: task names (tables are loaded, so a
+corrupt file fails here), method names and options (each estimator is built once), budgets
+against each method's minimum for each task's p, seeds, and that the output path is writable.
+
+Exact values are computed once per task. Tasks marked ``expensive`` (LightGBM games) are
+enumerated once over all 2^p coalitions with a progress bar and cached as a games.md §7 table;
+methods then read those values from the table (identical to re-running the deterministic game,
+and charged to the budget as usual) unless ``live=True``.
+
+An anytime method (the ShaplEIG arms: their result carries ``trace`` = [(evaluations, values)])
+runs ONCE per (task, seed) at the largest budget, and every smaller budget is read off its trace.
+Other methods are rerun from scratch at every budget with the same seed.
+
+Columns of the table: task, group, kind, p, method (label incl. options), method_name, options
+(JSON), budget, budget_spec, seed, evaluations, mse, max_abs_err, wall_s, selection_s, game_s,
+anytime, accounting, noise, error. ``wall_s`` is the time until the method had its estimate at
+that budget; ``game_s`` the part of it spent inside the game; ``selection_s = wall_s - game_s``
+(the method's own overhead: fitting, acquisition, sampling).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tasks.catalog import Task, resolve_tasks
+from tasks.methods import MethodSpec, resolve_methods
+
+COLUMNS = [
+    "task", "group", "kind", "p", "method", "method_name", "options", "budget", "budget_spec",
+    "seed", "evaluations", "mse", "max_abs_err", "wall_s", "selection_s", "game_s", "anytime",
+    "accounting", "noise", "error",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# parsing and validation
+def parse_budgets(items: Iterable[str | int]) -> list[str]:
+    """Budget specs: integers (``'32'``) or multiples of p (``'2p'``, ``'0.5p'``); commas allowed."""
+    out: list[str] = []
+    for item in items:
+        for part in filter(None, (s.strip() for s in str(item).split(","))):
+            if not re.fullmatch(r"\d+|\d*\.?\d+p", part):
+                raise ValueError(f"bad budget {part!r}: write an integer (32) or a multiple of p (4p)")
+            if part not in out:
+                out.append(part)
+    if not out:
+        raise ValueError("no budgets given")
+    return out
+
+
+def resolve_budget(spec: str | int, p: int) -> int:
+    """``'32' -> 32``, ``'4p' -> 4 p`` (rounded to the nearest integer)."""
+    spec = str(spec)
+    if spec.endswith("p"):
+        return int(round(float(spec[:-1] or 1) * p))
+    return int(spec)
+
+
+def parse_seeds(items: Iterable[str | int] | int) -> list[int]:
+    """Seeds: a single count ``N`` (seeds 0..N-1), or explicit lists ``'0,3,7'`` / ranges ``'0-4'``.
+
+    A single bare integer (``3`` or ``['3']``) is a count; use ``'5-5'`` or ``'5,'`` for the single
+    seed 5. A list of Python ints (``[0, 4]``) is always a list of seeds.
+    """
+    if isinstance(items, (int, np.integer)):
+        items = [str(int(items))]
+    elif isinstance(items, str):
+        items = [items]
+    elif all(isinstance(s, (int, np.integer)) for s in items):
+        items = [",".join(str(int(s)) for s in items) + ","]
+    items = [str(s) for s in items]
+    if len(items) == 1 and re.fullmatch(r"\d+", items[0].strip()):
+        n = int(items[0])
+        if n < 1:
+            raise ValueError(f"--seeds {n}: need at least one seed")
+        return list(range(n))
+    seeds: list[int] = []
+    for item in items:
+        for part in filter(None, (s.strip() for s in item.split(","))):
+            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            if not m:
+                raise ValueError(f"bad seed {part!r}: write a count (3), a list (0,1,2) or a range (0-4)")
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            if hi < lo:
+                raise ValueError(f"bad seed range {part!r}")
+            seeds += [s for s in range(lo, hi + 1) if s not in seeds]
+    if not seeds:
+        raise ValueError("no seeds given")
+    return seeds
+
+
+def check_output_path(path: str | os.PathLike[str]) -> Path:
+    """Make sure ``path`` can be written (creating its folder); ``ValueError`` naming why not."""
+    out = Path(path).expanduser()
+    if out.exists() and out.is_dir():
+        raise ValueError(f"output path {out} is a folder; give a file name such as results.parquet")
+    folder = out.parent if str(out.parent) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".shapleig-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ValueError(f"output path {out} is not writable: {exc.strerror or exc}") from exc
+    if out.exists() and not os.access(out, os.W_OK):
+        raise ValueError(f"output path {out} exists and is not writable")
+    return out
+
+
+def write_parquet(df: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write ``df`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    out = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=".shapleig-", suffix=".parquet", dir=out.parent)
+    os.close(fd)
+    try:
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# games used by the harness
+class TimedGame:
+    """Wraps a game and logs every call: (evaluations before, after, start s, end s).
+
+    The budget cache sits above this wrapper, so it sees only coalitions that are charged.
+    """
+
+    def __init__(self, game: Any):
+        self.game = game
+        self.n_players = int(game.n_players)
+        self.calls: list[tuple[int, int, float, float]] = []
+        self.count = 0
+        self.t0 = time.perf_counter()
+
+    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        start = time.perf_counter() - self.t0
+        values = self.game(coalitions)
+        end = time.perf_counter() - self.t0
+        before, self.count = self.count, self.count + int(np.asarray(coalitions).shape[0])
+        self.calls.append((before, self.count, start, end))
+        return values
+
+    @property
+    def game_s(self) -> float:
+        """Seconds spent inside the game so far."""
+        return sum(end - start for _, _, start, end in self.calls)
+
+    def time_at(self, evaluations: int, total: float) -> tuple[float, float]:
+        """(wall, game time) until the method moved past ``evaluations`` evaluations."""
+        game_s = 0.0
+        for before, after, start, end in self.calls:
+            if after > evaluations:
+                return start, game_s
+            game_s += end - start
+        return total, game_s
+
+
+def ground_truth(
+    task: Task,
+    game: Any,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    live: bool = False,
+) -> tuple[np.ndarray, Any, dict[str, Any]]:
+    """Exact Shapley values ``float64[p]`` of a task, the game methods should query, and notes.
+
+    Closed-form and table games answer ``exact_values()``. Expensive (LightGBM) games enumerate
+    all 2^p coalitions once through their own ``table()`` (progress bar, cached on disk in
+    ``cache_dir`` or the game's default cache); methods then query that table (same values,
+    same budget charging) unless ``live``, in which case every evaluation refits LightGBM.
+    """
+    if not task.expensive:
+        return np.asarray(game.exact_values(), dtype=np.float64), game, {}
+    if cache_dir is not None and hasattr(game, "cache_dir"):
+        game.cache_dir = Path(cache_dir)
+    if hasattr(game, "progress"):
+        game.progress = progress
+    cached = bool(getattr(game, "cache_path", None)) and game.cache_path().is_file()
+    start = time.perf_counter()
+    table = game.table()
+    seconds = time.perf_counter() - start
+    notes: dict[str, Any] = {"cache": str(game.cache_path()), "cached": cached, "enumeration_s": seconds,
+                             "s_per_coalition": seconds / (1 << int(game.n_players))}
+    return np.asarray(table.exact_values(), dtype=np.float64), (game if live else table), notes
+
+
+# --------------------------------------------------------------------------------------------
+# the plan
+@dataclass
+class Job:
+    """One estimator run: a task, a method, a seed and the budgets it must fill."""
+
+    task_index: int
+    method_index: int
+    seed: int
+    budgets: list[tuple[str, int]]  # (spec, resolved budget); anytime jobs carry several
+    anytime: bool
+
+
+@dataclass
+class Plan:
+    tasks: list[Task]
+    games: list[Any]
+    methods: list[MethodSpec]
+    budget_specs: list[str]
+    seeds: list[int]
+    jobs: list[Job]
+    skipped: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        n_runs = len(self.jobs)
+        return (
+            f"{len(self.tasks)} task(s) x {len(self.methods)} method(s) x {len(self.budget_specs)} "
+            f"budget(s) x {len(self.seeds)} seed(s): {n_runs} estimator runs"
+        )
+
+
+def build_plan(
+    tasks: Sequence[str | Task],
+    methods: Sequence[str | MethodSpec],
+    budgets: Sequence[str | int],
+    seeds: Sequence[str | int] | int,
+    *,
+    method_options: Iterable[str] = (),
+    gp_options: dict[str, Any] | None = None,
+    skip_small: bool = False,
+) -> Plan:
+    """Validate everything and lay out the jobs; no game is evaluated here.
+
+    A budget below a method's minimum for a task's p is an error, or with ``skip_small`` that
+    (task, method, budget) is left out and noted in ``Plan.skipped``.
+    """
+    task_list = resolve_tasks(tasks)
+    games = []
+    for task in task_list:
+        try:
+            games.append(task.game())
+        except (OSError, ValueError, KeyError, EOFError, TypeError) as exc:
+            raise ValueError(f"task {task.name!r} cannot be loaded: {exc}") from exc
+    specs = resolve_methods(methods, method_options, gp_options)
+    budget_specs = parse_budgets(budgets)
+    seed_list = parse_seeds(seeds)
+    estimators = [spec.build() for spec in specs]
+    jobs: list[Job] = []
+    skipped: list[str] = []
+    for ti, (task, game) in enumerate(zip(task_list, games)):
+        p = int(game.n_players)
+        resolved: list[tuple[str, int]] = []
+        for b in budget_specs:  # '2p' and '16' are the same budget when p = 8: keep the first
+            n = resolve_budget(b, p)
+            if n not in [m for _, m in resolved]:
+                resolved.append((b, n))
+        for b, n in resolved:
+            if n < 1:
+                raise ValueError(f"budget {b} is {n} for task {task.name!r} (p = {p}); need >= 1")
+            if p <= 62 and n > (1 << p):
+                raise ValueError(
+                    f"budget {b} = {n} exceeds the 2^{p} = {1 << p} distinct coalitions of task {task.name!r}"
+                )
+        for mi, (spec, est) in enumerate(zip(specs, estimators)):
+            fits = _fitting_budgets(spec, est, task, p, resolved, skip_small)
+            if len(fits) < len(resolved):
+                dropped = ", ".join(str(n) for b, n in resolved if (b, n) not in fits)
+                skipped.append(f"{spec.label} on {task.name}: budget {dropped} below its minimum "
+                               f"{int(est.min_budget(p))} for p = {p}, skipped")
+            if not fits:
+                continue
+            if spec.is_anytime(est):
+                for seed in seed_list:
+                    jobs.append(Job(ti, mi, seed, fits, True))
+            else:
+                for seed in seed_list:
+                    for b in fits:
+                        jobs.append(Job(ti, mi, seed, [b], False))
+    return Plan(task_list, games, specs, budget_specs, seed_list, jobs, skipped)
+
+
+def _fitting_budgets(
+    spec: MethodSpec, est: Any, task: Task, p: int, budgets: list[tuple[str, int]], skip_small: bool
+) -> list[tuple[str, int]]:
+    """The budgets the method can run on this task; too-small ones raise unless ``skip_small``."""
+    min_players = int(getattr(est, "min_players", 1))
+    if p < min_players:
+        raise ValueError(f"method {spec.label!r} needs at least {min_players} players; task {task.name!r} has {p}")
+    if not hasattr(est, "min_budget"):
+        return list(budgets)
+    minimum = int(est.min_budget(p))
+    small = [f"{b} = {n}" if b != str(n) else b for b, n in budgets if n < minimum]
+    if small and not skip_small:
+        raise ValueError(
+            f"method {spec.label!r} needs a budget of at least {minimum} for task {task.name!r} "
+            f"(p = {p}); too small: {', '.join(small)}"
+        )
+    return [(b, n) for b, n in budgets if n >= minimum]
+
+
+# --------------------------------------------------------------------------------------------
+# running
+def run_job(
+    job: Job, task: Task, game: Any, spec: MethodSpec, exact: np.ndarray, threads: int | None = None,
+    errors: str = "raise",
+) -> list[dict[str, Any]]:
+    """Run one job; one row per budget it fills. ``errors='record'`` turns a crash into rows."""
+    p = int(game.n_players)
+    base = {
+        "task": task.name, "group": task.group, "kind": task.kind, "p": p, "method": spec.label,
+        "method_name": spec.name, "options": spec.options_json, "seed": int(job.seed),
+        "anytime": bool(job.anytime),
+    }
+    try:
+        return _run(job, game, spec, exact, base, threads)
+    except Exception as exc:  # noqa: BLE001 - recorded, or re-raised with context
+        if errors != "record":
+            raise RuntimeError(
+                f"{spec.label} on {task.name} (seed {job.seed}, budgets "
+                f"{[n for _, n in job.budgets]}) failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        msg = f"{type(exc).__name__}: {exc}"
+        tb = traceback.format_exc(limit=3)
+        return [
+            {**base, "budget": n, "budget_spec": b, "evaluations": 0, "mse": math.nan,
+             "max_abs_err": math.nan, "wall_s": math.nan, "selection_s": math.nan,
+             "game_s": math.nan, "accounting": "", "noise": "", "error": msg + "\n" + tb}
+            for b, n in job.budgets
+        ]
+
+
+def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, threads: int | None) -> list[dict]:
+    from tasks.metrics import max_abs_error, mse
+
+    estimator = spec.build()
+    if threads is not None and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)  # no oversubscription under joblib workers
+    pending = sorted(job.budgets, key=lambda bn: bn[1])
+    rows: list[dict] = []
+    while pending:
+        b_max, n_max = pending[-1]
+        timed = TimedGame(game)
+        start = time.perf_counter()
+        result = estimator.estimate(timed, n_max, seed=job.seed)
+        total = time.perf_counter() - start
+        info = getattr(result, "info", {}) or {}
+        common = {"accounting": str(info.get("accounting", "")), "noise": _noise_note(info), "error": ""}
+        filled, missing = [], []
+        for b, n in pending:
+            if (b, n) == (b_max, n_max) or not job.anytime:
+                values, used = np.asarray(result.values), int(result.evaluations)
+            else:
+                values, used = _from_trace(result, n)
+                if values is None:
+                    missing.append((b, n))  # trace does not reach this budget: run it on its own
+                    continue
+            if (b, n) == (b_max, n_max):
+                wall, game_s = total, timed.game_s
+            else:
+                wall, game_s = timed.time_at(used, total)
+            filled.append({
+                **base, **common, "budget": n, "budget_spec": b, "evaluations": used,
+                "mse": float(mse(values, exact)), "max_abs_err": float(max_abs_error(values, exact)),
+                "wall_s": wall, "selection_s": max(wall - game_s, 0.0), "game_s": game_s,
+            })
+        rows += filled
+        pending = missing
+    return rows
+
+
+def _from_trace(result: Any, budget: int) -> tuple[np.ndarray | None, int]:
+    """The latest trace entry with at most ``budget`` evaluations: (values, evaluations)."""
+    best, used = None, 0
+    for n, vals in getattr(result, "trace", None) or []:
+        if n <= budget and n >= used:
+            best, used = np.asarray(vals, dtype=np.float64), int(n)
+    return best, used
+
+
+def _noise_note(info: dict[str, Any]) -> str:
+    notes = {k: info[k] for k in sorted(info) if "noise" in k.lower()}
+    return json.dumps(notes, sort_keys=True, default=str) if notes else ""
+
+
+def run_benchmark(
+    tasks: Sequence[str | Task],
+    methods: Sequence[str | MethodSpec],
+    budgets: Sequence[str | int],
+    seeds: Sequence[str | int] | int,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    n_jobs: int = 1,
+    method_options: Iterable[str] = (),
+    gp_options: dict[str, Any] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    live: bool = False,
+    progress: bool = True,
+    errors: str = "raise",
+    log: Any = None,
+    skip_small: bool = False,
+) -> pd.DataFrame:
+    """Validate, compute ground truth once per task, run every job, return (and write) the table.
+
+    ``n_jobs``: joblib workers (1 = in this process). ``errors``: ``'raise'`` stops at the first
+    failing run; ``'record'`` keeps going and puts the message in the ``error`` column.
+    ``log``: a callable taking one line of text (e.g. ``print``) for the notes of the run.
+    """
+    if errors not in ("raise", "record"):
+        raise ValueError(f"errors must be 'raise' or 'record', got {errors!r}")
+    if int(n_jobs) == 0:
+        raise ValueError("n_jobs must be a positive number of workers (or -1 for all cores)")
+    plan = build_plan(tasks, methods, budgets, seeds, method_options=method_options, gp_options=gp_options,
+                      skip_small=skip_small)
+    out_path = check_output_path(out) if out is not None else None
+    if cache_dir is not None and any(t.expensive for t in plan.tasks):
+        check_output_path(Path(cache_dir) / "probe.npz")
+    return execute_plan(plan, out=out_path, n_jobs=n_jobs, cache_dir=cache_dir, live=live,
+                        progress=progress, errors=errors, log=log)
+
+
+def execute_plan(
+    plan: Plan,
+    *,
+    out: Path | None = None,
+    n_jobs: int = 1,
+    cache_dir: str | os.PathLike[str] | None = None,
+    live: bool = False,
+    progress: bool = True,
+    errors: str = "raise",
+    log: Any = None,
+) -> pd.DataFrame:
+    """Run a validated :class:`Plan` (see :func:`run_benchmark`)."""
+    from joblib import Parallel, delayed
+    from tqdm.auto import tqdm
+
+    exacts, served = [], []
+    for task, game in zip(plan.tasks, plan.games):
+        exact, game_for_methods, notes = ground_truth(task, game, cache_dir=cache_dir, progress=progress, live=live)
+        exacts.append(exact)
+        served.append(game_for_methods)
+        if log is not None and notes:
+            if notes.get("cached"):
+                log(f"ground truth of {task.name}: loaded from {notes['cache']}")
+            else:
+                log(f"ground truth of {task.name}: {1 << int(game.n_players)} coalitions in "
+                    f"{notes['enumeration_s']:.1f} s ({notes['s_per_coalition']:.3f} s per coalition)")
+    threads = None if int(n_jobs) == 1 else 1
+    calls = (
+        delayed(run_job)(job, plan.tasks[job.task_index], served[job.task_index], plan.methods[job.method_index],
+                         exacts[job.task_index], threads, errors)
+        for job in plan.jobs
+    )
+    rows: list[dict] = []
+    with tqdm(total=len(plan.jobs), desc="runs", unit="run", disable=not progress, file=sys.stderr) as bar:
+        if int(n_jobs) == 1:
+            for call in calls:
+                fn, args, kwargs = call
+                rows += fn(*args, **kwargs)
+                bar.update(1)
+        else:
+            for part in Parallel(n_jobs=int(n_jobs), return_as="generator_unordered")(calls):
+                rows += part
+                bar.update(1)
+    df = results_frame(rows)
+    if out is not None:
+        write_parquet(df, out)
+    return df
+
+
+def results_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows -> the results table with :data:`COLUMNS` in order, sorted for reading."""
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df = df.astype({"p": "int64", "budget": "int64", "seed": "int64", "evaluations": "int64", "anytime": "bool"})
+    return df.sort_values(["group", "task", "method", "budget", "seed"], kind="stable").reset_index(drop=True)
+
+
+def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a results parquet; ``ValueError`` naming the file if it is missing or not a table."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"results file {path} does not exist")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
+        raise ValueError(f"results file {path} is not a readable parquet table: {exc}") from exc
+    missing = [c for c in ("task", "method", "budget", "seed", "mse") if c not in df.columns]
+    if missing:
+        raise ValueError(f"results file {path} lacks columns {missing}; was it written by shapleig run?")
+    return df
+
+
+__all__ = [
+    "COLUMNS",
+    "Job",
+    "Plan",
+    "TimedGame",
+    "build_plan",
+    "check_output_path",
+    "execute_plan",
+    "ground_truth",
+    "parse_budgets",
+    "parse_seeds",
+    "read_results",
+    "resolve_budget",
+    "results_frame",
+    "run_benchmark",
+    "run_job",
+    "write_parquet",
+]

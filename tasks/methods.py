@@ -1,0 +1,204 @@
+"""Method names -> estimator factories: the baselines registry plus the three ShaplEIG GP arms.
+
+A method is written ``name`` or ``name:key=value,key=value`` (e.g. ``shapleig:refit=decaying``).
+Values are parsed as ``int``, ``float``, ``true``/``false``, ``none`` or left as strings. The GP
+arms share ShaplEIG's GP, initial design, pool and read-out and differ only in the acquisition
+(baselines.md §10): ``shapleig`` (Shapley EIG), ``shapleig-uncertainty`` (posterior variance of f)
+and ``shapleig-random`` (uniform pick from the pool).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+import baselines
+
+# GP arm name -> ShaplEIG acquisition; these arms return an anytime ``trace``.
+GP_ARMS: dict[str, str] = {
+    "shapleig": "eig",
+    "shapleig-uncertainty": "uncertainty",
+    "shapleig-random": "random",
+}
+
+DESCRIPTIONS: dict[str, str] = {
+    "shapleig": "ShaplEIG: GP surrogate, closed-form Shapley EIG acquisition (anytime)",
+    "shapleig-uncertainty": "GP arm: acquire argmax posterior variance of f (anytime)",
+    "shapleig-random": "GP arm: acquire a uniform pick from the pool (anytime)",
+    "permutation": "ApproShapley permutation sampling",
+    "owen": "Owen sampling (multilinear extension)",
+    "owen-halved": "Halved Owen sampling (antithetic complements)",
+    "svarm": "SVARM",
+    "stratified-svarm": "Stratified SVARM",
+    "svarm-plus": "S-SVARM+ (uniform sizes, without replacement)",
+    "lss": "least-squares sampling (LSS)",
+    "s-lss": "stratified LSS",
+    "srs-lss": "stratified LSS with reuse (SRS-LSS)",
+    "kernelshap": "KernelSHAP (Covert-Lee closed form)",
+    "unbiased-kernelshap": "unbiased KernelSHAP",
+    "leverage-shap": "Leverage SHAP",
+    "regression-msr": "regression-adjusted MSR",
+}
+
+
+def method_names() -> list[str]:
+    """Every method name: the GP arms first, then the baselines registry."""
+    return list(GP_ARMS) + [n for n in baselines.NAMES if n not in GP_ARMS]
+
+
+def parse_value(text: str) -> Any:
+    """``'3' -> 3``, ``'0.5' -> 0.5``, ``'true' -> True``, ``'none' -> None``, else the string."""
+    low = text.strip().lower()
+    if low in ("true", "yes"):
+        return True
+    if low in ("false", "no"):
+        return False
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def parse_options(text: str, where: str = "") -> dict[str, Any]:
+    """``'a=1,b=x' -> {'a': 1, 'b': 'x'}``; a malformed item raises ``ValueError``."""
+    options: dict[str, Any] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"bad method option {item!r}{where}: write key=value")
+        options[key.strip().replace("-", "_")] = parse_value(value)
+    return options
+
+
+@dataclass
+class MethodSpec:
+    """A method and its constructor options; ``build()`` makes a fresh estimator.
+
+    ``factory`` overrides the registry (for custom estimators); ``anytime`` says whether one run at
+    the largest budget yields every smaller budget through the result's ``trace`` (None: decide
+    from the name and the estimator's ``anytime`` attribute).
+    """
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+    factory: Callable[..., Any] | None = None
+    anytime: bool | None = None
+
+    @property
+    def label(self) -> str:
+        """``name`` or ``name:key=value,...`` (options sorted): the method column of results."""
+        if not self.options:
+            return self.name
+        return self.name + ":" + ",".join(f"{k}={self.options[k]}" for k in sorted(self.options))
+
+    @property
+    def options_json(self) -> str:
+        return json.dumps(self.options, sort_keys=True, default=str)
+
+    def build(self) -> Any:
+        """A fresh estimator with these options; bad options raise ``ValueError`` naming them."""
+        try:
+            if self.factory is not None:
+                return self.factory(**self.options)
+            if self.name in GP_ARMS:
+                return _build_gp_arm(self.name, self.options)
+            if self.name not in baselines.NAMES:
+                raise ValueError(unknown_method_message(self.name))
+            return baselines.get(self.name, **self.options)
+        except TypeError as exc:
+            raise ValueError(f"method {self.label!r}: bad options {self.options}: {exc}") from exc
+
+    def is_anytime(self, estimator: Any = None) -> bool:
+        if self.anytime is not None:
+            return self.anytime
+        if self.name in GP_ARMS:
+            return True
+        return bool(getattr(estimator, "anytime", False))
+
+    def with_options(self, **options: Any) -> "MethodSpec":
+        merged = {**self.options, **options}
+        return MethodSpec(self.name, merged, self.factory, self.anytime)
+
+
+def _build_gp_arm(name: str, options: Mapping[str, Any]) -> Any:
+    from shapleig import ShaplEIG  # torch loads here, only when a GP arm is used
+
+    acquisition = GP_ARMS[name]
+    if "acquisition" in options and options["acquisition"] != acquisition:
+        raise ValueError(
+            f"method {name!r} fixes acquisition={acquisition!r}; got acquisition="
+            f"{options['acquisition']!r} (use the arm named for that acquisition instead)"
+        )
+    opts = {k: v for k, v in options.items() if k != "acquisition"}
+    return ShaplEIG(acquisition=acquisition, **opts)
+
+
+def unknown_method_message(name: str) -> str:
+    return f"unknown method {name!r}; known methods: {', '.join(method_names())}"
+
+
+def parse_method(text: str | MethodSpec) -> MethodSpec:
+    """``'name'`` or ``'name:key=value,...'`` -> :class:`MethodSpec` (name checked, not built)."""
+    if isinstance(text, MethodSpec):
+        return text
+    name, _, rest = str(text).strip().partition(":")
+    name = name.strip()
+    if name not in method_names():
+        raise ValueError(unknown_method_message(name))
+    return MethodSpec(name, parse_options(rest, where=f" in {text!r}"))
+
+
+def resolve_methods(
+    methods: Iterable[str | MethodSpec],
+    extra_options: Iterable[str] = (),
+    gp_options: Mapping[str, Any] | None = None,
+) -> list[MethodSpec]:
+    """Parse, apply options, and build each method once to validate it (no evaluation spent).
+
+    ``extra_options``: ``'name:key=value,...'`` strings applied to every method called ``name``
+    (``'gp:...'`` applies to all GP arms); ``gp_options`` is merged into every GP arm. Raises
+    ``ValueError`` for unknown names, malformed or rejected options, and duplicate labels.
+    """
+    specs = [parse_method(m) for m in methods]
+    if not specs:
+        raise ValueError(f"no methods given; known methods: {', '.join(method_names())}")
+    for text in extra_options:
+        target, sep, rest = str(text).partition(":")
+        target = target.strip()
+        if not sep:
+            raise ValueError(f"bad --option {text!r}: write method:key=value[,key=value]")
+        opts = parse_options(rest, where=f" in --option {text!r}")
+        hits = [i for i, s in enumerate(specs) if s.name == target or (target == "gp" and s.name in GP_ARMS)]
+        if not hits:
+            raise ValueError(
+                f"--option {text!r} names method {target!r}, which is not among the methods run "
+                f"({', '.join(s.name for s in specs)})"
+            )
+        for i in hits:
+            specs[i] = specs[i].with_options(**opts)
+    if gp_options:
+        specs = [s.with_options(**gp_options) if s.name in GP_ARMS else s for s in specs]
+    labels = [s.label for s in specs]
+    dupes = sorted({lab for lab in labels if labels.count(lab) > 1})
+    if dupes:
+        raise ValueError(f"methods listed more than once: {', '.join(dupes)}")
+    for spec in specs:
+        spec.build()  # constructor-time validation of the options
+    return specs
+
+
+__all__ = [
+    "DESCRIPTIONS",
+    "GP_ARMS",
+    "MethodSpec",
+    "method_names",
+    "parse_method",
+    "parse_options",
+    "parse_value",
+    "resolve_methods",
+]

@@ -1,0 +1,289 @@
+"""Precomputed value tables as games with exact ground truth (games.md §7).
+
+A table is an ``.npz`` file with ``values`` (float64[2^p], raw), ``coalitions`` (bool[2^p, p], all
+distinct), ``n_players`` (integer scalar) and optionally ``normalization_value`` (float scalar,
+v(empty) in the shared suite). Files are read with ``allow_pickle=False`` and validated completely
+at load time, so a bad file fails before any evaluation with a :class:`GameError` naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shapleig.coalitions import to_bitmask
+from shapleig.errors import GameError
+from shapleig.shapley import shapley_from_bitorder
+
+REQUIRED_KEYS = ("values", "coalitions", "n_players")
+OPTIONAL_KEYS = ("normalization_value",)
+# A full table holds 2^p rows; beyond this the file would be hundreds of MB.
+MAX_TABLE_PLAYERS = 24
+
+
+def _fail(source: str, problem: str) -> GameError:
+    return GameError(f"value table {source}: {problem}")
+
+
+def validate_table(
+    coalitions: Any, values: Any, n_players: Any = None, normalization_value: Any = None, source: str = "<array>"
+) -> tuple[np.ndarray, np.ndarray, int, float | None]:
+    """Check a full table and return ``(bool[2^p, p], float64[2^p], p, normalization or None)``.
+
+    Raises :class:`GameError` naming ``source`` and the problem: wrong dtypes or shapes, a
+    player count that disagrees with the matrix, duplicate coalitions, non-finite values.
+    """
+    z = np.asarray(coalitions)
+    v = np.asarray(values)
+    if z.ndim != 2:
+        raise _fail(source, f"'coalitions' must be a 2-D matrix, got shape {z.shape}")
+    p = z.shape[1]
+    if n_players is not None:
+        n = np.asarray(n_players)
+        if n.shape not in ((), (1,)) or not np.issubdtype(n.dtype, np.integer):
+            raise _fail(source, f"'n_players' must be an integer scalar, got {n.dtype} of shape {n.shape}")
+        if int(n.reshape(())) != p:
+            raise _fail(source, f"'n_players' = {int(n.reshape(()))} but 'coalitions' has {p} columns")
+    if not 1 <= p <= MAX_TABLE_PLAYERS:
+        raise _fail(source, f"tables need 1 <= n_players <= {MAX_TABLE_PLAYERS}, got {p}")
+    if z.dtype != np.bool_:
+        if not np.issubdtype(z.dtype, np.integer) or (z.size and not np.isin(z, (0, 1)).all()):
+            raise _fail(source, f"'coalitions' must be bool (or 0/1 integers), got dtype {z.dtype}")
+        z = z.astype(bool)
+    if z.shape[0] != (1 << p):
+        raise _fail(source, f"'coalitions' has {z.shape[0]} rows; a full {p}-player table needs 2^{p} = {1 << p}")
+    if v.shape != (1 << p,):
+        raise _fail(source, f"'values' must have shape ({1 << p},), got {v.shape}")
+    if not (np.issubdtype(v.dtype, np.floating) or np.issubdtype(v.dtype, np.integer)):
+        raise _fail(source, f"'values' must be real numbers, got dtype {v.dtype}")
+    v = v.astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(v))
+    if bad.size:
+        raise _fail(source, f"'values' has {bad.size} non-finite entries (first at row {int(bad[0])}: {v[bad[0]]})")
+    codes = to_bitmask(z)
+    n_distinct = np.unique(codes).size
+    if n_distinct != z.shape[0]:
+        raise _fail(source, f"'coalitions' has duplicate rows: {n_distinct} distinct of {z.shape[0]}")
+    norm = None
+    if normalization_value is not None:
+        nv = np.asarray(normalization_value)
+        if nv.shape not in ((), (1,)) or not np.issubdtype(nv.dtype, np.number) or not np.isfinite(nv).all():
+            raise _fail(source, f"'normalization_value' must be a finite scalar, got {nv!r}")
+        norm = float(nv.reshape(()))
+    return np.ascontiguousarray(z), v, p, norm
+
+
+def size_major_order(coalitions: np.ndarray) -> np.ndarray:
+    """Row permutation ``int64[m]`` putting coalitions in the §7 order: by size, then within a
+    size in ``itertools.combinations`` order (lexicographic member tuples)."""
+    z = np.asarray(coalitions, dtype=bool)
+    p = z.shape[1]
+    # Lexicographic member tuples of equal size = descending codes read with player 0 as the
+    # most significant bit.
+    rev = z.astype(np.int64) @ (np.int64(1) << np.arange(p - 1, -1, -1, dtype=np.int64))
+    return np.lexsort((-rev, z.sum(axis=1)))
+
+
+class TableGame:
+    """A game served from a full value table by bitmask lookup, with exact Shapley values.
+
+    ``coalitions`` bool[2^p, p] (any row order, all distinct), ``values`` float64[2^p] raw.
+    ``normalization_value`` defaults to v(empty). ``exact_values()`` is computed once and cached.
+    """
+
+    def __init__(
+        self,
+        coalitions: np.ndarray,
+        values: np.ndarray,
+        normalization_value: float | None = None,
+        *,
+        name: str = "table",
+        source: str | None = None,
+    ):
+        z, v, p, norm = validate_table(coalitions, values, None, normalization_value, source or name)
+        self.n_players = p
+        self.coalitions = z
+        self.values = v
+        self.name = name
+        self.source = source
+        self._bitorder = np.empty(1 << p)
+        self._bitorder[to_bitmask(z)] = v  # value of code c at index c
+        self.normalization_value = float(self._bitorder[0]) if norm is None else norm
+        self._exact: np.ndarray | None = None
+
+    @classmethod
+    def from_npz(cls, path: str | os.PathLike, name: str | None = None) -> "TableGame":
+        """Load and validate a table file; any problem raises :class:`GameError` naming ``path``."""
+        path = Path(path)
+        src = str(path)
+        if not path.is_file():
+            raise _fail(src, "no such file")
+        try:
+            archive = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise _fail(src, f"not a readable .npz archive ({exc})") from exc
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise _fail(src, "a single .npy array, not an .npz archive with named tables")
+        with archive:
+            missing = [k for k in REQUIRED_KEYS if k not in archive.files]
+            if missing:
+                raise _fail(src, f"missing key(s) {missing}; found {sorted(archive.files)}")
+            arrays: dict[str, np.ndarray] = {}
+            for key in REQUIRED_KEYS + OPTIONAL_KEYS:
+                if key not in archive.files:
+                    continue
+                try:
+                    arrays[key] = archive[key]
+                except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+                    # object arrays need pickle, which is refused for safety
+                    raise _fail(src, f"cannot read key '{key}' ({exc})") from exc
+        z, v, _, norm = validate_table(
+            arrays["coalitions"], arrays["values"], arrays["n_players"], arrays.get("normalization_value"), src
+        )
+        return cls(z, v, norm, name=name or path.stem, source=src)
+
+    # -- game protocol ---------------------------------------------------------------------
+    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        """Values ``float64[m]`` of ``bool[m, p]`` coalitions, by lookup."""
+        from shapleig.coalitions import as_coalition_matrix
+
+        z = as_coalition_matrix(coalitions, self.n_players)
+        return self._bitorder[to_bitmask(z)]
+
+    def exact_values(self) -> np.ndarray:
+        """Exact Shapley values ``float64[p]`` of the table (cached).
+
+        Computed from the bit-ordered values (the §2 formula, equal to ``shapley_from_table``) so
+        the result is bit-identical whatever the row order of the file.
+        """
+        if self._exact is None:
+            self._exact = shapley_from_bitorder(self._bitorder)
+        return self._exact.copy()
+
+    @property
+    def empty_value(self) -> float:
+        return float(self._bitorder[0])
+
+    @property
+    def grand_value(self) -> float:
+        return float(self._bitorder[-1])
+
+    def params(self) -> dict[str, Any]:
+        return {"game": "table", "name": self.name, "n_players": self.n_players, "source": self.source}
+
+    def __repr__(self) -> str:
+        return f"TableGame({self.name}, n_players={self.n_players})"
+
+
+def save_table(
+    path: str | os.PathLike,
+    coalitions: np.ndarray,
+    values: np.ndarray,
+    normalization_value: float | None = None,
+    *,
+    size_major: bool = True,
+) -> Path:
+    """Write a full table in the §7 format (rows size-major unless ``size_major=False``).
+
+    ``normalization_value`` defaults to v(empty). The file is written to a temporary name and
+    renamed, so a crash never leaves a half-written table behind. Returns the path.
+    """
+    path = Path(path)
+    z, v, p, norm = validate_table(coalitions, values, None, normalization_value, str(path))
+    if size_major:
+        order = size_major_order(z)
+        z, v = z[order], v[order]
+    if norm is None:
+        norm = float(v[to_bitmask(z) == 0][0])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, values=v, coalitions=z, n_players=np.int64(p), normalization_value=np.float64(norm))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+# ------------------------------------------------------------------------------------------
+# Suites of tables
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TableSpec:
+    """A table file found in a suite; ``load()`` reads and validates it.
+
+    name:  task name, the path relative to the suite root without ``.npz``
+           (e.g. ``ImageClassifier_Game/9/model_name=vit_9_patches_1``).
+    group: the folder part of the name (e.g. ``ImageClassifier_Game/9``).
+    seed:  the trailing ``_<int>`` of the file stem, or None.
+    """
+
+    path: Path
+    name: str
+    group: str
+    seed: int | None
+
+    def load(self) -> TableGame:
+        return TableGame.from_npz(self.path, name=self.name)
+
+
+_SEED = re.compile(r"_(\d+)$")
+
+
+def discover_tables(folder: str | os.PathLike) -> list[TableSpec]:
+    """All ``*.npz`` files under ``folder`` (recursively), sorted by group, stem and seed.
+
+    Nothing is loaded here; raises :class:`GameError` when ``folder`` is not a directory.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        raise GameError(f"table folder {root} does not exist or is not a directory")
+    specs = []
+    for path in root.rglob("*.npz"):
+        rel = path.relative_to(root).with_suffix("")
+        m = _SEED.search(rel.name)
+        specs.append(
+            TableSpec(path=path, name=rel.as_posix(), group=rel.parent.as_posix(), seed=int(m.group(1)) if m else None)
+        )
+
+    def key(s: TableSpec) -> tuple:
+        stem = _SEED.sub("", Path(s.name).name)
+        return (s.group, stem, s.seed if s.seed is not None else -1, s.name)
+
+    return sorted(specs, key=key)
+
+
+def default_tables_dir() -> Path | None:
+    """The shared table suite: env ``SHAPLEIG_TABLES``, else ``$SHAPLEIG_SHARED/data/games``,
+    else ``<repo>/../shared/data/games``; None when none of them is an existing directory."""
+    candidates = []
+    if os.environ.get("SHAPLEIG_TABLES"):
+        candidates.append(Path(os.environ["SHAPLEIG_TABLES"]))
+    if os.environ.get("SHAPLEIG_SHARED"):
+        candidates.append(Path(os.environ["SHAPLEIG_SHARED"]) / "data" / "games")
+    candidates.append(Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games")
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return None
+
+
+__all__ = [
+    "TableGame",
+    "TableSpec",
+    "default_tables_dir",
+    "discover_tables",
+    "save_table",
+    "size_major_order",
+    "validate_table",
+]

@@ -1,0 +1,97 @@
+"""The ``shapleig`` command: run, plot and demo as subprocesses; clear errors with exit status 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tasks.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def shapleig(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tasks.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_run_then_plot_as_subprocesses(tmp_path: Path) -> None:
+    out, fig = tmp_path / "res" / "results.parquet", tmp_path / "fig.png"
+    run = shapleig("run", "--tasks", "wvg-7,wvg-7-q3", "--methods", "permutation", "kernelshap",
+                   "--budgets", "2p", "16", "--seeds", "2", "--out", str(out), "--quiet")
+    assert run.returncode == 0, run.stderr
+    df = pd.read_parquet(out)
+    assert len(df) == 2 * 2 * 2 * 2  # tasks x methods x budgets x seeds
+    assert set(df.budget) == {14, 16} and set(df.seed) == {0, 1}
+    assert "mean MSE" in run.stdout and "wvg-7-q3" in run.stdout
+    plot = shapleig("plot", str(out), "--out", str(fig))
+    assert plot.returncode == 0, plot.stderr
+    assert fig.read_bytes()[:4] == b"\x89PNG" and "mean rank" in plot.stdout
+
+
+def test_demo_quick_as_subprocess(tmp_path: Path) -> None:
+    # a synthetic game keeps the default run fast; the LightGBM demo is the slow test below
+    demo = shapleig("demo", "--quick", "--task", "wvg-7", "--methods", "shapleig:refit=never", "permutation",
+                    "--budgets", "9,10", "--out", str(tmp_path / "demo"))
+    assert demo.returncode == 0, demo.stderr
+    df = pd.read_parquet(tmp_path / "demo" / "results.parquet")
+    assert len(df) == 2 * 2 and df.seed.unique().tolist() == [0]  # --quick: one seed
+    assert (tmp_path / "demo" / "mse.png").stat().st_size > 1000
+    assert "mean MSE" in demo.stdout and "runs" in demo.stderr  # table and progress bar
+
+
+@pytest.mark.slow
+def test_demo_quick_on_the_lightgbm_game(tmp_path: Path) -> None:
+    demo = shapleig("demo", "--quick", "--out", str(tmp_path / "demo"), timeout=600)
+    assert demo.returncode == 0, demo.stderr
+    df = pd.read_parquet(tmp_path / "demo" / "results.parquet")
+    assert set(df.task) == {"hpi-diabetes-5"} and set(df.budget) == {12, 16}
+    assert df.method_name.nunique() == 5 and (df.error == "").all()
+    assert list((tmp_path / "demo" / "cache").rglob("*.npz"))  # the ground truth was cached
+
+
+def test_bad_input_exits_2_as_subprocess(tmp_path: Path) -> None:
+    res = shapleig("run", "--tasks", "no-such-task", "--methods", "permutation", "--budgets", "10",
+                   "--out", str(tmp_path / "r.parquet"))
+    assert res.returncode == 2
+    assert "unknown task 'no-such-task'" in res.stderr and "vit-9" in res.stderr
+
+
+def _fails(capsys, *argv: str) -> str:
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    assert info.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_clear_errors_before_any_evaluation(tmp_path: Path, capsys) -> None:
+    out = str(tmp_path / "r.parquet")
+    base = ["run", "--budgets", "10", "--seeds", "1", "--quiet"]
+    err = _fails(capsys, *base, "--tasks", "wvg-7", "--methods", "nope", "--out", out)
+    assert "unknown method 'nope'" in err and "shapleig" in err and "leverage-shap" in err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    err = _fails(capsys, *base, "--tasks", "wvg-7", "--methods", "permutation", "--out", str(blocker / "r.parquet"))
+    assert "not writable" in err and str(blocker) in err
+    bad = tmp_path / "corrupt_3.npz"
+    bad.write_bytes(b"garbage")
+    err = _fails(capsys, *base, "--tasks", f"table:{bad}", "--methods", "permutation", "--out", out)
+    assert "corrupt_3" in err
+    err = _fails(capsys, *base, "--tasks", "wvg-7", "--methods", "permutation", "--budgets", "2", "--out", out)
+    assert "at least" in err
+    err = _fails(capsys, "plot", str(tmp_path / "missing.parquet"), "--out", str(tmp_path / "f.png"))
+    assert "does not exist" in err
+    assert not list(tmp_path.glob("*.parquet"))
+
+
+def test_listings(capsys) -> None:
+    assert main(["tasks"]) == 0
+    text = capsys.readouterr().out
+    assert "airport-100" in text and "hpi-diabetes-8" in text and "vit-9" in text
+    assert main(["methods"]) == 0
+    text = capsys.readouterr().out
+    assert "shapleig-uncertainty" in text and "svarm-plus" in text

@@ -1,0 +1,166 @@
+"""Tests for the Hamming-kernel GP surrogate: model, initial values, fit, noise, refit schedules."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from shapleig.coalitions import all_coalitions
+from shapleig.esp import hamming_kernel
+from shapleig.posterior import Hyperparameters
+from shapleig.surrogate import (
+    REFIT_SCHEDULES,
+    build_model,
+    fit_hyperparameters,
+    initial_lengthscale,
+    lengthscale_prior_params,
+    model_hyperparameters,
+    refit_schedule,
+    standardized_noise,
+)
+
+
+def _archive(p: int = 5, t: int = 14, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    Z = all_coalitions(p)
+    X = Z[np.sort(rng.choice(len(Z), size=t, replace=False))]
+    w = rng.normal(size=p)
+    y = X @ w + 0.7 * (X[:, 0] & X[:, 1]) + 3.0
+    return X, y
+
+
+def test_initial_values_and_dtype():
+    p = 9
+    X, y = _archive(p, 12)
+    dtype_before = torch.get_default_dtype()
+    model = build_model(X, y, noise_std=1e-6)
+    assert torch.get_default_dtype() == dtype_before  # not changed permanently
+    h = model_hyperparameters(model)
+    loc, scale = lengthscale_prior_params(p)
+    assert loc == pytest.approx(math.sqrt(2) + 0.5 * math.log(p))
+    assert scale == pytest.approx(math.sqrt(3))
+    # prior mode e^(sqrt2 - 3) sqrt(p), exactly in float64 (no float32 truncation)
+    assert initial_lengthscale(p) == pytest.approx(math.exp(math.sqrt(2) - 3) * math.sqrt(p), rel=1e-14)
+    np.testing.assert_allclose(h.lengthscales, initial_lengthscale(p), rtol=1e-13)
+    assert h.outputscale == pytest.approx(math.log(2.0), rel=1e-13)
+    assert h.mean_constant == 0.0
+    assert h.noise == 1e-6
+    for name, param in model.named_parameters():
+        assert param.dtype == torch.float64, name
+    prior = model.covar_module.base_kernel.lengthscale_prior
+    assert float(prior.loc) == pytest.approx(loc, rel=1e-15)
+
+
+def test_model_kernel_matches_esp_kernel_after_fit():
+    X, y = _archive(5, 14)
+    fit = fit_hyperparameters(X, y, seed=1)
+    assert fit.success and 1 <= fit.attempts <= 5
+    model = build_model(X, y, noise_std=fit.noise, init=fit.hyper)
+    with torch.no_grad():
+        K = model.covar_module(torch.as_tensor(X, dtype=torch.float64)).to_dense().numpy()
+    ref = hamming_kernel(X, X, fit.hyper.lengthscales, fit.hyper.outputscale)
+    np.testing.assert_allclose(K, ref, rtol=1e-11, atol=1e-13 * np.abs(ref).max())
+    # the fitted values differ from the initial ones, i.e. the fit did something
+    assert not np.allclose(fit.hyper.lengthscales, initial_lengthscale(5))
+
+
+def test_fit_is_deterministic_for_a_seed_and_leaves_global_rng_alone():
+    X, y = _archive(5, 14, seed=3)
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state().clone()
+    a = fit_hyperparameters(X, y, seed=7)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    b = fit_hyperparameters(X, y, seed=7)
+    np.testing.assert_array_equal(a.hyper.lengthscales, b.hyper.lengthscales)
+    assert a.hyper.outputscale == b.hyper.outputscale
+    assert a.hyper.mean_constant == b.hyper.mean_constant
+    assert a.y_mean == pytest.approx(np.mean(y)) and a.y_scale == pytest.approx(np.std(y, ddof=1))
+
+
+def test_warm_start_sets_initial_values():
+    X, y = _archive(4, 10)
+    h = Hyperparameters(np.array([0.3, 0.5, 0.7, 0.9]), 1.7, 1e-6, -0.25)
+    model = build_model(X, y, noise_std=1e-6, init=h)
+    got = model_hyperparameters(model)
+    np.testing.assert_allclose(got.lengthscales, h.lengthscales, rtol=1e-12)
+    assert got.outputscale == pytest.approx(1.7, rel=1e-12)
+    assert got.mean_constant == pytest.approx(-0.25, rel=1e-12)
+    fit = fit_hyperparameters(X, y, seed=0, warm_start=h)
+    assert fit.success
+
+
+def test_noise_conventions():
+    assert standardized_noise(1e-6, 0.01, "standardized") == 1e-6
+    # research-code convention: raw 1e-6 -> 1e-6 / s_y^2, floored at 1e-6
+    assert standardized_noise(1e-6, 0.01, "raw") == pytest.approx(1e-2)
+    assert standardized_noise(1e-6, 100.0, "raw") == 1e-6
+    assert standardized_noise(1e-10, 1.0, "standardized") == 1e-10  # explicit tiny noise is honoured
+    with pytest.raises(ValueError, match="noise convention"):
+        standardized_noise(1e-6, 1.0, "bogus")
+    with pytest.raises(ValueError, match="noise"):
+        standardized_noise(-1.0, 1.0)
+    X, y = _archive(5, 12)
+    y_small = 1e-3 * y
+    raw = fit_hyperparameters(X, y_small, seed=0, noise_convention="raw")
+    assert raw.noise == pytest.approx(max(1e-6, 1e-6 / np.std(y_small, ddof=1) ** 2))
+    assert raw.hyper.noise == raw.noise and raw.noise_convention == "raw"
+    std = fit_hyperparameters(X, y_small, seed=0)
+    assert std.hyper.noise == 1e-6
+
+
+def test_fit_failure_keeps_fallback(monkeypatch):
+    import botorch.fit
+    from botorch.exceptions.errors import ModelFittingError
+
+    def boom(*args, **kwargs):
+        raise ModelFittingError("All attempts to fit the model have failed.")
+
+    monkeypatch.setattr(botorch.fit, "fit_gpytorch_mll", boom)
+    X, y = _archive(4, 10)
+    prev = Hyperparameters(np.full(4, 0.4), 2.0, 1e-6, 0.1)
+    res = fit_hyperparameters(X, y, seed=0, fallback=prev)
+    assert not res.success and "failed" in res.message
+    np.testing.assert_array_equal(res.hyper.lengthscales, prev.lengthscales)
+    assert res.hyper.outputscale == 2.0
+
+
+def test_fit_rejects_bad_input():
+    X, y = _archive(4, 10)
+    with pytest.raises(ValueError, match="rows"):
+        fit_hyperparameters(X, y[:-1], seed=0)
+    bad = y.copy()
+    bad[2] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        fit_hyperparameters(X, bad, seed=0)
+    with pytest.raises(ValueError):
+        fit_hyperparameters(X.astype(float) * 0.5, y, seed=0)
+    with pytest.raises(ValueError, match="shape"):
+        fit_hyperparameters(X[0], y[:1], seed=0)
+
+
+def test_refit_schedules():
+    its = np.arange(0, 1200)
+    every = refit_schedule("every")
+    assert all(every(i) for i in its)
+    dec = refit_schedule("decaying")
+    fired = [i for i in its if dec(i)]
+    assert fired[:64] == list(range(64))
+    assert [i for i in fired if 64 <= i < 192] == list(range(64, 192, 8))
+    assert [i for i in fired if 192 <= i < 448] == list(range(192, 448, 16))
+    assert [i for i in fired if i >= 448] == list(range(448, 1200, 32))
+    geo = refit_schedule("geometric")
+    assert [i for i in range(70) if geo(i)] == [0, 1, 2, 4, 8, 16, 32, 64]
+    geo5 = refit_schedule("geometric", hand_over=5)
+    assert [i for i in range(40) if geo5(i)] == [5, 6, 7, 9, 13, 21, 37]
+    never = refit_schedule("never")
+    assert [i for i in its if never(i)] == [0]
+    assert refit_schedule("every_iteration") is every
+    custom = lambda it: it % 3 == 0  # noqa: E731
+    assert refit_schedule(custom) is custom
+    with pytest.raises(ValueError) as err:
+        refit_schedule("sometimes")
+    for name in REFIT_SCHEDULES:
+        assert name in str(err.value)
