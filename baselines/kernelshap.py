@@ -28,6 +28,7 @@ from shapleig.game import BudgetedGame
 
 from .lss import DrawEstimator, evaluations_after_each_draw, linear_estimate
 from .sampling import (
+    coalition_probability,
     draw_within_budget,
     enumerate_layer,
     interleave_complements,
@@ -87,6 +88,28 @@ def constrained_solve(gram: np.ndarray, b: np.ndarray, total: float) -> tuple[np
     return sol[:p], "kkt-lstsq"
 
 
+def enumerated_system(z: np.ndarray, v: np.ndarray, size_probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact-weight part of the regression: ``sum_S P(S) z z^T`` and ``sum_S P(S) z v(S)``.
+
+    ``z`` ``bool[m, p]`` enumerated coalitions, ``v`` centred values ``float64[m]``,
+    ``P(S) = size_probs[|S|] / C(p, |S|)`` their kernel probabilities.
+    """
+    p = z.shape[1]
+    w = coalition_probability(p, z.sum(axis=1), size_probs)
+    zf = z.astype(np.float64)
+    return (zf * w[:, None]).T @ zf, zf.T @ (w * v)
+
+
+def combine_systems(
+    gram_enum: np.ndarray, b_enum: np.ndarray, gram_draws: np.ndarray, b_draws: np.ndarray, n_draws: int, mass_rest: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Add sampled draws to the enumerated part: the draws (sums ``Z^T Z`` and ``Z^T v`` over
+    ``n_draws`` draws from the kernel restricted to the other layers) stand for the kernel mass
+    ``mass_rest`` of those layers, so each draw weighs ``mass_rest / n_draws``."""
+    scale = mass_rest / n_draws
+    return gram_enum + gram_draws * scale, b_enum + b_draws * scale
+
+
 def border_layers(n_players: int, room: int, size_probs: np.ndarray) -> list[int]:
     """Sizes to enumerate, outermost first: layer ``s`` is taken while ``room * q_s >= C(p, s)``
     (``q`` renormalised over the layers not yet taken, ``room`` reduced by each layer taken)."""
@@ -131,7 +154,8 @@ class KernelSHAP(DrawEstimator):
         total = vn - v0
         q = size_distribution(p, "kernel")
         target = self.planned_draws(game) if self.accounting == "draws" else self.draws
-        room = target if self.accounting == "draws" else game.remaining
+        # draws mode: enumerated layers count as draws, and must still fit the BudgetedGame
+        room = min(target, game.remaining) if self.accounting == "draws" else game.remaining
 
         # layers enumerated with exact weights: everything if it fits, else the border layers
         if p <= MAX_ENUMERATED_PLAYERS and self.accounting == "distinct" and room >= (1 << p) - 2 and self.draws is None:
@@ -146,10 +170,7 @@ class KernelSHAP(DrawEstimator):
         if layers:
             z_enum = np.concatenate([enumerate_layer(p, s) for s in layers])
             v_enum = game(z_enum) - v0  # fits: the layers were chosen within the remaining budget
-            w = q[z_enum.sum(axis=1)] / np.array([math.comb(p, s) for s in range(p + 1)], dtype=np.float64)[z_enum.sum(axis=1)]
-            zf = z_enum.astype(np.float64)
-            gram += (zf * w[:, None]).T @ zf
-            b += zf.T @ (w * v_enum)
+            gram, b = enumerated_system(z_enum, v_enum, q)
             n_enum = z_enum.shape[0]
 
         q_rest = q.copy()
@@ -202,7 +223,7 @@ class KernelSHAP(DrawEstimator):
                     g_acc += seg.T @ seg
                     b_acc += seg.T @ v[start:end]
                     # importance weight of a sampled draw: (mass of the sampled layers) / draws
-                    phi, solver = constrained_solve(gram + g_acc * (mass_rest / end), b + b_acc * (mass_rest / end), total)
+                    phi, solver = constrained_solve(*combine_systems(gram, b, g_acc, b_acc, end, mass_rest), total)
                     trace.append((int(evals[end - 1]), phi))
                     start = end
         if not trace:
@@ -231,7 +252,7 @@ def uks_coefficients(z: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """Per-draw UKS weights for :func:`baselines.lss.linear_estimate`: ``2 H_{p-1} v`` on members
     and ``2 H_{p-1} |S| v / p`` subtracted from everyone (``v`` centred, ``float64[tau]``)."""
     p = z.shape[1]
-    h2 = 2.0 * harmonic(p)
+    h2 = 2.0 * harmonic(p - 1)
     s = z.sum(axis=1).astype(np.float64)
     return h2 * v, h2 * s * v / p
 
@@ -269,7 +290,9 @@ __all__ = [
     "KernelSHAP",
     "UnbiasedKernelSHAP",
     "border_layers",
+    "combine_systems",
     "constrained_solve",
+    "enumerated_system",
     "harmonic",
     "kernel_gram",
     "uks_coefficients",

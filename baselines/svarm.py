@@ -83,7 +83,9 @@ def stratified_size_law(n_players: int, kind: str = "paper") -> np.ndarray:
         law[2 : p - 1] = np.where(s < p / 2, lower, np.where(s > p / 2, upper, 1.0 / lnp))
     else:
         h = harmonic((p - 1) // 2)
-        law[2 : p - 1] = np.where(s <= (p - 1) // 2, 1.0 / (2.0 * s * (h - 1.0)), 1.0 / (2.0 * (p - s) * (h - 1.0)))
+        low = 1.0 / (2.0 * s * (h - 1.0))
+        high = 1.0 / (2.0 * (p - s) * (h - 1.0))
+        law[2 : p - 1] = np.where(s <= (p - 1) // 2, low, high)
     return law / law.sum()  # sums to 1 analytically; renormalise rounding only
 
 
@@ -99,7 +101,7 @@ def exact_phase_cost(n_players: int) -> int:
 
 
 # -- shared pieces ----------------------------------------------------------------------------
-def _enumerate_exactly(game: BudgetedGame, name: str) -> ShapleyEstimate:
+def _enumerate_exactly(game: BudgetedGame) -> ShapleyEstimate:
     """Exact Shapley values for p < 4 by evaluating all ``2^p`` coalitions through ``game``."""
     z = all_coalitions(game.n_players)
     values = shapley_from_table(z, game(z))
@@ -176,7 +178,9 @@ class _Strata:
             return plus.mean(axis=1) - minus.mean(axis=1)
         has_p = self.cnt_plus > 0
         has_m = self.cnt_minus > 0
-        return np.where(has_p, plus, 0.0).sum(1) / has_p.sum(1) - np.where(has_m, minus, 0.0).sum(1) / has_m.sum(1)
+        mean_plus = np.where(has_p, plus, 0.0).sum(axis=1) / has_p.sum(axis=1)
+        mean_minus = np.where(has_m, minus, 0.0).sum(axis=1) / has_m.sum(axis=1)
+        return mean_plus - mean_minus
 
 
 def _warmup_blocks(rng: np.random.Generator, p: int, s: int) -> tuple[np.ndarray, np.ndarray]:
@@ -332,7 +336,7 @@ class StratifiedSVARM(ExplainedMinimumEstimator):
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         p = game.n_players
         if p < 4:
-            return _enumerate_exactly(game, self.name)
+            return _enumerate_exactly(game)
         rng = np.random.default_rng(seed)
         strata = _Strata(p)
         v_empty = strata.exact_phase(game)
@@ -405,7 +409,9 @@ class StratifiedSVARMPlus(ExplainedMinimumEstimator):
         if sizes not in SIZE_LAWS:
             raise ValueError(f"unknown size law {sizes!r}; choose one of {SIZE_LAWS}")
         if empty_strata not in EMPTY_STRATA_RULES:
-            raise ValueError(f"unknown empty_strata rule {empty_strata!r}; choose one of {EMPTY_STRATA_RULES}")
+            raise ValueError(
+                f"unknown empty_strata rule {empty_strata!r}; choose one of {EMPTY_STRATA_RULES}"
+            )
         self.sizes = sizes
         self.empty_strata = empty_strata
 
@@ -413,7 +419,7 @@ class StratifiedSVARMPlus(ExplainedMinimumEstimator):
         if n_players < 4:
             return 1 << n_players
         extra = warmup_cost(n_players) if self.empty_strata == "warmup" else 0
-        return min(exact_phase_cost(n_players) + extra, 1 << n_players) if n_players <= 40 else exact_phase_cost(n_players) + extra
+        return exact_phase_cost(n_players) + extra
 
     def min_budget_reason(self, n_players: int) -> str:
         if n_players < 4:
@@ -425,7 +431,7 @@ class StratifiedSVARMPlus(ExplainedMinimumEstimator):
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         p = game.n_players
         if p < 4:
-            return _enumerate_exactly(game, self.name)
+            return _enumerate_exactly(game)
         rng = np.random.default_rng(seed)
         strata = _Strata(p)
         v_empty = strata.exact_phase(game)

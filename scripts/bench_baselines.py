@@ -2,10 +2,12 @@
 
 Default: the standard airport game (p = 100, closed-form Shapley values) at T = 50,000 distinct
 evaluations, one seed, BLAS limited to one thread. The game costs microseconds per coalition, so
-the wall time is the method's own overhead (sampling, bookkeeping, regression, surrogate fit). Accuracy columns (MSE, max deviation) are for orientation only (one seed).
+the wall time is the method's own overhead (sampling, bookkeeping, regression, surrogate fit).
+Accuracy columns (MSE, max deviation, |sum - (v(N) - v(0))|) are for orientation only.
 
     .venv/bin/python scripts/bench_baselines.py
-    .venv/bin/python scripts/bench_baselines.py --players 50 --budget 5000 --seeds 3 --methods leverage-shap regression-msr
+    .venv/bin/python scripts/bench_baselines.py --players 50 --budget 5000 --seeds 3 \
+        --methods leverage-shap regression-msr
 """
 
 from __future__ import annotations

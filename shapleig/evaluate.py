@@ -83,7 +83,8 @@ def _check_chunk_size(chunk_size: int | None, allow_none: bool) -> int | None:
     if chunk_size is None and allow_none:
         return None
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer{' or None' if allow_none else ''}, got {chunk_size!r}")
+        allowed = "a positive integer or None" if allow_none else "a positive integer"
+        raise ValueError(f"chunk_size must be {allowed}, got {chunk_size!r}")
     return int(chunk_size)
 
 
@@ -220,7 +221,10 @@ class ExecutorEvaluator:
     One task per ``chunk_size`` coalitions (default 1, i.e. full concurrency). Results are
     reported as they complete, so an evaluation store records each value as soon as it arrives.
     After a final failure, tasks not yet started are cancelled and running ones are awaited and
-    reported before the error is raised. The executor is not shut down: its owner does that.
+    reported before the error is raised (a Dask executor cannot tell started from queued tasks,
+    so there all unfinished tasks are cancelled). The executor is not shut down: its owner does
+    that. Dask: ``ExecutorEvaluator(client.get_executor())``; every submission carries a unique
+    token, so a retry is really recomputed rather than served from Dask's cache of pure tasks.
     """
 
     def __init__(self, executor: Executor, chunk_size: int = 1):
@@ -246,7 +250,8 @@ class ExecutorEvaluator:
 
         def submit(rows: np.ndarray, attempt: int) -> None:
             try:
-                future = self.executor.submit(_evaluate_chunk, game, coalitions[rows].copy(), uuid.uuid4().hex)
+                chunk = coalitions[rows].copy()
+                future = self.executor.submit(_evaluate_chunk, game, chunk, uuid.uuid4().hex)
             except Exception as exc:  # shut down or broken pool: retrying cannot help
                 raise EvaluationFailedError(
                     f"could not submit coalition {format_coalition(coalitions[rows[0]])} to "

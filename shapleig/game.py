@@ -182,7 +182,8 @@ class BudgetedGame:
         self.game = game
         self.n_players = check_game(game)
         self.budget = check_budget(budget)
-        if isinstance(max_retries, (bool, np.bool_)) or not isinstance(max_retries, (int, np.integer)) or max_retries < 0:
+        integer = isinstance(max_retries, (int, np.integer)) and not isinstance(max_retries, (bool, np.bool_))
+        if not integer or max_retries < 0:
             raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
         self.max_retries = int(max_retries)
         self.store = store
@@ -267,7 +268,9 @@ class BudgetedGame:
             self.n_store_hits += from_store
             self.n_game_evaluations += int(known.sum()) - from_store
 
-    def _evaluate_into(self, fresh: np.ndarray, todo: np.ndarray, values: np.ndarray, known: np.ndarray) -> None:
+    def _evaluate_into(
+        self, fresh: np.ndarray, todo: np.ndarray, values: np.ndarray, known: np.ndarray
+    ) -> None:
         """Evaluate ``fresh[todo]`` with the evaluator, logging each attempt as it arrives."""
 
         def on_result(record: EvaluationRecord) -> None:

@@ -163,7 +163,8 @@ class DesignLoop:
         self.trace: list[tuple[int, np.ndarray]] = []
         self.fits: list[FitResult] = []
         self.selected: list[np.ndarray] = []  # per step, the pool rows picked
-        self.timings: dict[str, float] = {"fit_s": 0.0, "selection_s": 0.0, "game_s": 0.0}
+        # selection = fits + candidate state + acquisition; update = posterior extension + read-out
+        self.timings: dict[str, float] = {"fit_s": 0.0, "selection_s": 0.0, "update_s": 0.0, "game_s": 0.0}
         self._max_acquisitions = self.budget - (p + 1)
         self._finished = False
         self._bar = None
@@ -308,6 +309,7 @@ class DesignLoop:
         picks = self._cand_index[local]
         Z = self.pool.W[picks]
         values = self._evaluate(Z)
+        start = time.perf_counter()
         self.available[picks] = False
         self.X = np.concatenate([self.X, Z])
         self.y = np.concatenate([self.y, np.asarray(values, dtype=np.float64)])
@@ -316,6 +318,7 @@ class DesignLoop:
         self.iteration += len(picks)
         self.selected.append(Z.copy())
         self._record()
+        self.timings["update_s"] += time.perf_counter() - start
         self._after_step()
         return True
 
@@ -393,6 +396,7 @@ class DesignLoop:
             "fit_attempts": sum(f.attempts for f in self.fits),
             "fit_seconds": self.timings["fit_s"],
             "selection_seconds": self.timings["selection_s"],
+            "update_seconds": self.timings["update_s"],
             "game_seconds": self.timings["game_s"],
             "lengthscales": None if h is None else h.lengthscales.tolist(),
             "outputscale": None if h is None else h.outputscale,

@@ -136,6 +136,8 @@ class ShapleyPosterior:
         psi_X: np.ndarray | None,
         chol: tuple[np.ndarray, float] | None,
     ) -> None:
+        if not isinstance(hyper, Hyperparameters):
+            raise TypeError(f"hyper must be a Hyperparameters instance, got {type(hyper).__name__}")
         p = hyper.n_players
         X = as_coalition_matrix(X, p) if np.asarray(X).size else np.zeros((0, p), dtype=bool)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
@@ -303,7 +305,7 @@ class CandidatePosterior:
         """Independent copy (to explore a batch without touching this state)."""
         out = CandidatePosterior.__new__(CandidatePosterior)
         out.__dict__.update(self.__dict__)
-        for name in ("_V", "_B", "_v", "shapley_covariance"):
+        for name in ("available", "_V", "_B", "_v", "shapley_covariance"):
             setattr(out, name, getattr(self, name).copy())
         out.selected = list(self.selected)
         return out

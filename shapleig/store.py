@@ -166,7 +166,9 @@ class EvaluationStore:
     def _require_bound(self) -> tuple[str, int]:
         meta = self.meta()
         if not meta:
-            raise ValueError(f"the evaluation store at {self.path} is not bound to a game yet (call bind(game))")
+            raise ValueError(
+                f"the evaluation store at {self.path} is not bound to a game yet (call bind(game))"
+            )
         return meta["fingerprint"], int(meta["n_players"])
 
     # -- reading ----------------------------------------------------------------------------
@@ -185,8 +187,8 @@ class EvaluationStore:
                 chunk = sorted(set(codes[s : s + _LOOKUP_CHUNK]))
                 marks = ",".join("?" * len(chunk))
                 rows = self.conn.execute(
-                    f"SELECT coalition, value FROM evaluations WHERE status = 'ok' AND fingerprint = ? "
-                    f"AND coalition IN ({marks}) ORDER BY id",
+                    "SELECT coalition, value FROM evaluations WHERE status = 'ok' "
+                    f"AND fingerprint = ? AND coalition IN ({marks}) ORDER BY id",
                     [fingerprint, *chunk],
                 ).fetchall()
                 for code, value in rows:
@@ -217,7 +219,8 @@ class EvaluationStore:
     def __len__(self) -> int:
         """Number of successful evaluations logged."""
         with self._lock:
-            return int(self.conn.execute("SELECT COUNT(*) FROM evaluations WHERE status = 'ok'").fetchone()[0])
+            row = self.conn.execute("SELECT COUNT(*) FROM evaluations WHERE status = 'ok'").fetchone()
+        return int(row[0])
 
     def __iter__(self) -> Iterator[StoredEvaluation]:
         return iter(self.records())
@@ -247,9 +250,11 @@ class EvaluationStore:
         with self._lock, self.conn:
             self.conn.execute("BEGIN")
             self.conn.execute(
-                "INSERT INTO evaluations (fingerprint, coalition, value, seconds, time, status, attempt, error) "
+                "INSERT INTO evaluations "
+                "(fingerprint, coalition, value, seconds, time, status, attempt, error) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (fingerprint, _encode(row[0]), value, float(seconds), time.time(), status, int(attempt), error),
+                (fingerprint, _encode(row[0]), value, float(seconds), time.time(), status,
+                 int(attempt), error),
             )
 
     # -- lifetime ---------------------------------------------------------------------------

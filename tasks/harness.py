@@ -307,9 +307,10 @@ def _fitting_budgets(
     minimum = int(est.min_budget(p))
     small = [f"{b} = {n}" if b != str(n) else b for b, n in budgets if n < minimum]
     if small and not skip_small:
+        why = f" ({est.min_budget_reason(p)})" if hasattr(est, "min_budget_reason") else ""
         raise ValueError(
             f"method {spec.label!r} needs a budget of at least {minimum} for task {task.name!r} "
-            f"(p = {p}); too small: {', '.join(small)}"
+            f"(p = {p}){why}; too small: {', '.join(small)}"
         )
     return [(b, n) for b, n in budgets if n >= minimum]
 

@@ -153,7 +153,6 @@ class MLGame:
         self.progress = progress
         self.n_evaluations = 0  # coalitions evaluated by fitting models (cache hits excluded)
         self._ready = False
-        self._exact: np.ndarray | None = None
         self._table: TableGame | None = None
 
     # -- configuration ----------------------------------------------------------------------
@@ -269,7 +268,6 @@ class MLGame:
         seconds = time.perf_counter() - start
         self._table = TableGame(z, values, name=self.name, source=str(path) if use_cache else None)
         if use_cache:
-            save_table(path, z, values)
             sidecar = {
                 "name": self.name,
                 "params": self.params(),
@@ -279,9 +277,12 @@ class MLGame:
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "shapley_values": self._table.exact_values().tolist(),
             }
-            tmp = path.with_suffix(".json.tmp")
+            # Sidecar first, table last: a table on disk always has its parameters next to it.
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(sidecar, indent=2, default=str))
             os.replace(tmp, path.with_suffix(".json"))
+            save_table(path, z, values)
         return self._table
 
     def _load_cached(self, path: Path) -> TableGame:

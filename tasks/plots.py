@@ -102,7 +102,10 @@ def plot_mse(
     colors = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(methods)}
     ncols = max(1, min(ncols, len(panels)))
     nrows = math.ceil(len(panels) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.6 * nrows), squeeze=False)
+    width = max(4.6 * ncols, 6.4)  # a single panel still leaves room for the title and legend
+    legend_rows = math.ceil(len(methods) / 4)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, 3.6 * nrows + 0.3 * legend_rows), squeeze=False,
+                             layout="constrained")
     for ax, panel in zip(axes.flat, panels):
         sub = s[s[by] == panel]
         p = df.loc[df[by] == panel, "p"].iloc[0] if "p" in df.columns else None
@@ -123,12 +126,15 @@ def plot_mse(
         ax.grid(True, which="both", alpha=0.3)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8, frameon=False)
+    handles, labels = [], []
+    for ax in axes.flat:  # methods missing from the first panel still get a legend entry
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), fontsize=8, frameon=False)
     if title:
-        fig.suptitle(title)
-    n_legend_rows = math.ceil(len(labels) / 4)
-    fig.tight_layout(rect=(0, 0.04 + 0.035 * n_legend_rows, 1, 0.97 if title else 1))
+        fig.suptitle(title, fontsize=11)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=130)

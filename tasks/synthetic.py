@@ -352,7 +352,29 @@ def weighted_voting_family7(quota: int) -> WeightedVotingGame:
     return WeightedVotingGame([1, 2, 3, 1, 1, 1, 1], quota)
 
 
+SYNTHETIC_GAMES = {
+    "airport": AirportGame,
+    "shoe": ShoeGame,
+    "soug": SumOfUnanimityGame,
+    "weighted_voting": WeightedVotingGame,
+}
+
+
+def make_synthetic_game(family: str, **params: Any) -> SyntheticGame:
+    """Build a synthetic game by family name (``SYNTHETIC_GAMES``); ``family="wvg_n50"`` gives
+    the EPIC instance. ``params`` are the class's constructor arguments."""
+    if family == "wvg_n50":
+        if params:
+            raise ValueError(f"wvg_n50 takes no parameters, got {sorted(params)}")
+        return weighted_voting_n50()
+    if family not in SYNTHETIC_GAMES:
+        raise ValueError(f"unknown synthetic game {family!r}; choose one of {sorted(SYNTHETIC_GAMES) + ['wvg_n50']}")
+    return SYNTHETIC_GAMES[family](**params)
+
+
 __all__ = [
+    "SYNTHETIC_GAMES",
+    "make_synthetic_game",
     "AirportGame",
     "ShoeGame",
     "SumOfUnanimityGame",

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from shapleig.coalitions import to_bitmask
+from shapleig.coalitions import as_coalition_matrix, to_bitmask
 from shapleig.errors import GameError
 from shapleig.shapley import shapley_from_bitorder
 
@@ -152,8 +152,6 @@ class TableGame:
     # -- game protocol ---------------------------------------------------------------------
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
         """Values ``float64[m]`` of ``bool[m, p]`` coalitions, by lookup."""
-        from shapleig.coalitions import as_coalition_matrix
-
         z = as_coalition_matrix(coalitions, self.n_players)
         return self._bitorder[to_bitmask(z)]
 

@@ -6,6 +6,7 @@ References are dense: enumeration of all 2^p coalitions (exact_shapley / shapley
 from __future__ import annotations
 
 import json
+import re
 from itertools import combinations
 from math import comb
 
@@ -67,7 +68,7 @@ def test_tree_shapley_continuous_training_repeated_splits_and_outside_thresholds
     model = fit_lgbm(x, y, num_leaves=15, n_estimators=20)
     dump = model.booster_.dump_model()
     assert any(repeats_feature_on_a_path(t["tree_structure"]) for t in dump["tree_info"])
-    thresholds = [float(v) for v in __import__("re").findall(r'"threshold": ([^,}]+)', json.dumps(dump))]
+    thresholds = [float(v) for v in re.findall(r'"threshold": ([^,}]+)', json.dumps(dump))]
     assert min(thresholds) < 0 and max(thresholds) > 1
     np.testing.assert_allclose(lightgbm_shapley_values(model, p), enumerated_shapley(model, p), atol=1e-9, rtol=0)
 
@@ -273,3 +274,11 @@ def test_airport_n100_reference_mse():
     assert 2.0e-3 < np.mean(lev) < 6.0e-3
     msr = np.mean((RegressionMSR().estimate(game, 50_000, seed=0).values - exact) ** 2)
     assert msr < 0.1 * np.mean(lev)
+
+
+def test_options_are_validated_and_applied():
+    with pytest.raises(ValueError, match="binomial"):
+        LeverageSHAP(counts="poisson")
+    game, _ = table_game(6, seed=0)
+    est = RegressionMSR(lgbm_params={"n_estimators": 5}).estimate(game, 30, seed=0)
+    assert est.info["n_trees"] == 5 and est.info["n_sampled"] == 28

@@ -19,7 +19,9 @@ from baselines.kernelshap import (
     KernelSHAP,
     UnbiasedKernelSHAP,
     border_layers,
+    combine_systems,
     constrained_solve,
+    enumerated_system,
     harmonic,
     kernel_gram,
     uks_coefficients,
@@ -203,6 +205,46 @@ def test_kernelshap_full_budget_is_exact(p, opts):
     assert r.evaluations == 1 << p and r.info["n_enumerated"] == (1 << p) - 2
 
 
+def test_enumerated_plus_sampled_layers_weigh_like_the_kernel():
+    """Outer layers enumerated, the middle layer 'drawn' once per coalition (its exact
+    conditional distribution): the combined system is the exact kernel system."""
+    p = 6
+    game, table, phi = table_game(p, seed=8, offset=1.0)
+    q = size_distribution(p, "kernel")
+    bits = 1 << np.arange(p, dtype=np.int64)
+    z_enum = np.concatenate([enumerate_layer(p, s) for s in (1, 5, 2, 4)])
+    z_mid = enumerate_layer(p, 3)
+    value = lambda z: table[z.astype(np.int64) @ bits] - table[0]  # noqa: E731
+    gram_e, b_e = enumerated_system(z_enum, value(z_enum), q)
+    zf = z_mid.astype(np.float64)
+    gram, b = combine_systems(gram_e, b_e, zf.T @ zf, zf.T @ value(z_mid), z_mid.shape[0], q[3])
+    np.testing.assert_allclose(gram, kernel_gram(p), atol=1e-14)
+    np.testing.assert_allclose(constrained_solve(gram, b, table[-1] - table[0])[0], phi, atol=1e-12)
+
+
+def test_srs_warmup_only_estimate_uses_each_players_own_block():
+    """With no main-phase draws, a_hat_{i,s} = v(block of i of size s) / (n - s)."""
+    n, seed = 7, 4
+    game = FunctionGame(lambda z: z[:, 0].astype(np.float64) + 0.5 * z[:, 1], n, "dictatorish")
+    r = SRSLSS(draws=srs_warmup_size(n)).estimate(game, 1000, seed=seed)
+    assert r.info["n_draws"] == srs_warmup_size(n)
+    z, own, sizes = srs_warmup(np.random.default_rng(seed), n)  # the estimator's first random use
+    v = z[:, 0] + 0.5 * z[:, 1]
+    a = np.zeros((n, n - 1))
+    for blk in range(z.shape[0]):
+        a[own[blk], sizes[blk] - 1] = v[blk] / (n - sizes[blk])
+    np.testing.assert_allclose(r.values, combine_strata(a, 1.5), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_many_draws_converge_to_the_exact_values(name):
+    """Consistency (also of the biased ratio estimator SRS-LSS and of KernelSHAP): 30,000 draws on
+    a 6-player game land close to the exact values."""
+    game, table, phi = table_game(6, seed=12, offset=1.0)
+    r = baselines.get(name, accounting="draws", draws=30_000).estimate(game, 64, seed=0)
+    assert np.abs(r.values - phi).max() < 0.1, np.abs(r.values - phi).max()
+
+
 def test_border_layers_rule():
     q = size_distribution(8, "kernel")
     assert border_layers(8, 254, q) == [1, 7, 2, 6, 3, 5, 4]
@@ -281,6 +323,8 @@ def test_draws_accounting_follows_the_paper_and_respects_the_budget():
         # a small BudgetedGame budget cuts the draws short but is never exceeded
         small = baselines.get(name, accounting="draws", draws=t).estimate(game, 150, seed=1)
         assert small.evaluations <= 150 and small.info["truncated"]
+    border = KernelSHAP(border=True, accounting="draws", draws=t).estimate(game, 150, seed=1)
+    assert border.evaluations <= 150 and border.info["enumerated_sizes"] == [1, 9]
 
 
 def test_srs_warmup_gives_every_stratum_one_block():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -63,7 +64,8 @@ def test_serial_chunks_report_every_coalition(chunk_size, n_calls):
     assert len(calls) == n_calls
     assert sorted(r.index for r in records) == list(range(6))
     assert all(r.status == "ok" and r.attempt == 1 and r.seconds >= 0 for r in records)
-    assert isinstance(SerialEvaluator(), Evaluator) and isinstance(ExecutorEvaluator(ThreadPoolExecutor(1)), Evaluator)
+    assert isinstance(SerialEvaluator(), Evaluator)
+    assert isinstance(ExecutorEvaluator(ThreadPoolExecutor(1)), Evaluator)
 
 
 def test_serial_retries_nan_then_succeeds(tmp_path):
@@ -72,7 +74,9 @@ def test_serial_retries_nan_then_succeeds(tmp_path):
     Z = all_coalitions(3)[[3, 4]]
     values, records = _collect(SerialEvaluator(1), game, Z, max_retries=1)
     np.testing.assert_allclose(values, game.values(Z))
-    assert [(r.index, r.status, r.attempt) for r in records] == [(0, "nonfinite", 1), (0, "ok", 2), (1, "ok", 1)]
+    assert [(r.index, r.status, r.attempt) for r in records] == [
+        (0, "nonfinite", 1), (0, "ok", 2), (1, "ok", 1)
+    ]
     assert records[0].error == "game returned nan"
 
 
@@ -205,3 +209,45 @@ def test_batch_of_4_as_accurate_as_sequential_with_refits(process_pool):
             est = DesignLoop(game, 30, batch_size=q, seed=seed, progress=False, evaluator=evaluator).run()
             mse[q].append(float(np.mean((est.values - truth) ** 2)))
     assert np.mean(mse[4]) <= 1.5 * np.mean(mse[1]), mse
+
+
+class WaitsForStoreGame(QuadraticGame):
+    """The grand coalition's evaluation blocks until the empty coalition's value is in the store
+    (read through a separate SQLite connection), so it only finishes if results are committed
+    as they arrive rather than when the whole batch is done."""
+
+    def __init__(self, n_players: int, db: str):
+        super().__init__(n_players)
+        self.db = db
+
+    def __call__(self, Z):
+        import sqlite3
+
+        if Z.all():
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                con = sqlite3.connect(self.db)
+                query = "SELECT COUNT(*) FROM evaluations WHERE coalition = ?"
+                n = con.execute(query, ("0" * self.n_players,)).fetchone()[0]
+                con.close()
+                if n:
+                    return super().__call__(Z)
+                time.sleep(0.02)
+            raise TimeoutError("the empty coalition's value was not committed while the batch ran")
+        return super().__call__(Z)
+
+
+def test_executor_commits_each_value_as_it_arrives(tmp_path):
+    db = str(tmp_path / "s.db")
+    game = WaitsForStoreGame(4, db)
+    Z = all_coalitions(4)[[15, 0]]  # the grand coalition is submitted first and waits for the empty one
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        evaluator = ExecutorEvaluator(pool)
+        bg = BudgetedGame(game, 4, store=EvaluationStore(db), evaluator=evaluator, max_retries=0)
+        np.testing.assert_allclose(bg(Z), game.values(Z))
+
+
+def test_default_evaluator_commits_one_coalition_at_a_time_with_a_store(tmp_path):
+    assert BudgetedGame(QuadraticGame(3), 4).evaluator.chunk_size is None  # vectorised without a store
+    stored = BudgetedGame(QuadraticGame(3), 4, store=EvaluationStore(tmp_path / "s.db"))
+    assert stored.evaluator.chunk_size == 1

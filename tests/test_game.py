@@ -217,5 +217,6 @@ def test_fingerprint_is_stable_across_processes():
         "print(game_fingerprint(QuadraticGame(5, seed=0), 'id'))"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "123"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                         check=True)
     assert out.stdout.strip() == game_fingerprint(QuadraticGame(5, seed=0), "id")

@@ -223,23 +223,23 @@ def test_summaries_and_ranks() -> None:
     assert list(table.columns) == ["T=10", "T=20"] and table.shape == (3, 2)
 
 
-def test_plot_writes_png(tmp_path: Path) -> None:
-    out = plots.plot_mse(_fake_results(), tmp_path / "fig.png", by="task")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
 def test_ml_ground_truth_is_enumerated_once_and_cached(tmp_path: Path) -> None:
     from tasks.ml import make_ml_game
 
-    def factory():
-        return make_ml_game("hpi", "diabetes", 2, 0, n_folds=2, progress=False)
+    def factory():  # two cheap players (no 300-tree configurations), 2-fold CV
+        return make_ml_game("hpi", "diabetes", None, 0, players=("learning_rate", "max_depth"), n_folds=2,
+                            progress=False)
 
     task = Task("hpi-tiny", "hpi-tiny", "ml", factory, expensive=True)
-    live = task.game()
-    exact, served, notes = harness.ground_truth(task, live, cache_dir=tmp_path, progress=False)
+    exact, served, notes = harness.ground_truth(task, task.game(), cache_dir=tmp_path, progress=False)
     assert not notes["cached"] and Path(notes["cache"]).is_file()
-    assert np.allclose(exact, exact_shapley(factory()))  # independent enumeration
-    z = np.array([[0, 1], [1, 1]], dtype=bool)
-    assert np.array_equal(served(z), factory()(z))  # the table serves the real game's values
+    assert type(served).__name__ == "TableGame"  # methods query the enumerated table ...
+    z = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], dtype=bool)
+    live_values = factory()(z)
+    assert np.array_equal(served(z), live_values)  # ... which holds the real game's values
+    v = dict(zip(["0", "a", "b", "ab"], live_values))  # p = 2: phi_a = (v(a)-v(0) + v(ab)-v(b)) / 2
+    assert np.allclose(exact, [(v["a"] - v["0"] + v["ab"] - v["b"]) / 2, (v["b"] - v["0"] + v["ab"] - v["a"]) / 2])
     exact2, _, notes2 = harness.ground_truth(task, factory(), cache_dir=tmp_path, progress=False)
     assert notes2["cached"] and np.array_equal(exact, exact2)
+    _, live, _ = harness.ground_truth(task, factory(), cache_dir=tmp_path, progress=False, live=True)
+    assert type(live).__name__ == "HPIAblationGame"

@@ -160,13 +160,21 @@ def test_greedy_batch_equals_sequential_selections():
 
 
 def test_eig_picks_extremes_first_with_frozen_equal_lengthscales():
-    # math doc §11: after the design the frozen greedy sequence takes singletons / (p-1)-coalitions
-    p = 8
-    h = Hyperparameters(np.full(p, 0.8), 1.0, 1e-6, 0.0)
-    loop = DesignLoop(TableGame(_smooth_table(p, 0)), p + 1 + 8, hyperparameters=h, progress=False, seed=0)
-    loop.run()
-    sizes = loop.X[p + 1:].sum(axis=1)
-    assert np.isin(sizes, [1, p - 1]).all()
+    # math doc §11/§12.8: p = 8, b = 0.857, empty archive -> {0, 8}, then 16 extremes in
+    # complement pairs, then size-4 coalitions
+    from shapleig.design import size_layer, size_order
+
+    p, b = 8, 0.857
+    h = Hyperparameters(np.full(p, -1.0 / (p * np.log(b))), 1.0, 1e-6, 0.0)
+    post = ShapleyPosterior(h, np.zeros((0, p), dtype=bool), np.zeros(0))
+    W = np.concatenate([size_layer(p, k) for k in size_order(p)])
+    picks = W[select("eig", post.candidates(W), 22)]
+    sizes = picks.sum(axis=1)
+    assert sorted(sizes[:2]) == [0, 8]
+    assert np.isin(sizes[2:18], [1, 7]).all() and len(set(coalition_keys(picks[2:18]))) == 16
+    for r in range(2, 18, 2):
+        np.testing.assert_array_equal(picks[r + 1], ~picks[r])
+    assert (sizes[18:] == 4).all()
 
 
 # -- pool exhaustion, options -----------------------------------------------------------------
@@ -226,7 +234,7 @@ def test_bad_input_errors():
     "fn, match",
     [
         (lambda Z: np.zeros(Z.shape[0] + 1), "shape"),
-        (lambda Z: np.where(Z.sum(1) == 2, np.nan, 1.0 * Z.sum(1)), "nan"),
+        (lambda Z: np.where(Z.any(1), 1.0 * Z.sum(1), np.nan), "nan"),
         (lambda Z: np.where(Z.all(1), np.inf, 1.0 * Z.sum(1)), "inf"),
     ],
 )
@@ -273,7 +281,7 @@ def test_botorch_acquisitions_match_pool_path():
     assert given_pending == pytest.approx(expected - post.candidates(W[:1]).eig()[0], rel=1e-8)
     var = PosteriorVariance(model, posterior=post)
     v = var(torch.as_tensor(W, dtype=torch.float64).unsqueeze(1))
-    np.testing.assert_allclose(v.numpy(), post.y_scale**2 * cand.predictive_variance(), rtol=1e-10)
+    np.testing.assert_allclose(v.numpy(), post.y_scale**2 * cand.predictive_variance(), rtol=1e-8, atol=1e-15)
     r = RandomSelection(model, seed=0)(torch.zeros(7, 2, p, dtype=torch.float64))
     assert r.shape == (7,) and ((r >= 0) & (r < 1)).all()
 

@@ -4,6 +4,7 @@ evaluated twice, and the final estimate equals an uninterrupted run with the sam
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,7 +45,8 @@ RUN = textwrap.dedent(
 
 def _run_and_kill(tmp_path: Path, k: int, options: dict) -> tuple[str, str]:
     log, stop, store = str(tmp_path / "calls.log"), str(tmp_path / "stop"), str(tmp_path / "store.db")
-    code = RUN.format(tests=str(TESTS), p=P, log=log, k=k, stop=stop, budget=BUDGET, store=store, options=options)
+    code = RUN.format(tests=str(TESTS), p=P, log=log, k=k, stop=stop, budget=BUDGET, store=store,
+                      options=options)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -90,3 +92,33 @@ def test_killed_run_resumes_without_reevaluating(tmp_path, k, options):
     np.testing.assert_array_equal(resumed.values, reference.values)
     np.testing.assert_array_equal(resumed.std, reference.std)
     assert resumed.evaluations == reference.evaluations == BUDGET
+
+
+@pytest.mark.parametrize("mode", ["raise", "nan"])
+def test_loop_stops_on_a_failing_coalition_and_resumes_after_the_fix(tmp_path, mode):
+    """A game that keeps failing (raising, or returning NaN) on the 11th coalition the loop asks
+    for: the loop stops with EvaluationFailedError naming it, the 10 values before are in the
+    store; rerun with the game repaired, it finishes like a run that never failed."""
+    from shapleig import DesignLoop, EvaluationFailedError
+    from shapleig.coalitions import format_coalition
+
+    from _games_for_parallel import FailingGame
+
+    reference_loop = DesignLoop(QuadraticGame(P, seed=7), BUDGET, **QUICK)
+    reference = reference_loop.run()
+    code = lambda row: "".join("1" if b else "0" for b in row)  # noqa: E731
+    bad = reference_loop.X[10]
+    log = str(tmp_path / "calls.log")
+    # fails 2 times = 1 + max_retries (default 1), then the "repaired" game behaves
+    game = FailingGame(P, bad=[code(bad)], mode=mode, failures=2, seed=7, log_path=log)
+    store = EvaluationStore(tmp_path / "s.db")
+    with pytest.raises(EvaluationFailedError, match=re.escape(f"coalition {format_coalition(bad)}")):
+        DesignLoop(game, BUDGET, store=store, **QUICK).run()
+    X, _ = store.history()
+    np.testing.assert_array_equal(X, reference_loop.X[:10])
+    assert [r.status for r in store][10:] == ["error" if mode == "raise" else "nonfinite"] * 2
+
+    resumed = DesignLoop(game, BUDGET, store=store, **QUICK).run()
+    np.testing.assert_array_equal(resumed.values, reference.values)
+    calls = [c for c in read_log(log) if not c.startswith("!")]
+    assert len(calls) == len(set(calls)) == BUDGET

@@ -227,3 +227,15 @@ def test_wvg_beyond_int64_uses_float_dp():
     np.testing.assert_allclose(dual, phi, rtol=1e-12)
     with pytest.raises(GameError, match="n <= 62"):
         game.exact_fractions()
+
+
+def test_make_synthetic_game_by_name():
+    from tasks.synthetic import make_synthetic_game
+
+    assert make_synthetic_game("airport").n_players == 100
+    assert make_synthetic_game("shoe", n_players=8).name == "shoe_n8"
+    assert make_synthetic_game("soug", seed=3).params()["seed"] == 3
+    assert make_synthetic_game("weighted_voting", weights=[1, 2, 3], quota=5).n_players == 3
+    assert make_synthetic_game("wvg_n50").name == "wvg_n50_epic"
+    with pytest.raises(ValueError, match="unknown synthetic game"):
+        make_synthetic_game("glove")
