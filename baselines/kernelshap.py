@@ -101,7 +101,12 @@ def enumerated_system(z: np.ndarray, v: np.ndarray, size_probs: np.ndarray) -> t
 
 
 def combine_systems(
-    gram_enum: np.ndarray, b_enum: np.ndarray, gram_draws: np.ndarray, b_draws: np.ndarray, n_draws: int, mass_rest: float
+    gram_enum: np.ndarray,
+    b_enum: np.ndarray,
+    gram_draws: np.ndarray,
+    b_draws: np.ndarray,
+    n_draws: int,
+    mass_rest: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Add sampled draws to the enumerated part: the draws (sums ``Z^T Z`` and ``Z^T v`` over
     ``n_draws`` draws from the kernel restricted to the other layers) stand for the kernel mass
@@ -142,7 +147,9 @@ class KernelSHAP(DrawEstimator):
 
     name: ClassVar[str] = "kernelshap"
 
-    def __init__(self, paired: bool = False, border: bool = False, accounting: str = "distinct", draws: int | None = None):
+    def __init__(
+        self, paired: bool = False, border: bool = False, accounting: str = "distinct", draws: int | None = None
+    ):
         super().__init__(accounting=accounting, draws=draws)
         self.paired = bool(paired)
         self.border = bool(border)
@@ -158,7 +165,8 @@ class KernelSHAP(DrawEstimator):
         room = min(target, game.remaining) if self.accounting == "draws" else game.remaining
 
         # layers enumerated with exact weights: everything if it fits, else the border layers
-        if p <= MAX_ENUMERATED_PLAYERS and self.accounting == "distinct" and room >= (1 << p) - 2 and self.draws is None:
+        fits_all = p <= MAX_ENUMERATED_PLAYERS and room >= (1 << p) - 2
+        if fits_all and self.accounting == "distinct" and self.draws is None:
             layers = list(range(1, p))
         elif self.border:
             layers = border_layers(p, room, q)
@@ -212,7 +220,8 @@ class KernelSHAP(DrawEstimator):
                 evals = evaluations_after_each_draw(before, draws)
                 # anytime checkpoints from 2p draws on (fewer draws rarely span R^p)
                 first = min(tau, 2 * p)
-                ends = np.union1d(np.unique(np.geomspace(first, tau, num=KS_TRACE_POINTS).round().astype(np.int64)), [tau])
+                ends = np.geomspace(first, tau, num=KS_TRACE_POINTS).round().astype(np.int64)
+                ends = np.union1d(np.unique(ends), [tau])
                 if self.paired:  # checkpoints at whole pairs
                     ends = np.unique(np.maximum(ends - ends % 2, 2))
                 g_acc = np.zeros((p, p))
@@ -223,7 +232,8 @@ class KernelSHAP(DrawEstimator):
                     g_acc += seg.T @ seg
                     b_acc += seg.T @ v[start:end]
                     # importance weight of a sampled draw: (mass of the sampled layers) / draws
-                    phi, solver = constrained_solve(*combine_systems(gram, b, g_acc, b_acc, end, mass_rest), total)
+                    system = combine_systems(gram, b, g_acc, b_acc, end, mass_rest)
+                    phi, solver = constrained_solve(*system, total)
                     trace.append((int(evals[end - 1]), phi))
                     start = end
         if not trace:

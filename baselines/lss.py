@@ -57,12 +57,15 @@ class DrawEstimator(BaseEstimator):
     def __init__(self, accounting: str = "distinct", draws: int | None = None):
         if accounting not in ACCOUNTING_MODES:
             raise ValueError(f"unknown accounting {accounting!r}; choose one of {ACCOUNTING_MODES}")
-        if draws is not None and (isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 0):
+        integer = isinstance(draws, (int, np.integer)) and not isinstance(draws, bool)
+        if draws is not None and (not integer or draws < 0):
             raise ValueError(f"draws must be a non-negative integer or None, got {draws!r}")
         self.accounting = accounting
         self.draws = None if draws is None else int(draws)
 
-    def estimate(self, game: Any, budget: int, *, seed: int = 0, store: Any = None, evaluator: Any = None) -> ShapleyEstimate:
+    def estimate(
+        self, game: Any, budget: int, *, seed: int = 0, store: Any = None, evaluator: Any = None
+    ) -> ShapleyEstimate:
         result = super().estimate(game, budget, seed=seed, store=store, evaluator=evaluator)
         # the core reports how the BudgetedGame charged; this says which rule set the draws
         result.info["accounting"] = self.accounting
@@ -235,7 +238,7 @@ class _StrataSchedule:
             s_all = np.arange(1, n, dtype=np.int64)
             k_rep = counts - self.counts
             s_idx = np.repeat(s_all, k_rep)
-            k = np.concatenate([np.arange(a, b) for a, b in zip(self.counts, counts)]) if k_rep.sum() else np.zeros(0, np.int64)
+            k = np.concatenate([np.arange(a, b) for a, b in zip(self.counts, counts)] + [np.zeros(0, np.int64)])
             # threshold (k) / c_s with k = draw index - 1 counted from 0
             thresh = k * (n * n * (n - 1)) / (2.0 * s_idx)
             order = np.lexsort((s_idx, thresh))
@@ -273,7 +276,8 @@ class StratifiedLSS(DrawEstimator):
 
         def sampler(start: int, m: int) -> np.ndarray:
             sched.extend_to(start + m)
-            return random_subsets_containing(rng, n, sched.players[start : start + m], sched.sizes[start : start + m])
+            rows = slice(start, start + m)
+            return random_subsets_containing(rng, n, sched.players[rows], sched.sizes[rows])
 
         d = draw_within_budget(game, sampler, max_draws=max_draws, support_size=self.support_size(n))
         tau = d.n_draws

@@ -84,7 +84,7 @@ def sample_coalitions(rng: np.random.Generator, n_players: int, n: int, size_pro
 
 
 def sample_uniform_size(rng: np.random.Generator, n_players: int, n: int) -> np.ndarray:
-    """``n`` i.i.d. draws ``bool[n, p]`` with size uniform on ``1..p-1`` (LSS sampling, ``p(S) = 1/((p-1) C(p,|S|))``)."""
+    """``n`` i.i.d. draws ``bool[n, p]``, size uniform on ``1..p-1`` (LSS: ``p(S) = 1/((p-1) C(p,|S|))``)."""
     return random_subsets(rng, n_players, rng.integers(1, n_players, size=int(n)))
 
 

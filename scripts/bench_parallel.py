@@ -13,7 +13,7 @@ Two measurements:
    q = 4's MSE at the full budget within 20% of q = 1's.
 
 Game: the sum-of-unanimity game (svarm variant, p = 8, 20 terms, seeded), exact values known.
-Usage: ``python scripts/bench_parallel.py [--sleep 1.0] [--budget 64] [--mse-seeds 10]``.
+Usage: ``python scripts/bench_parallel.py [--sleep 1.0] [--budget 64] [--mse-seeds 40]`` (about 10 min).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--refit", default="every")
     ap.add_argument("--timed-seeds", type=int, default=1)
-    ap.add_argument("--mse-seeds", type=int, default=10)
+    ap.add_argument("--mse-seeds", type=int, default=40)
     args = ap.parse_args()
     p, budget, q = args.players, args.budget, args.q
     print(f"p = {p}, budget = {budget}, q = {q} on {args.workers} processes vs q = 1 in-process, "

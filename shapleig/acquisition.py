@@ -12,7 +12,8 @@ Two faces of the same computation:
   indices from a :class:`~shapleig.posterior.CandidatePosterior`; exact under frozen
   hyperparameters for EIG and variance, uniform without replacement for random.
 
-Ties go to the first index in pool order (``np.argmax`` semantics).
+Ties (within a relative 1e-10, so that rounding does not decide between candidates that are equal
+in exact arithmetic) go to the first index in pool order.
 """
 
 from __future__ import annotations
@@ -49,6 +50,33 @@ def posterior_from_model(model) -> ShapleyPosterior:
 
 # -- pool path ----------------------------------------------------------------------------------
 
+TIE_RTOL = 1e-10
+
+
+def first_argmax(scores: np.ndarray, rtol: float = TIE_RTOL) -> int:
+    """Index of the first score within ``rtol`` (relative) of the maximum: ties go to pool order.
+
+    Complement pairs and permuted players give EIG values that are equal in exact arithmetic but
+    differ in the last bits; a plain ``argmax`` would let rounding (BLAS, kernel evaluation order)
+    decide between them. Scores of -inf (unavailable) never win.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    best = float(np.max(scores))
+    if not np.isfinite(best):
+        return int(np.argmax(scores))
+    return int(np.flatnonzero(scores >= best - rtol * max(abs(best), 1e-300))[0])
+
+
+def random_indices(available: np.ndarray, q: int, rng: np.random.Generator | None) -> np.ndarray:
+    """``min(q, #available)`` distinct indices where ``available`` (bool[n]) is True, uniformly."""
+    if rng is None:
+        raise ValueError("random selection needs a numpy Generator rng")
+    avail = np.flatnonzero(available)
+    if not avail.size:
+        return np.zeros(0, dtype=np.int64)
+    return rng.choice(avail, size=min(int(q), avail.size), replace=False).astype(np.int64)
+
+
 def select(
     acquisition: str,
     candidates: CandidatePosterior,
@@ -68,19 +96,15 @@ def select(
         raise ValueError(f"q must be >= 1, got {q}")
     picks: list[int] = []
     if name == "random":
-        if rng is None:
-            raise ValueError("random selection needs a numpy Generator rng")
-        avail = np.flatnonzero(candidates.available)
-        chosen = rng.choice(avail, size=min(q, avail.size), replace=False) if avail.size else []
+        chosen = random_indices(candidates.available, q, rng)
         for j in chosen:
             candidates.condition(int(j))
-            picks.append(int(j))
-        return np.asarray(picks, dtype=np.int64)
+        return chosen
     score = candidates.eig if name == "eig" else candidates.predictive_variance
     for _ in range(q):
         if not candidates.available.any():
             break
-        j = int(np.argmax(score()))
+        j = first_argmax(score())
         candidates.condition(j)
         picks.append(j)
     return np.asarray(picks, dtype=np.int64)

@@ -9,8 +9,9 @@ share the same failure policy:
   single-coalition calls, so the failure is attributed to one coalition;
 - a NaN or inf value is retried the same way (its coalition alone);
 - after ``max_retries`` retries of one coalition, evaluation stops and
-  :class:`~shapleig.errors.EvaluationFailedError` (``NonFiniteValueError`` for NaN/inf) names it;
-  values that arrived before are still reported;
+  :class:`~shapleig.errors.EvaluationFailedError` (``NonFiniteValueError`` for NaN/inf) names it
+  in its message and holds it as ``error.coalition`` (``bool[p]``); values that arrived before
+  are still reported;
 - a wrong number of values is a programming error: :class:`~shapleig.errors.GameError` at once.
 
 :class:`SerialEvaluator` calls the game in this process. :class:`ExecutorEvaluator` submits one
@@ -132,7 +133,9 @@ class _Attempts:
                 self._fail(int(r), attempt, msg, None, nonfinite=True)
         return [] if self.draining or self.failure is not None else retries
 
-    def _fail(self, row: int, attempts: int, error: str, exc: BaseException | None, nonfinite: bool) -> None:
+    def _fail(
+        self, row: int, attempts: int, error: str, exc: BaseException | None, nonfinite: bool
+    ) -> None:
         if self.failure is not None:
             return
         coalition = format_coalition(self.coalitions[row])
@@ -144,7 +147,7 @@ class _Attempts:
         else:
             hint = ""
             if "pickl" in error.lower():
-                hint = "; games evaluated in other processes must be picklable (define them at module level)"
+                hint = "; games evaluated in other processes must be picklable (module-level classes)"
             err = EvaluationFailedError(
                 f"evaluating coalition {coalition} failed in {tried}; last error: {error}{hint}"
             )

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .acquisition import check_acquisition, select
+from .acquisition import check_acquisition, random_indices, select
 from .design import DEFAULT_POOL_SIZE, INITIAL_DESIGNS, CandidatePool, candidate_pool, initial_design
 from .errors import BudgetError
 from .estimate import ShapleyEstimate
@@ -268,9 +268,10 @@ class DesignLoop:
             )
             self._max_acquisitions = len(self.pool)
         start = time.perf_counter()
-        self._fit()
+        with compute_threads(self.threads):
+            self._fit()
+            self._record()
         self.timings["selection_s"] += time.perf_counter() - start
-        self._record()
 
     def _refit_due(self, q: int) -> bool:
         if self.hyper is None:
@@ -283,11 +284,10 @@ class DesignLoop:
 
     # -- public -------------------------------------------------------------------------------
     def step(self) -> bool:
-        """Run one step (the initial design first, then one batch); returns False once done."""
-        with compute_threads(self.threads):
-            return self._step()
+        """Run one step (the initial design first, then one batch); returns False once done.
 
-    def _step(self) -> bool:
+        Thread limits (``threads``) apply to the loop's own computations only, never to the game.
+        """
         if self.pool is None:
             self._open_bar()
             self._initialize()
@@ -298,26 +298,30 @@ class DesignLoop:
         q = min(self.batch_size, self._max_acquisitions - self.iteration,
                 self.budget - self.evaluations, int(self.available.sum()))
         start = time.perf_counter()
-        if self._refit_due(q):
-            self._fit()
-        else:
-            self._refresh_noise()
-        cand = self._candidate_state()
-        local = select(self.acquisition, cand, q, self._select_rng)
-        selection_s = time.perf_counter() - start
-        self.timings["selection_s"] += selection_s
-        picks = self._cand_index[local]
+        with compute_threads(self.threads):
+            if self._refit_due(q):
+                self._fit()
+            else:
+                self._refresh_noise()
+            if self.acquisition == "random":
+                # no candidate state needed: same draw as select("random", ...) over the same mask
+                picks = random_indices(self.available, q, self._select_rng)
+            else:
+                cand = self._candidate_state()
+                picks = self._cand_index[select(self.acquisition, cand, q, self._select_rng)]
+        self.timings["selection_s"] += time.perf_counter() - start
         Z = self.pool.W[picks]
         values = self._evaluate(Z)
         start = time.perf_counter()
         self.available[picks] = False
         self.X = np.concatenate([self.X, Z])
         self.y = np.concatenate([self.y, np.asarray(values, dtype=np.float64)])
-        # Same hyperparameters: the extended posterior matches the conditioned candidate state.
-        self.posterior = self.posterior.extend(Z, values)
+        with compute_threads(self.threads):
+            # Same hyperparameters: the extended posterior matches the conditioned candidate state.
+            self.posterior = self.posterior.extend(Z, values)
+            self._record()
         self.iteration += len(picks)
         self.selected.append(Z.copy())
-        self._record()
         self.timings["update_s"] += time.perf_counter() - start
         self._after_step()
         return True
@@ -386,7 +390,8 @@ class DesignLoop:
             "noise_standardized": None if h is None else h.noise,
             "final_refit": self.final_refit,
             "warm_start": self.warm_start,
-            "pool_size": 0 if self.pool is None else len(self.pool),
+            "pool_size": self.pool_size,
+            "pool_candidates": 0 if self.pool is None else len(self.pool),
             "pool_exhaustive": None if self.pool is None else self.pool.exhaustive,
             "pool_border_sizes": None if self.pool is None else list(self.pool.border_sizes),
             "iterations": self.iteration,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from shapleig import FunctionGame, exact_shapley
-from shapleig.acquisition import PosteriorVariance, RandomSelection, ShapleyEIG, select
+from shapleig.acquisition import PosteriorVariance, RandomSelection, ShapleyEIG, first_argmax, select
 from shapleig.coalitions import all_coalitions, coalition_keys, to_bitmask
 from shapleig.errors import BudgetError, CoalitionError, GameError
 from shapleig.game import BudgetedGame
@@ -110,6 +110,20 @@ def test_same_seed_same_estimate():
     assert not np.array_equal(other.values, runs[0].values)
 
 
+def test_thread_limit_does_not_reach_the_game():
+    outside = torch.get_num_threads()
+    seen = []
+    table = _smooth_table(5, 0)
+
+    def fn(Z):
+        seen.append(torch.get_num_threads())
+        return table[to_bitmask(Z)]
+
+    DesignLoop(FunctionGame(fn, 5), 10, refit="never", progress=False, threads=1).run()
+    assert seen and all(n == outside for n in seen)
+    assert torch.get_num_threads() == outside
+
+
 # -- frozen hyperparameters ------------------------------------------------------------------
 
 def test_selection_is_value_independent_under_frozen_hyperparameters():
@@ -159,6 +173,22 @@ def test_greedy_batch_equals_sequential_selections():
     assert len(bat.trace) == 1 + 4
 
 
+def test_ties_go_to_pool_order():
+    assert first_argmax(np.array([0.5, 1.0 - 1e-14, 1.0, -np.inf])) == 1
+    assert first_argmax(np.array([0.5, 1.0 - 1e-6, 1.0])) == 2
+    assert first_argmax(np.array([-np.inf, -np.inf, 0.0])) == 2
+    # exact-arithmetic ties between complement pairs: the pool puts size 1 before size p - 1, so a
+    # frozen run from the design picks the singleton of each tied pair first
+    p = 7  # odd p: the paired design is complement-closed, so complement pairs tie exactly
+    h = Hyperparameters(np.full(p, 0.7), 1.0, 1e-6, 0.0)
+    loop = DesignLoop(TableGame(_smooth_table(p, 0)), p + 1 + 6, hyperparameters=h, progress=False, seed=0)
+    loop.run()
+    picks = loop.X[p + 1:]
+    for r in range(0, 6, 2):
+        np.testing.assert_array_equal(picks[r + 1], ~picks[r])
+        assert picks[r].sum() < picks[r + 1].sum()  # with a plain argmax, rounding decides
+
+
 def test_eig_picks_extremes_first_with_frozen_equal_lengthscales():
     # math doc §11/§12.8: p = 8, b = 0.857, empty archive -> {0, 8}, then 16 extremes in
     # complement pairs, then size-4 coalitions
@@ -191,9 +221,12 @@ def test_small_pool_warns_and_caps():
 def test_other_acquisitions_run(acquisition):
     p = 5
     game = TableGame(_smooth_table(p, 1))
-    est = DesignLoop(game, 14, acquisition=acquisition, refit="never", progress=False, seed=0).run()
+    est = DesignLoop(game, 14, acquisition=acquisition, refit="never", progress=True, seed=0).run()
     assert est.evaluations == 14 and np.isfinite(est.values).all()
-    assert est.info["acquisition"] == acquisition
+    assert est.info["acquisition"] == acquisition and est.method == f"gp-{acquisition}"
+    again = DesignLoop(TableGame(_smooth_table(p, 1)), 14, acquisition=acquisition, refit="never",
+                       progress=False, seed=0).run()
+    np.testing.assert_array_equal(est.values, again.values)
 
 
 def test_raw_noise_convention_and_info():
