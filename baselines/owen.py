@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from shapleig.estimate import ShapleyEstimate
+from shapleig.estimate import BaseEstimator, ShapleyEstimate
 from shapleig.game import BudgetedGame
 
-from .permutation import TRACE_POINTS, ExplainedMinimumEstimator, full_table_size
+from .permutation import TRACE_POINTS, full_table_size
 from .sampling import draw_within_budget
 
 GRIDS = ("stratified", "random", "endpoint")
@@ -60,7 +60,7 @@ def _check_positive(name: str, value: int | None) -> int | None:
     return int(value)
 
 
-class OwenSampling(ExplainedMinimumEstimator):
+class OwenSampling(BaseEstimator):
     """Owen sampling with a shared Bernoulli set per draw (Algorithm 1 of Okhrati & Lipani).
 
     grid:           "stratified" (default), "random" or "endpoint" (see module docstring).

@@ -9,57 +9,22 @@ exactly efficient: each permutation telescopes to ``v(N) - v(empty)``.
 Budget (``distinct`` accounting): repeated prefixes are free cache hits, so permutations are drawn
 until the next complete one would not fit (about ``(T - 2) / (p - 1)`` of them when repeats are
 rare), or until every coalition is evaluated.
-
-This module also holds :class:`ExplainedMinimumEstimator`, the small base shared by the sampling
-baselines of this package whose budget error states the minimum *and why*.
 """
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
 from shapleig.coalitions import all_coalitions
-from shapleig.errors import BudgetError
 from shapleig.estimate import BaseEstimator, ShapleyEstimate
-from shapleig.game import BudgetedGame, Game, check_budget, check_game
+from shapleig.game import BudgetedGame
 from shapleig.shapley import shapley_from_table
 
 from .sampling import draw_within_budget
 
 # Aim for about this many anytime checkpoints in the trace.
 TRACE_POINTS = 32
-
-
-class ExplainedMinimumEstimator(BaseEstimator):
-    """:class:`BaseEstimator` whose too-small-budget error names the minimum and its reason.
-
-    Subclasses implement :meth:`min_budget_reason`; the check runs before anything is evaluated.
-    """
-
-    def min_budget_reason(self, n_players: int) -> str:
-        """Why :meth:`min_budget` is what it is (one phrase, for the error message)."""
-        return "its fixed phase"
-
-    def estimate(
-        self,
-        game: Game,
-        budget: int,
-        *,
-        seed: int = 0,
-        store: Any = None,
-        evaluator: Any = None,
-    ) -> ShapleyEstimate:
-        p = check_game(game, self.min_players)
-        b = check_budget(budget)
-        minimum = self.min_budget(p)
-        if b < minimum:
-            raise BudgetError(
-                f"{self.name} needs budget >= {minimum} for p = {p} "
-                f"({self.min_budget_reason(p)}); got budget {b}"
-            )
-        return super().estimate(game, budget, seed=seed, store=store, evaluator=evaluator)
 
 
 def full_table_size(n_players: int) -> int | None:
@@ -76,7 +41,7 @@ def checkpoints(n_rows: int, block: int) -> np.ndarray:
     return marks[marks > 0] * block
 
 
-class PermutationSampling(ExplainedMinimumEstimator):
+class PermutationSampling(BaseEstimator):
     """ApproShapley: mean marginal contribution over uniform random permutations.
 
     antithetic: if True, permutations come in pairs (pi, reversed pi) (optional variance

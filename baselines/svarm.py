@@ -25,11 +25,11 @@ import math
 import numpy as np
 
 from shapleig.coalitions import all_coalitions, coalition_keys, random_subsets
-from shapleig.estimate import ShapleyEstimate
+from shapleig.estimate import BaseEstimator, ShapleyEstimate
 from shapleig.game import BudgetedGame
 from shapleig.shapley import shapley_from_table
 
-from .permutation import TRACE_POINTS, ExplainedMinimumEstimator, checkpoints, full_table_size
+from .permutation import TRACE_POINTS, checkpoints, full_table_size
 from .sampling import draw_within_budget, enumerate_layer
 
 SIZE_LAWS = ("paper", "uniform")
@@ -227,7 +227,7 @@ def _warmup_rows(rng: np.random.Generator, p: int):
 
 
 # -- SVARM ------------------------------------------------------------------------------------
-class SVARM(ExplainedMinimumEstimator):
+class SVARM(BaseEstimator):
     """SVARM (Algorithm 1): running means of ``v(A+)`` and ``v(A-)`` from ``P+`` / ``P-`` draws.
 
     Warm-up (authors' code): for each player ``i`` one ``v(S + i)`` and one independent ``v(S')``
@@ -304,7 +304,7 @@ class SVARM(ExplainedMinimumEstimator):
 
 
 # -- Stratified SVARM -------------------------------------------------------------------------
-class StratifiedSVARM(ExplainedMinimumEstimator):
+class StratifiedSVARM(BaseEstimator):
     """Stratified SVARM (Algorithm 2): exact phase, two warm-ups, then sizes ``s ~ P(s)`` with replacement.
 
     sizes: ``"paper"`` (default, the paper's ``P(s)``) or ``"uniform"`` (``1/(p-3)`` on 2..p-2).
@@ -380,7 +380,7 @@ class StratifiedSVARM(ExplainedMinimumEstimator):
 
 
 # -- S-SVARM+ ---------------------------------------------------------------------------------
-class StratifiedSVARMPlus(ExplainedMinimumEstimator):
+class StratifiedSVARMPlus(BaseEstimator):
     """S-SVARM+ (Algorithm 8): exact phase, then sampling *without* replacement, dynamic size law.
 
     sizes:        ``"uniform"`` (default, as in the paper) or ``"paper"`` (Stratified SVARM's P(s)).

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from .errors import BudgetError
 from .game import BudgetedGame, Game, check_budget, check_game
 
 
@@ -71,6 +72,10 @@ class BaseEstimator(abc.ABC):
         """Smallest budget the method accepts for ``n_players`` (its fixed phase)."""
         return 2
 
+    def min_budget_reason(self, n_players: int) -> str:
+        """Why :meth:`min_budget` is what it is (one phrase, for the error message)."""
+        return "its fixed phase"
+
     def estimate(
         self,
         game: Game,
@@ -85,7 +90,10 @@ class BaseEstimator(abc.ABC):
         budget = check_budget(budget)
         minimum = self.min_budget(p)
         if budget < minimum:
-            check_budget(budget, minimum, method=f"{self.name} with p = {p}")
+            raise BudgetError(
+                f"{self.name} needs budget >= {minimum} for p = {p} "
+                f"({self.min_budget_reason(p)}); got budget {budget}"
+            )
         if isinstance(game, BudgetedGame):
             budgeted = game
             if budgeted.remaining < budget:
