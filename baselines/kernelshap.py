@@ -26,7 +26,7 @@ import scipy.linalg
 from shapleig.estimate import ShapleyEstimate
 from shapleig.game import BudgetedGame
 
-from .lss import DrawEstimator, evaluations_after_each_draw, linear_estimate
+from .lss import DrawEstimator, evaluations_after_each_draw
 from .sampling import (
     coalition_probability,
     draw_within_budget,
@@ -278,22 +278,9 @@ class UnbiasedKernelSHAP(DrawEstimator):
     name: ClassVar[str] = "unbiased-kernelshap"
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
-        p = game.n_players
         rng = np.random.default_rng(seed)
-        v0, vn = self.endpoints(game)
-        before = game.evaluations
-        target = self.planned_draws(game) if self.accounting == "draws" else self.draws
-        d = draw_within_budget(
-            game,
-            lambda start, m: sample_kernel_size(rng, p, m),
-            max_draws=target,
-            support_size=self.support_size(p),
-        )
-        coef_in, coef_const = uks_coefficients(d.coalitions, d.values - v0)
-        values, trace = linear_estimate(
-            d.coalitions, coef_in, coef_const, (vn - v0) / p, evaluations_after_each_draw(before, d)
-        )
-        return self.result(values, game, v0, d, trace=trace or None, extra={"draws_target": target})
+        p = game.n_players
+        return self.linear_sampling_estimate(game, lambda m: sample_kernel_size(rng, p, m), uks_coefficients)
 
 
 __all__ = [

@@ -178,6 +178,9 @@ class LeverageSHAP(BaseEstimator):
         """Empty, grand and one complementary pair."""
         return 4
 
+    def min_budget_reason(self, n_players: int) -> str:
+        return "the empty and grand coalitions plus one complementary pair"
+
     def _pair_counts(
         self, rng: np.random.Generator, n: int, room: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:

@@ -25,7 +25,7 @@ Budget accounting (baselines.md §1), chosen by the constructor option ``account
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -90,6 +90,33 @@ class DrawEstimator(BaseEstimator):
     def support_size(self, n_players: int) -> int | None:
         """Proper coalitions ``2^p - 2``: drawing stops once all are evaluated (distinct mode only)."""
         return (1 << n_players) - 2 if self.accounting == "distinct" else None
+
+    def linear_sampling_estimate(
+        self,
+        game: BudgetedGame,
+        sample: Callable[[int], np.ndarray],
+        coefficients: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    ) -> ShapleyEstimate:
+        """Shared run of the per-sample linear estimators (LSS, UKS).
+
+        ``sample(m)`` draws ``bool[m, p]`` coalitions; ``coefficients(Z, v - v(empty))`` returns
+        the per-draw weights that :func:`linear_estimate` turns into values and a trace.
+        """
+        p = game.n_players
+        v0, vn = self.endpoints(game)
+        before = game.evaluations
+        target = self.planned_draws(game) if self.accounting == "draws" else self.draws
+        d = draw_within_budget(
+            game,
+            lambda start, m: sample(m),
+            max_draws=target,
+            support_size=self.support_size(p),
+        )
+        coef_in, coef_const = coefficients(d.coalitions, d.values - v0)
+        values, trace = linear_estimate(
+            d.coalitions, coef_in, coef_const, (vn - v0) / p, evaluations_after_each_draw(before, d)
+        )
+        return self.result(values, game, v0, d, trace=trace or None, extra={"draws_target": target})
 
     def result(
         self,
@@ -183,22 +210,9 @@ class LSS(DrawEstimator):
     name: ClassVar[str] = "lss"
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
-        p = game.n_players
         rng = np.random.default_rng(seed)
-        v0, vn = self.endpoints(game)
-        before = game.evaluations
-        target = self.planned_draws(game) if self.accounting == "draws" else self.draws
-        d = draw_within_budget(
-            game,
-            lambda start, m: sample_uniform_size(rng, p, m),
-            max_draws=target,
-            support_size=self.support_size(p),
-        )
-        coef_in, coef_const = lss_coefficients(d.coalitions, d.values - v0)
-        values, trace = linear_estimate(
-            d.coalitions, coef_in, coef_const, (vn - v0) / p, evaluations_after_each_draw(before, d)
-        )
-        return self.result(values, game, v0, d, trace=trace or None, extra={"draws_target": target})
+        p = game.n_players
+        return self.linear_sampling_estimate(game, lambda m: sample_uniform_size(rng, p, m), lss_coefficients)
 
 
 # -- S-LSS ------------------------------------------------------------------------------------
@@ -262,6 +276,9 @@ class StratifiedLSS(DrawEstimator):
 
     def min_budget(self, n_players: int) -> int:
         return n_players * (n_players - 1) + 2
+
+    def min_budget_reason(self, n_players: int) -> str:
+        return "v(empty), v(N) and one draw in each of the p(p-1) strata (player, size)"
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         n = game.n_players
@@ -345,6 +362,9 @@ class SRSLSS(DrawEstimator):
 
     def min_budget(self, n_players: int) -> int:
         return srs_warmup_size(n_players) + 2
+
+    def min_budget_reason(self, n_players: int) -> str:
+        return "v(empty), v(N) and the warm-up of sum_s ceil(p/s) blocks"
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         n = game.n_players

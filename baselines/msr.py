@@ -93,6 +93,9 @@ class RegressionMSR(BaseEstimator):
         """Empty, grand and one complementary pair."""
         return 4
 
+    def min_budget_reason(self, n_players: int) -> str:
+        return "the empty and grand coalitions plus one complementary pair"
+
     def _surrogate(self, seed: int):
         from lightgbm import LGBMRegressor  # imported here: only this estimator needs LightGBM
 

@@ -288,7 +288,7 @@ def test_random_budgets_never_exceeded(name):
 
 def test_minimum_budgets_and_bad_options():
     game, _, _ = table_game(6, seed=0)
-    with pytest.raises(BudgetError, match="at least 32"):
+    with pytest.raises(BudgetError, match="budget >= 32"):
         StratifiedLSS().estimate(game, 31)
     with pytest.raises(BudgetError, match=str(srs_warmup_size(6) + 2)):
         SRSLSS().estimate(game, srs_warmup_size(6) + 1)
