@@ -17,7 +17,9 @@ from .errors import (
     CoalitionError,
     EvaluationFailedError,
     GameError,
+    NonFiniteValueError,
     ShapleigError,
+    StoreMismatchError,
 )
 from .estimate import BaseEstimator, Estimator, ShapleyEstimate
 from .game import BudgetedGame, FunctionGame, Game
@@ -52,8 +54,10 @@ __all__ = [
     "FunctionGame",
     "Game",
     "GameError",
+    "NonFiniteValueError",
     "ShapleigError",
     "ShapleyEstimate",
+    "StoreMismatchError",
     "all_coalitions",
     "exact_shapley",
     "from_bitmask",

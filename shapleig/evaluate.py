@@ -80,6 +80,14 @@ def _chunks(m: int, chunk_size: int | None) -> list[np.ndarray]:
     return [np.arange(s, min(s + step, m)) for s in range(0, m, max(step, 1))]
 
 
+def _check_retries(max_retries: int | None) -> int | None:
+    if max_retries is None:
+        return None
+    if isinstance(max_retries, bool) or not isinstance(max_retries, (int, np.integer)) or max_retries < 0:
+        raise ValueError(f"max_retries must be an integer >= 0 or None, got {max_retries!r}")
+    return int(max_retries)
+
+
 def _check_chunk_size(chunk_size: int | None, allow_none: bool) -> int | None:
     if chunk_size is None and allow_none:
         return None
@@ -171,10 +179,13 @@ class SerialEvaluator:
 
     ``chunk_size=None`` keeps vectorised games fast; ``chunk_size=1`` suits expensive games,
     because each value is reported (and stored) before the next coalition is evaluated.
+    ``max_retries``, when set, overrides the one passed to :meth:`evaluate` (the
+    ``BudgetedGame``'s), so retries can be configured wherever an evaluator is accepted.
     """
 
-    def __init__(self, chunk_size: int | None = None):
+    def __init__(self, chunk_size: int | None = None, max_retries: int | None = None):
         self.chunk_size = _check_chunk_size(chunk_size, allow_none=True)
+        self.max_retries = _check_retries(max_retries)
 
     def evaluate(
         self,
@@ -185,7 +196,8 @@ class SerialEvaluator:
         on_result: OnResult | None = None,
     ) -> np.ndarray:
         """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``)."""
-        state = _Attempts(coalitions, max_retries, on_result)
+        retries = max_retries if self.max_retries is None else self.max_retries
+        state = _Attempts(coalitions, retries, on_result)
         queue = deque((rows, 1) for rows in _chunks(coalitions.shape[0], self.chunk_size))
         while queue and state.failure is None:
             rows, attempt = queue.popleft()
@@ -201,7 +213,7 @@ class SerialEvaluator:
         return state.finish()
 
     def __repr__(self) -> str:
-        return f"SerialEvaluator(chunk_size={self.chunk_size})"
+        return f"SerialEvaluator(chunk_size={self.chunk_size}, max_retries={self.max_retries})"
 
 
 def _evaluate_chunk(game: Game, coalitions: np.ndarray, token: str) -> tuple[Any, float, str | None]:
@@ -221,7 +233,8 @@ def _evaluate_chunk(game: Game, coalitions: np.ndarray, token: str) -> tuple[Any
 class ExecutorEvaluator:
     """Evaluate concurrently through ``executor`` (any ``concurrent.futures.Executor``).
 
-    One task per ``chunk_size`` coalitions (default 1, i.e. full concurrency). Results are
+    One task per ``chunk_size`` coalitions (default 1, i.e. full concurrency); ``max_retries`` as
+    in :class:`SerialEvaluator`. Results are
     reported as they complete, so an evaluation store records each value as soon as it arrives.
     After a final failure, tasks not yet started are cancelled and running ones are awaited and
     reported before the error is raised (a Dask executor cannot tell started from queued tasks,
@@ -230,7 +243,7 @@ class ExecutorEvaluator:
     token, so a retry is really recomputed rather than served from Dask's cache of pure tasks.
     """
 
-    def __init__(self, executor: Executor, chunk_size: int = 1):
+    def __init__(self, executor: Executor, chunk_size: int = 1, max_retries: int | None = None):
         if not callable(getattr(executor, "submit", None)):
             raise TypeError(
                 f"executor must have a submit(fn, *args) method like concurrent.futures.Executor, "
@@ -238,6 +251,7 @@ class ExecutorEvaluator:
             )
         self.executor = executor
         self.chunk_size = _check_chunk_size(chunk_size, allow_none=False)
+        self.max_retries = _check_retries(max_retries)
 
     def evaluate(
         self,
@@ -248,7 +262,8 @@ class ExecutorEvaluator:
         on_result: OnResult | None = None,
     ) -> np.ndarray:
         """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``)."""
-        state = _Attempts(coalitions, max_retries, on_result)
+        retries = max_retries if self.max_retries is None else self.max_retries
+        state = _Attempts(coalitions, retries, on_result)
         pending: dict[Future, tuple[np.ndarray, int]] = {}
 
         def submit(rows: np.ndarray, attempt: int) -> None:
@@ -286,4 +301,5 @@ class ExecutorEvaluator:
         return state.finish()
 
     def __repr__(self) -> str:
-        return f"ExecutorEvaluator({type(self.executor).__name__}, chunk_size={self.chunk_size})"
+        return (f"ExecutorEvaluator({type(self.executor).__name__}, chunk_size={self.chunk_size}, "
+                f"max_retries={self.max_retries})")

@@ -123,15 +123,32 @@ def describe_game(game: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}(n_players={getattr(game, 'n_players', '?')})"
 
 
+def _canonical(obj: Any) -> str:
+    """Deterministic text for parameters: dicts sorted by key, arrays hashed in full (their repr
+    elides long arrays), memory addresses removed."""
+    if isinstance(obj, dict):
+        items = sorted((str(k), _canonical(v)) for k, v in obj.items())
+        return "{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
+    if isinstance(obj, (list, tuple)):
+        return "[" + ",".join(_canonical(v) for v in obj) + "]"
+    if isinstance(obj, np.ndarray):
+        if obj.dtype == object:
+            return _canonical(obj.tolist())
+        digest = hashlib.sha256(np.ascontiguousarray(obj).tobytes()).hexdigest()
+        return f"ndarray({obj.dtype},{obj.shape},{digest})"
+    return _ADDRESS.sub("", repr(obj))
+
+
 def game_fingerprint(game: Any, game_id: str | None = None) -> str:
     """A stable hex digest (32 chars) identifying ``game`` across processes and runs.
 
     Evaluation stores use it to refuse values logged for a different game. The identity hashed is:
 
     1. ``game.fingerprint()`` when the game defines it (it should change whenever values would);
-    2. otherwise ``module.Class``, ``n_players`` and ``repr(game.params())`` when the game has a
-       ``params()`` method, else ``repr(game)`` (memory addresses such as ``at 0x7f..`` are
-       removed, so a default ``object`` repr reduces to the class name);
+    2. otherwise ``module.Class``, ``n_players`` and the game's ``params()`` (dicts, lists,
+       scalars; numpy arrays are hashed in full) when it has that method, else ``repr(game)``
+       (memory addresses such as ``at 0x7f..`` are removed, so a default ``object`` repr reduces
+       to the class name);
 
     followed by ``game_id`` when given. Two games that this cannot tell apart (e.g. the same class
     with parameters hidden from its repr) need distinct ``game_id`` values.
@@ -140,7 +157,7 @@ def game_fingerprint(game: Any, game_id: str | None = None) -> str:
         identity = f"fingerprint={game.fingerprint()}"
     else:
         params = game.params() if callable(getattr(game, "params", None)) else game
-        identity = f"{describe_game(game)}|{_ADDRESS.sub('', repr(params))}"
+        identity = f"{describe_game(game)}|{_canonical(params)}"
     if game_id is not None:
         identity += f"|game_id={game_id}"
     return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
@@ -167,7 +184,9 @@ class BudgetedGame:
     max_retries: a coalition whose evaluation raises or returns NaN/inf is retried up to this many
                  times; then the call raises ``EvaluationFailedError`` naming it
                  (``NonFiniteValueError``, also a ``GameError``, for non-finite values). Values
-                 that did arrive are kept (charged, cached, stored).
+                 that did arrive are kept (charged, cached, stored). An evaluator built with its
+                 own ``max_retries`` overrides this one (that is how ``DesignLoop`` and
+                 ``estimate``, which take an ``evaluator=``, configure retries).
     """
 
     def __init__(
@@ -182,8 +201,8 @@ class BudgetedGame:
         self.game = game
         self.n_players = check_game(game)
         self.budget = check_budget(budget)
-        integer = isinstance(max_retries, (int, np.integer)) and not isinstance(max_retries, (bool, np.bool_))
-        if not integer or max_retries < 0:
+        is_bool = isinstance(max_retries, (bool, np.bool_))
+        if is_bool or not isinstance(max_retries, (int, np.integer)) or max_retries < 0:
             raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
         self.max_retries = int(max_retries)
         self.store = store

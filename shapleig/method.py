@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from typing import Callable, ClassVar
 
 from .acquisition import check_acquisition
 from .design import DEFAULT_POOL_SIZE, INITIAL_DESIGNS

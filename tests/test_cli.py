@@ -35,7 +35,7 @@ def test_run_then_plot_as_subprocesses(tmp_path: Path) -> None:
 
 def test_demo_quick_as_subprocess(tmp_path: Path) -> None:
     # a synthetic game keeps the default run fast; the LightGBM demo is the slow test below
-    demo = shapleig("demo", "--quick", "--task", "wvg-7", "--methods", "shapleig:refit=never", "permutation",
+    demo = shapleig("demo", "--quick", "--task", "wvg-7", "--methods", "shapleig:refit=never,pool_size=20", "permutation",
                     "--budgets", "9,10", "--out", str(tmp_path / "demo"))
     assert demo.returncode == 0, demo.stderr
     df = pd.read_parquet(tmp_path / "demo" / "results.parquet")

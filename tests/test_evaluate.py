@@ -213,26 +213,31 @@ def test_batch_of_4_with_refits_equals_sequential_refitting_every_4_steps(proces
 
 @pytest.mark.slow
 def test_batch_of_4_as_accurate_as_sequential_with_refits(process_pool):
-    """Against q = 1 refitting after every evaluation, q = 4 refits 4x less often, which costs
-    some accuracy at small budgets. Stated tolerance: on 30 sum-of-unanimity games (p = 6,
-    15 terms, budget 24) the geometric mean over seeds of MSE(q=4) / MSE(q=1) is at most 2.
-    (Measured 1.56 here, per-seed ratios 0.03 to 9; at p = 8 and 64 evaluations,
-    scripts/bench_parallel.py measures a ratio of mean MSEs of 1.16 over 40 seeds.)"""
+    """q = 4 through a process pool is as accurate as q = 1 when both refit on the same
+    iteration schedule (``geometric``: it = 0, 1, 2, 4, 8, 16; a batch refits when it contains
+    one of them), so that the comparison isolates batch selection. Stated tolerance: on 30
+    sum-of-unanimity games (p = 6, 15 terms, budget 24), the geometric mean over seeds of
+    MSE(q=4) / MSE(q=1) is at most 1.5 (measured 1.19, standard error of its log 0.19).
+
+    With ``refit="every"`` q = 4 refits 4x less often than q = 1, which costs accuracy at this
+    small budget (ratio 1.5 to 2.1 measured); scripts/bench_parallel.py compares that setting
+    at p = 8 and 64 evaluations."""
     from shapleig import DesignLoop
 
     synthetic = pytest.importorskip("tasks.synthetic")
-    log_ratio = []
+    mse: dict[int, list[float]] = {1: [], 4: []}
     for seed in range(30):
         game = synthetic.SumOfUnanimityGame(6, n_terms=15, seed=seed)
         truth = game.exact_values()
-        mse = {}
         for q in (1, 4):
             evaluator = ExecutorEvaluator(process_pool) if q > 1 else None
-            est = DesignLoop(game, 24, batch_size=q, seed=seed, progress=False, evaluator=evaluator).run()
+            est = DesignLoop(game, 24, batch_size=q, refit="geometric", seed=seed, progress=False,
+                             evaluator=evaluator).run()
             assert est.evaluations == 24
-            mse[q] = float(np.mean((est.values - truth) ** 2))
-        log_ratio.append(np.log(mse[4] / mse[1]))
-    assert np.exp(np.mean(log_ratio)) <= 2.0, np.exp(log_ratio)
+            mse[q].append(float(np.mean((est.values - truth) ** 2)))
+    a, b = np.array(mse[1]), np.array(mse[4])
+    ratio = float(np.exp(np.mean(np.log(b / a))))
+    assert ratio <= 1.5, f"geometric mean ratio {ratio:.3f}; mean MSE q=1 {a.mean():.4g}, q=4 {b.mean():.4g}"
 
 class WaitsForStoreGame(QuadraticGame):
     """The grand coalition's evaluation blocks until the empty coalition's value is in the store

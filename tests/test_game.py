@@ -205,6 +205,21 @@ def test_fingerprint_distinguishes_games_and_ids():
     assert game_fingerprint(a, "v1") != game_fingerprint(a, "v2") != game_fingerprint(a)
     f = FunctionGame(np.sum, 3)
     assert game_fingerprint(f) != game_fingerprint(FunctionGame(np.prod, 3))
+    # parameters that differ only deep inside a long array (whose repr elides the middle)
+    big = np.zeros(5000)
+    changed = big.copy()
+    changed[2500] = 1.0
+
+    class ArrayGame(CountingGame):
+        def __init__(self, w):
+            super().__init__()
+            self.w = w
+
+        def params(self):
+            return {"w": self.w, "order": ["a", 1]}
+
+    assert game_fingerprint(ArrayGame(big)) == game_fingerprint(ArrayGame(big.copy()))
+    assert game_fingerprint(ArrayGame(big)) != game_fingerprint(ArrayGame(changed))
     # a game with the default object repr (a memory address) still gets a stable fingerprint
     assert game_fingerprint(CountingGame()) == game_fingerprint(CountingGame())
 

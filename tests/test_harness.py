@@ -243,3 +243,10 @@ def test_ml_ground_truth_is_enumerated_once_and_cached(tmp_path: Path) -> None:
     assert notes2["cached"] and np.array_equal(exact, exact2)
     _, live, _ = harness.ground_truth(task, factory(), cache_dir=tmp_path, progress=False, live=True)
     assert type(live).__name__ == "HPIAblationGame"
+
+
+def test_missing_table_suite_folder_is_a_clear_error(tmp_path: Path) -> None:
+    from tasks.catalog import suite_files
+
+    with pytest.raises(ValueError, match="vit-9.*does not exist"):
+        suite_files("vit-9", folder=tmp_path)

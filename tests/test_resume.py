@@ -122,3 +122,24 @@ def test_loop_stops_on_a_failing_coalition_and_resumes_after_the_fix(tmp_path, m
     np.testing.assert_array_equal(resumed.values, reference.values)
     calls = [c for c in read_log(log) if not c.startswith("!")]
     assert len(calls) == len(set(calls)) == BUDGET
+
+
+def test_retries_configured_through_the_evaluator_reach_the_loop(tmp_path):
+    """DesignLoop takes ``evaluator=``; an evaluator's own max_retries lets a loop survive a
+    coalition (here the grand one, always in the design) that fails 3 times."""
+    from shapleig import DesignLoop, EvaluationFailedError, SerialEvaluator
+
+    from _games_for_parallel import FailingGame
+
+    def game():
+        return FailingGame(P, bad=["1" * P], mode="raise", failures=3, seed=7, log_path=str(log))
+
+    log = tmp_path / "a.log"
+    with pytest.raises(EvaluationFailedError, match=r"failed in 2 attempts \(max_retries = 1\)"):
+        DesignLoop(game(), BUDGET, **QUICK).run()  # default: 1 retry
+    log = tmp_path / "b.log"
+    loop = DesignLoop(game(), BUDGET, evaluator=SerialEvaluator(max_retries=3), **QUICK)
+    est = loop.run()
+    assert est.evaluations == BUDGET and read_log(log).count("!" + "1" * P) == 3
+    # the design is one batch call: it raised once, then {0..4} failed twice alone, then worked
+    assert loop.game.accounting()["n_failed_attempts"] == 2
