@@ -63,14 +63,6 @@ class DrawEstimator(BaseEstimator):
         self.accounting = accounting
         self.draws = None if draws is None else int(draws)
 
-    def estimate(
-        self, game: Any, budget: int, *, seed: int = 0, store: Any = None, evaluator: Any = None
-    ) -> ShapleyEstimate:
-        result = super().estimate(game, budget, seed=seed, store=store, evaluator=evaluator)
-        # the core reports how the BudgetedGame charged; this says which rule set the draws
-        result.info["accounting"] = self.accounting
-        return result
-
     # -- helpers for subclasses ---------------------------------------------------------------
     @staticmethod
     def endpoints(game: BudgetedGame) -> tuple[float, float]:
@@ -130,6 +122,7 @@ class DrawEstimator(BaseEstimator):
     ) -> ShapleyEstimate:
         n_draws = 0 if draws is None else draws.n_draws
         info: dict[str, Any] = {
+            "accounting": self.accounting,
             "n_draws": n_draws,
             "draws_target": self.draws,
             "stopped": None if draws is None else draws.stopped,

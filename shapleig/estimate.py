@@ -84,8 +84,14 @@ class BaseEstimator(abc.ABC):
         seed: int = 0,
         store: Any = None,
         evaluator: Any = None,
+        max_retries: int = 1,
     ) -> ShapleyEstimate:
-        """Estimate the Shapley values of ``game`` with at most ``budget`` distinct evaluations."""
+        """Estimate the Shapley values of ``game`` with at most ``budget`` distinct evaluations.
+
+        ``store`` (an ``EvaluationStore``) reuses and records values so a killed run resumes;
+        ``evaluator`` runs new coalitions (e.g. on an executor); a coalition whose evaluation raises
+        or returns NaN/inf is retried ``max_retries`` times before the run stops naming it.
+        """
         p = check_game(game, self.min_players)
         budget = check_budget(budget)
         minimum = self.min_budget(p)
@@ -97,18 +103,26 @@ class BaseEstimator(abc.ABC):
         if isinstance(game, BudgetedGame):
             budgeted = game
             if budgeted.remaining < budget:
-                raise ValueError(
+                raise BudgetError(
                     f"the BudgetedGame passed in has {budgeted.remaining} evaluations left, "
                     f"fewer than budget {budget}"
                 )
         else:
-            budgeted = BudgetedGame(game, budget, store=store, evaluator=evaluator)
+            budgeted = BudgetedGame(game, budget, store=store, evaluator=evaluator, max_retries=max_retries)
         start = time.perf_counter()
-        result = self._estimate(budgeted, int(seed))
+        # cap a caller's BudgetedGame at this call's budget for the duration of the run
+        own_cap = budgeted.budget
+        budgeted.budget = budgeted.evaluations + budget
+        try:
+            result = self._estimate(budgeted, int(seed))
+        finally:
+            budgeted.budget = own_cap
         result.evaluations = budgeted.evaluations
         result.budget = budget
         result.method = result.method or self.name
-        result.info.update(budgeted.accounting())
+        for key, value in budgeted.accounting().items():
+            # a method may report its own rule (e.g. the LSS paper's "draws" accounting)
+            result.info.setdefault(key, value)
         result.info.setdefault("wall_s", time.perf_counter() - start)
         if result.baseline is None:
             empty = np.zeros((1, p), dtype=bool)

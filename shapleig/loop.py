@@ -62,6 +62,8 @@ class DesignLoop:
     progress:         show a tqdm progress bar (evaluations).
     hyperparameters:  fixed hyperparameters (standardised units, used verbatim): no fit ever runs, so
                       the whole selection sequence is value-independent (§10).
+    max_retries:      retries of a coalition whose evaluation raises or returns NaN/inf, before the
+                      loop stops with an error naming it (everything evaluated so far is kept).
     threads:          torch/BLAS threads while the loop computes (None: leave the pools alone); the
                       matrices are small and idle thread pools slow them down on shared machines.
     """
@@ -89,6 +91,7 @@ class DesignLoop:
         max_candidates: int | None = None,
         threads: int | None = 1,
         hyperparameters: Hyperparameters | None = None,
+        max_retries: int = 1,
     ) -> None:
         p = check_game(game)
         if isinstance(game, BudgetedGame):
@@ -120,7 +123,7 @@ class DesignLoop:
             raise ValueError(f"pool_size must be >= 1, got {pool_size}")
 
         self.game = game if isinstance(game, BudgetedGame) else BudgetedGame(
-            game, budget, store=store, evaluator=evaluator
+            game, budget, store=store, evaluator=evaluator, max_retries=max_retries
         )
         self.n_players = p
         self.budget = int(budget)

@@ -65,6 +65,10 @@ class ShaplEIG(BaseEstimator):
         """``p + 2``: the p + 1 design coalitions and at least one acquisition."""
         return min_budget(n_players)
 
+    def min_budget_reason(self, n_players: int) -> str:
+        return (f"the p + 1 = {n_players + 1} initial-design evaluations (empty, grand and p - 1 "
+                f"paired coalitions) plus at least one acquisition")
+
     def make_loop(self, game: BudgetedGame, seed: int = 0) -> DesignLoop:
         """The configured :class:`DesignLoop` on ``game``, spending its remaining budget."""
         return DesignLoop(

@@ -331,7 +331,7 @@ def test_shapleig_estimator():
     assert est.std.shape == (p,) and est.covariance.shape == (p, p)
     np.testing.assert_allclose(np.sqrt(np.diag(est.covariance)), est.std, rtol=1e-10)
     assert est.trace[-1][0] == 14 and est.baseline == game.table[0]
-    with pytest.raises(BudgetError, match="at least 7"):
+    with pytest.raises(BudgetError, match=r"budget >= 7 for p = 5 \(the p \+ 1 = 6 initial-design"):
         method.estimate(game, p + 1)
     with pytest.raises(ValueError, match="acquisition"):
         ShaplEIG(acquisition="thompson")
