@@ -369,7 +369,7 @@ class DesignLoop:
             covariance=post.covariance.copy(),
             trace=list(self.trace),
             baseline=baseline,
-            method="shapleig" if self.acquisition == "eig" else f"gp-{self.acquisition}",
+            method="shapleig" if self.acquisition == "eig" else f"shapleig-{self.acquisition}",
             info=self.info(),
         )
 

@@ -223,7 +223,7 @@ def test_other_acquisitions_run(acquisition):
     game = TableGame(_smooth_table(p, 1))
     est = DesignLoop(game, 14, acquisition=acquisition, refit="never", progress=True, seed=0).run()
     assert est.evaluations == 14 and np.isfinite(est.values).all()
-    assert est.info["acquisition"] == acquisition and est.method == f"gp-{acquisition}"
+    assert est.info["acquisition"] == acquisition and est.method == f"shapleig-{acquisition}"
     again = DesignLoop(TableGame(_smooth_table(p, 1)), 14, acquisition=acquisition, refit="never",
                        progress=False, seed=0).run()
     np.testing.assert_array_equal(est.values, again.values)
