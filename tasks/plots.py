@@ -99,7 +99,9 @@ def plot_mse(
         raise ValueError("nothing to plot: the results have no successful runs")
     panels = list(dict.fromkeys(s[by]))
     methods = list(dict.fromkeys(sorted(s["method"], key=lambda m: (not m.startswith("shapleig"), m))))
-    colors = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(methods)}
+    cmap, n_colors = (plt.get_cmap("tab10"), 10) if len(methods) <= 10 else (plt.get_cmap("tab20"), 20)
+    colors = {m: cmap(i % n_colors) for i, m in enumerate(methods)}
+    markers = {m: "osD^v<>phX"[i % 10] for i, m in enumerate(methods)}
     ncols = max(1, min(ncols, len(panels)))
     nrows = math.ceil(len(panels) / ncols)
     width = max(4.6 * ncols, 6.4)  # a single panel still leaves room for the title and legend
@@ -115,7 +117,7 @@ def plot_mse(
                 continue
             x, y, se = m["budget"].to_numpy(), m["mse"].to_numpy(), m["se"].to_numpy()
             style = "-" if method.startswith("shapleig") else "--"
-            ax.plot(x, y, style, marker="o", ms=3, color=colors[method], label=method)
+            ax.plot(x, y, style, marker=markers[method], ms=3.5, color=colors[method], label=method)
             # the band is mean +- SE, clipped above zero so that it shows on a log axis
             lo = np.maximum(y - se, y * 1e-3)
             ax.fill_between(x, lo, y + se, color=colors[method], alpha=0.18, linewidth=0)
