@@ -43,6 +43,31 @@ def min_budget(n_players: int) -> int:
     return n_players + 2
 
 
+def check_loop_options(
+    acquisition: str,
+    refit: str | Callable[[int], bool],
+    hand_over: int,
+    initial_design: str,
+    noise: float,
+    noise_convention: str,
+    batch_size: int,
+    pool_size: int,
+) -> str:
+    """Validate a loop configuration before anything is evaluated; return the acquisition name."""
+    name = check_acquisition(acquisition)
+    refit_schedule(refit, hand_over=hand_over)
+    if initial_design not in INITIAL_DESIGNS:
+        raise ValueError(f"unknown initial design {initial_design!r}; choose one of {INITIAL_DESIGNS}")
+    if noise_convention not in NOISE_CONVENTIONS:
+        raise ValueError(f"unknown noise convention {noise_convention!r}; choose one of {NOISE_CONVENTIONS}")
+    standardized_noise(noise, 1.0, noise_convention)  # validates noise
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if int(pool_size) < 1:
+        raise ValueError(f"pool_size must be >= 1, got {pool_size}")
+    return name
+
+
 class DesignLoop:
     """Bayesian experimental design for the Shapley values of ``game``.
 
@@ -109,18 +134,11 @@ class DesignLoop:
                 f"budget {budget} is too small: ShaplEIG with p = {p} needs more than p + 1 = {p + 1} "
                 f"evaluations (the initial design), i.e. at least {min_budget(p)}"
             )
-        self.acquisition = check_acquisition(acquisition)
+        self.acquisition = check_loop_options(
+            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size
+        )
         self.refit_name = refit if isinstance(refit, str) else getattr(refit, "__name__", "custom")
         self.schedule = refit_schedule(refit, hand_over=hand_over)
-        if initial_design not in INITIAL_DESIGNS:
-            raise ValueError(f"unknown initial design {initial_design!r}; choose one of {INITIAL_DESIGNS}")
-        if noise_convention not in NOISE_CONVENTIONS:
-            raise ValueError(f"unknown noise convention {noise_convention!r}; choose one of {NOISE_CONVENTIONS}")
-        standardized_noise(noise, 1.0, noise_convention)  # validates noise
-        if int(batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if int(pool_size) < 1:
-            raise ValueError(f"pool_size must be >= 1, got {pool_size}")
 
         self.game = game if isinstance(game, BudgetedGame) else BudgetedGame(
             game, budget, store=store, evaluator=evaluator, max_retries=max_retries

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Callable, ClassVar
 
-from .acquisition import check_acquisition
-from .design import DEFAULT_POOL_SIZE, INITIAL_DESIGNS
+from .design import DEFAULT_POOL_SIZE
 from .estimate import BaseEstimator, ShapleyEstimate
 from .game import BudgetedGame
-from .loop import DesignLoop, min_budget
-from .surrogate import NOISE_CONVENTIONS, refit_schedule, standardized_noise
+from .loop import DesignLoop, check_loop_options, min_budget
 
 
 class ShaplEIG(BaseEstimator):
@@ -40,15 +38,9 @@ class ShaplEIG(BaseEstimator):
         callbacks: tuple = (),
     ) -> None:
         # validate eagerly so a bad configuration fails before any evaluation
-        self.acquisition = check_acquisition(acquisition)
-        refit_schedule(refit, hand_over=hand_over)
-        if initial_design not in INITIAL_DESIGNS:
-            raise ValueError(f"unknown initial design {initial_design!r}; choose one of {INITIAL_DESIGNS}")
-        if noise_convention not in NOISE_CONVENTIONS:
-            raise ValueError(f"unknown noise convention {noise_convention!r}; choose one of {NOISE_CONVENTIONS}")
-        standardized_noise(noise, 1.0, noise_convention)
-        if int(batch_size) < 1 or int(pool_size) < 1:
-            raise ValueError(f"batch_size and pool_size must be >= 1, got {batch_size}, {pool_size}")
+        self.acquisition = check_loop_options(
+            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size
+        )
         self.refit = refit
         self.initial_design = initial_design
         self.pool_size = int(pool_size)

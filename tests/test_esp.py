@@ -20,6 +20,8 @@ from shapleig.esp import (
 )
 from shapleig.shapley import shapley_operator
 
+from _dense_reference import dense_kernel
+
 RTOL = 1e-9
 COLUMN_ROUTES = [shapley_kernel_columns, shapley_kernel_columns_reference, shapley_kernel_columns_integral]
 COVARIANCE_ROUTES = [prior_shapley_covariance, prior_shapley_covariance_bivariate]
@@ -34,13 +36,6 @@ def random_hyper(p: int, seed: int) -> tuple[np.ndarray, float]:
     return rng.uniform(0.05, 3.0, p), float(rng.uniform(0.5, 2.0))
 
 
-def dense_kernel(Z: np.ndarray, lengthscales: np.ndarray, s: float) -> np.ndarray:
-    """Exponential form, written independently of the library: s exp(-(1/p) sum_j mismatch_j / l_j)."""
-    p = Z.shape[1]
-    weighted = np.zeros((Z.shape[0], Z.shape[0]))
-    for j in range(p):  # one player at a time keeps memory at O(4^p), not O(4^p p)
-        weighted += (Z[:, None, j] != Z[None, :, j]) / lengthscales[j]
-    return s * np.exp(-weighted / p)
 
 
 def assert_close(actual: np.ndarray, reference: np.ndarray, rtol: float = RTOL) -> None:
