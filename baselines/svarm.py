@@ -304,7 +304,29 @@ class SVARM(BaseEstimator):
 
 
 # -- Stratified SVARM -------------------------------------------------------------------------
-class StratifiedSVARM(BaseEstimator):
+class _StratifiedEstimator(BaseEstimator):
+    """Shared fixed phase of the stratified SVARMs: exact border strata, then (optionally) warm-up.
+
+    Below p = 4 there are no inner strata and the game is enumerated exactly.
+    """
+
+    uses_warmup: bool = True
+
+    def min_budget(self, n_players: int) -> int:
+        if n_players < 4:
+            return 1 << n_players
+        extra = warmup_cost(n_players) if self.uses_warmup else 0
+        return exact_phase_cost(n_players) + extra
+
+    def min_budget_reason(self, n_players: int) -> str:
+        if n_players < 4:
+            return "p < 4 is computed exactly by enumerating all 2^p coalitions"
+        if self.uses_warmup:
+            return "exact phase 2p+2 plus warm-up 2*sum_{s=2}^{p-2} ceil(p/s)"
+        return "exact phase 2p+2"
+
+
+class StratifiedSVARM(_StratifiedEstimator):
     """Stratified SVARM (Algorithm 2): exact phase, two warm-ups, then sizes ``s ~ P(s)`` with replacement.
 
     sizes: ``"paper"`` (default, the paper's ``P(s)``) or ``"uniform"`` (``1/(p-3)`` on 2..p-2).
@@ -322,16 +344,6 @@ class StratifiedSVARM(BaseEstimator):
         if sizes not in SIZE_LAWS:
             raise ValueError(f"unknown size law {sizes!r}; choose one of {SIZE_LAWS}")
         self.sizes = sizes
-
-    def min_budget(self, n_players: int) -> int:
-        if n_players < 4:
-            return 1 << n_players
-        return exact_phase_cost(n_players) + warmup_cost(n_players)
-
-    def min_budget_reason(self, n_players: int) -> str:
-        if n_players < 4:
-            return "p < 4 is computed exactly by enumerating all 2^p coalitions"
-        return "exact phase 2p+2 plus warm-up 2*sum_{s=2}^{p-2} ceil(p/s)"
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         p = game.n_players
@@ -380,7 +392,7 @@ class StratifiedSVARM(BaseEstimator):
 
 
 # -- S-SVARM+ ---------------------------------------------------------------------------------
-class StratifiedSVARMPlus(BaseEstimator):
+class StratifiedSVARMPlus(_StratifiedEstimator):
     """S-SVARM+ (Algorithm 8): exact phase, then sampling *without* replacement, dynamic size law.
 
     sizes:        ``"uniform"`` (default, as in the paper) or ``"paper"`` (Stratified SVARM's P(s)).
@@ -415,18 +427,9 @@ class StratifiedSVARMPlus(BaseEstimator):
         self.sizes = sizes
         self.empty_strata = empty_strata
 
-    def min_budget(self, n_players: int) -> int:
-        if n_players < 4:
-            return 1 << n_players
-        extra = warmup_cost(n_players) if self.empty_strata == "warmup" else 0
-        return exact_phase_cost(n_players) + extra
-
-    def min_budget_reason(self, n_players: int) -> str:
-        if n_players < 4:
-            return "p < 4 is computed exactly by enumerating all 2^p coalitions"
-        if self.empty_strata == "warmup":
-            return "exact phase 2p+2 plus warm-up 2*sum_{s=2}^{p-2} ceil(p/s)"
-        return "exact phase 2p+2"
+    @property
+    def uses_warmup(self) -> bool:  # type: ignore[override]
+        return self.empty_strata == "warmup"
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         p = game.n_players
