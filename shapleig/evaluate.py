@@ -174,7 +174,17 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class SerialEvaluator:
+class _RetryingEvaluator:
+    """Shared by the evaluators: an own ``max_retries``, when set, overrides the caller's."""
+
+    max_retries: int | None
+
+    def _attempts(self, coalitions: np.ndarray, max_retries: int, on_result: OnResult | None) -> _Attempts:
+        retries = max_retries if self.max_retries is None else self.max_retries
+        return _Attempts(coalitions, retries, on_result)
+
+
+class SerialEvaluator(_RetryingEvaluator):
     """Evaluate in this process, one game call per ``chunk_size`` coalitions (None: one call).
 
     ``chunk_size=None`` keeps vectorised games fast; ``chunk_size=1`` suits expensive games,
@@ -196,8 +206,7 @@ class SerialEvaluator:
         on_result: OnResult | None = None,
     ) -> np.ndarray:
         """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``)."""
-        retries = max_retries if self.max_retries is None else self.max_retries
-        state = _Attempts(coalitions, retries, on_result)
+        state = self._attempts(coalitions, max_retries, on_result)
         queue = deque((rows, 1) for rows in _chunks(coalitions.shape[0], self.chunk_size))
         while queue and state.failure is None:
             rows, attempt = queue.popleft()
@@ -230,7 +239,7 @@ def _evaluate_chunk(game: Game, coalitions: np.ndarray, token: str) -> tuple[Any
         return None, time.perf_counter() - start, _describe(exc)
 
 
-class ExecutorEvaluator:
+class ExecutorEvaluator(_RetryingEvaluator):
     """Evaluate concurrently through ``executor`` (any ``concurrent.futures.Executor``).
 
     One task per ``chunk_size`` coalitions (default 1, i.e. full concurrency); ``max_retries`` as
@@ -262,8 +271,7 @@ class ExecutorEvaluator:
         on_result: OnResult | None = None,
     ) -> np.ndarray:
         """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``)."""
-        retries = max_retries if self.max_retries is None else self.max_retries
-        state = _Attempts(coalitions, retries, on_result)
+        state = self._attempts(coalitions, max_retries, on_result)
         pending: dict[Future, tuple[np.ndarray, int]] = {}
 
         def submit(rows: np.ndarray, attempt: int) -> None:
