@@ -7,6 +7,12 @@ error over tables x seeds, and the ratio random / EIG (> 1 means ShaplEIG is bet
 
     .venv/bin/python scripts/ablation_tables.py            # 3 tables x 3 seeds per game
     .venv/bin/python scripts/ablation_tables.py --tables 1 --seeds 1 --refit never   # smoke run
+    .venv/bin/python scripts/ablation_tables.py --shared-lengthscale   # one lengthscale (ard=False)
+    .venv/bin/python scripts/ablation_tables.py --oracle               # diagnosis, see below
+
+``--oracle`` freezes the hyperparameters at a MAP fit on the whole table (all 2^p values), so the
+two arms differ only in which coalitions they pick; it separates "the hyperparameters fitted from a
+few points are poor" from "EIG picks less useful coalitions for this game".
 
 Needs the tables in ../shared/data/games (or $SHAPLEIG_SHARED/data/games).
 """
@@ -24,6 +30,7 @@ import numpy as np
 from shapleig.coalitions import to_bitmask
 from shapleig.loop import DesignLoop
 from shapleig.shapley import shapley_from_table
+from shapleig.surrogate import fit_hyperparameters
 
 GAMES = {
     "ViT-9": ("ImageClassifier_Game/9", "model_name=vit_9_patches_{i}.npz"),
@@ -53,6 +60,7 @@ class TableGame:
         self.table = np.empty(1 << self.n_players)
         self.table[to_bitmask(Z)] = v
         self.exact = shapley_from_table(Z, v)
+        self.Z, self.values = Z, v
 
     def __call__(self, Z: np.ndarray) -> np.ndarray:
         return self.table[to_bitmask(Z)]
@@ -64,7 +72,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--refit", default="every")
     ap.add_argument("--games", nargs="*", default=list(GAMES))
+    ap.add_argument("--shared-lengthscale", action="store_true",
+                    help="one lengthscale for all players (ard=False) in both arms")
+    ap.add_argument("--oracle", action="store_true",
+                    help="freeze both arms at hyperparameters fitted on the full table")
+    ap.add_argument("--budget-factor", type=int, default=max(BUDGET_FACTORS),
+                    help="run budget in units of p; reported budgets above it are skipped")
     args = ap.parse_args(argv)
+    factors = [f for f in BUDGET_FACTORS if f <= args.budget_factor]
     root = games_root()
     if not root.is_dir():
         print(f"no game tables under {root}", file=sys.stderr)
@@ -76,25 +91,31 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(1, args.tables + 1):
             game = TableGame(root / folder / pattern.format(i=i))
             p = game.n_players
+            oracle = None
+            if args.oracle:
+                oracle = fit_hyperparameters(game.Z, game.values, seed=0, ard=not args.shared_lengthscale).hyper
             for seed in range(args.seeds):
                 for method in METHODS:
                     start = time.perf_counter()
-                    est = DesignLoop(game, 8 * p, acquisition=method, refit=args.refit,
-                                     seed=seed, progress=False).run()
+                    est = DesignLoop(game, args.budget_factor * p, acquisition=method, refit=args.refit,
+                                     seed=seed, progress=False, ard=not args.shared_lengthscale,
+                                     hyperparameters=oracle).run()
                     wall = time.perf_counter() - start
-                    for f in BUDGET_FACTORS:
+                    for f in factors:
                         vals = est.values_at(f * p)
                         rows.append((game_name, f, method, float(np.mean((vals - game.exact) ** 2))))
                     print(f"  {game_name} table {i} seed {seed} {METHODS[method]:9s} "
-                          f"MSE@8p {rows[-1][3]:.3e}  ({wall:.1f} s, {est.info['n_fits']} fits)",
+                          f"MSE@{factors[-1]}p {rows[-1][3]:.3e}  ({wall:.1f} s, {est.info['n_fits']} fits)",
                           flush=True)
 
+    setup = "oracle hyperparameters" if args.oracle else f"refit={args.refit}"
+    setup += ", one shared lengthscale" if args.shared_lengthscale else ", ARD lengthscales"
     print(f"\nMSE vs exact Shapley values (mean +- s.e. over {args.tables} tables x {args.seeds} seeds; "
-          f"refit={args.refit})")
+          f"{setup})")
     print(f"{'game':11s} {'budget':>7s} {'ShaplEIG':>22s} {'GP-random':>22s} {'random/EIG':>10s} {'EIG wins':>9s}")
     ok = True
     for game_name in args.games:
-        for f in BUDGET_FACTORS:
+        for f in factors:
             stats = {}
             for method in METHODS:
                 m = np.array([r[3] for r in rows if r[0] == game_name and r[1] == f and r[2] == method])

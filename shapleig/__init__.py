@@ -30,6 +30,7 @@ __version__ = "0.1.0"
 # name -> module that defines it; resolved on first attribute access.
 _LAZY = {
     "ShaplEIG": "shapleig.method",
+    "GPLeverage": "shapleig.method",
     "DesignLoop": "shapleig.loop",
     "EvaluationStore": "shapleig.store",
     "SerialEvaluator": "shapleig.evaluate",

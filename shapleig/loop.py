@@ -52,9 +52,12 @@ def check_loop_options(
     noise_convention: str,
     batch_size: int,
     pool_size: int,
+    ard: bool = True,
 ) -> str:
     """Validate a loop configuration before anything is evaluated; return the acquisition name."""
     name = check_acquisition(acquisition)
+    if not isinstance(ard, (bool, np.bool_)):
+        raise ValueError(f"ard must be True (one lengthscale per player) or False (one shared), got {ard!r}")
     refit_schedule(refit, hand_over=hand_over)
     if initial_design not in INITIAL_DESIGNS:
         raise ValueError(f"unknown initial design {initial_design!r}; choose one of {INITIAL_DESIGNS}")
@@ -83,6 +86,8 @@ class DesignLoop:
     noise, noise_convention: fixed noise variance and its units (``"standardized"`` or ``"raw"``).
     final_refit:      refit on the full archive before the final read-out (unless just refitted).
     warm_start:       start each refit from the previous hyperparameters instead of the §3 values.
+    ard:              one lengthscale per player (True, as published) or one shared by all (False):
+                      far fewer parameters to fit from the p + 1 ... ~4p points of a small budget.
     callbacks:        callables ``cb(loop)`` run after every step.
     progress:         show a tqdm progress bar (evaluations).
     hyperparameters:  fixed hyperparameters (standardised units, used verbatim): no fit ever runs, so
@@ -112,6 +117,7 @@ class DesignLoop:
         evaluator: Any = None,
         *,
         warm_start: bool = False,
+        ard: bool = True,
         hand_over: int = 0,
         max_candidates: int | None = None,
         threads: int | None = 1,
@@ -135,7 +141,7 @@ class DesignLoop:
                 f"evaluations (the initial design), i.e. at least {min_budget(p)}"
             )
         self.acquisition = check_loop_options(
-            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size
+            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size, ard
         )
         self.refit_name = refit if isinstance(refit, str) else getattr(refit, "__name__", "custom")
         self.schedule = refit_schedule(refit, hand_over=hand_over)
@@ -156,6 +162,7 @@ class DesignLoop:
         self.noise_convention = noise_convention
         self.final_refit = bool(final_refit)
         self.warm_start = bool(warm_start)
+        self.ard = bool(ard)
         self.threads = threads
         if hyperparameters is not None and hyperparameters.n_players != p:
             raise ValueError(f"hyperparameters are for p = {hyperparameters.n_players}, the game has p = {p}")
@@ -233,6 +240,7 @@ class DesignLoop:
             warm_start=self.hyper if (self.warm_start and self.hyper is not None) else None,
             fallback=self.hyper,
             threads=None,  # the loop already limits threads around every step
+            ard=self.ard,
         )
         self.fits.append(result)
         self.timings["fit_s"] += result.seconds
@@ -411,6 +419,7 @@ class DesignLoop:
             "noise_standardized": None if h is None else h.noise,
             "final_refit": self.final_refit,
             "warm_start": self.warm_start,
+            "ard": self.ard,
             "pool_size": self.pool_size,
             "pool_candidates": 0 if self.pool is None else len(self.pool),
             "pool_exhaustive": None if self.pool is None else self.pool.exhaustive,

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from typing import Callable, ClassVar
 
+import numpy as np
+
+from .coalitions import coalition_keys, sample_paired_uniform_size
 from .design import DEFAULT_POOL_SIZE
 from .estimate import BaseEstimator, ShapleyEstimate
 from .game import BudgetedGame
 from .loop import DesignLoop, check_loop_options, min_budget
+from .posterior import ShapleyPosterior
+from .seeding import spawn_generators, spawn_seeds
+from .surrogate import compute_threads, fit_hyperparameters, standardized_noise
 
 
 class ShaplEIG(BaseEstimator):
@@ -34,12 +41,13 @@ class ShaplEIG(BaseEstimator):
         final_refit: bool = True,
         progress: bool = False,
         warm_start: bool = False,
+        ard: bool = True,
         hand_over: int = 0,
         callbacks: tuple = (),
     ) -> None:
         # validate eagerly so a bad configuration fails before any evaluation
         self.acquisition = check_loop_options(
-            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size
+            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size, ard
         )
         self.refit = refit
         self.initial_design = initial_design
@@ -50,6 +58,7 @@ class ShaplEIG(BaseEstimator):
         self.final_refit = bool(final_refit)
         self.progress = bool(progress)
         self.warm_start = bool(warm_start)
+        self.ard = bool(ard)
         self.hand_over = int(hand_over)
         self.callbacks = tuple(callbacks)
 
@@ -78,6 +87,7 @@ class ShaplEIG(BaseEstimator):
             noise_convention=self.noise_convention,
             final_refit=self.final_refit,
             warm_start=self.warm_start,
+            ard=self.ard,
             hand_over=self.hand_over,
         )
 
@@ -85,3 +95,73 @@ class ShaplEIG(BaseEstimator):
         result = self.make_loop(game, seed).run()
         result.method = self.name if self.acquisition == "eig" else f"{self.name}-{self.acquisition}"
         return result
+
+
+class GPLeverage(BaseEstimator):
+    """The GP+Leverage ablation arm (baselines.md §10): no acquisition, one leverage sample.
+
+    At budget m it evaluates the empty and grand coalitions plus m - 2 distinct coalitions from the
+    paired uniform-size sampler (the leverage-score distribution that also draws ShaplEIG's initial
+    design), in one game call, fits ShaplEIG's GP once (MAP, same prior, noise and options) and
+    reads out the posterior mean, std and covariance of the Shapley values. A new budget is a new
+    sample, not an extension, so it is not anytime: the harness reruns it at every budget.
+    """
+
+    name: ClassVar[str] = "shapleig-leverage"
+    anytime: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        noise: float = 1e-6,
+        noise_convention: str = "standardized",
+        ard: bool = True,
+        threads: int | None = 1,
+    ) -> None:
+        # the loop's validation covers every option this arm shares with it
+        check_loop_options("random", "never", 0, "leverage", noise, noise_convention, 1, 1, ard)
+        self.noise = float(noise)
+        self.noise_convention = noise_convention
+        self.ard = bool(ard)
+        self.threads = threads
+
+    def min_budget(self, n_players: int) -> int:
+        return 3
+
+    def min_budget_reason(self, n_players: int) -> str:
+        return "the empty and grand coalitions plus at least one sampled coalition to fit the GP on"
+
+    def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
+        p = game.n_players
+        sample_rng = spawn_generators(seed, 2)[0]  # independent streams: sample (0), fit (1)
+        fit_seed = spawn_seeds(seed, 2)[1]
+        ends = np.stack([np.zeros(p, dtype=bool), np.ones(p, dtype=bool)])
+        m = game.remaining
+        rest = sample_paired_uniform_size(sample_rng, p, m - 2, exclude=coalition_keys(ends))
+        X = np.concatenate([ends, rest])
+        y = np.asarray(game(X), dtype=np.float64)
+        start = time.perf_counter()
+        with compute_threads(self.threads):
+            fit = fit_hyperparameters(X, y, seed=fit_seed, noise=self.noise,
+                                      noise_convention=self.noise_convention, ard=self.ard, threads=None)
+            post = ShapleyPosterior(fit.hyper, X, y)
+        h = fit.hyper
+        return ShapleyEstimate(
+            values=post.mean.copy(),
+            std=post.std.copy(),
+            covariance=post.covariance.copy(),
+            trace=[(X.shape[0], post.mean.copy())],
+            baseline=float(y[0]),
+            method=self.name,
+            info={
+                "ard": self.ard,
+                "noise_convention": self.noise_convention,
+                "noise_standardized": standardized_noise(self.noise, fit.y_scale, self.noise_convention),
+                "fit_seconds": fit.seconds,
+                "selection_seconds": time.perf_counter() - start,
+                "fit_success": fit.success,
+                "lengthscales": h.lengthscales.tolist(),
+                "outputscale": h.outputscale,
+                "mean_constant": h.mean_constant,
+                "jitter": post.jitter,
+            },
+        )

@@ -3,7 +3,8 @@
 Model (math doc §3): ``SingleTaskGP`` with ``ScaleKernel(CategoricalKernel(ard_num_dims=p))`` (as
 the subclass ``HammingKernel``, evaluated by matrix products for 0/1 inputs),
 ``k(z, z') = s * exp(-(1/p) sum_j [z_j != z'_j] / l_j)``, a constant mean, a ``Standardize(m=1)``
-outcome transform and a fixed observation noise. Lengthscales carry the dimension-scaled prior
+outcome transform and a fixed observation noise (``ard=False``: one lengthscale shared by all
+players instead of p). Lengthscales carry the dimension-scaled prior
 ``LogNormal(sqrt2 + ln(p)/2, sqrt3)`` and start at its mode; the outputscale starts at softplus(0).
 
 Everything is built in float64: the default dtype is switched to float64 only while the modules are
@@ -139,11 +140,14 @@ def build_model(
     *,
     noise_std: float,
     init: Hyperparameters | None = None,
+    ard: bool = True,
 ):
     """The botorch ``SingleTaskGP`` for archive ``X`` (bool[t, p]) and raw values ``y`` (float64[t]).
 
     ``noise_std`` is the fixed noise variance in standardised units. ``init`` sets lengthscales,
     outputscale and mean constant (warm start); otherwise the §3 initial values are used.
+    ``ard=False`` gives every player one shared lengthscale (same prior, same initial value): one
+    kernel parameter instead of p, which fits far better from the few points of a small budget.
     """
     from botorch.models import SingleTaskGP
     from botorch.models.transforms.outcome import Standardize
@@ -161,7 +165,7 @@ def build_model(
     with _float64_default():
         prior = LogNormalPrior(torch.tensor(loc, dtype=DTYPE), torch.tensor(scale, dtype=DTYPE))
         base = HammingKernel(
-            ard_num_dims=p,
+            ard_num_dims=p if ard else None,
             lengthscale_prior=prior,
             lengthscale_constraint=GreaterThan(
                 1e-6, initial_value=torch.tensor(initial_lengthscale(p), dtype=DTYPE)
@@ -186,17 +190,25 @@ def build_model(
         )
     if init is not None:
         ls = np.broadcast_to(np.asarray(init.lengthscales, dtype=np.float64), (p,))
-        base.lengthscale = torch.as_tensor(ls.copy(), dtype=DTYPE).reshape(1, p)
+        if not ard:  # one shared lengthscale: start from the geometric mean of the given ones
+            ls = np.exp(np.log(ls).mean(keepdims=True))
+        base.lengthscale = torch.as_tensor(ls.copy(), dtype=DTYPE).reshape(1, -1)
         covar.outputscale = torch.tensor(float(init.outputscale), dtype=DTYPE)
         mean.constant = torch.tensor(float(init.mean_constant), dtype=DTYPE)
     return model
 
 
 def model_hyperparameters(model) -> Hyperparameters:
-    """Current hyperparameters of a model from :func:`build_model` (standardised units)."""
+    """Current hyperparameters of a model from :func:`build_model` (standardised units).
+
+    A shared lengthscale (``ard=False``) is returned repeated p times, so the Shapley algebra never
+    needs to know which kernel variant was fitted.
+    """
     covar = model.covar_module
+    p = model.train_inputs[0].shape[-1]
+    ls = covar.base_kernel.lengthscale.detach().reshape(-1).cpu().numpy().astype(np.float64)
     return Hyperparameters(
-        lengthscales=covar.base_kernel.lengthscale.detach().reshape(-1).cpu().numpy().astype(np.float64).copy(),
+        lengthscales=np.broadcast_to(ls, (p,)).copy(),
         outputscale=float(covar.outputscale.detach()),
         noise=float(model.likelihood.noise.detach().reshape(-1)[0]),
         mean_constant=float(model.mean_module.constant.detach()),
@@ -241,6 +253,7 @@ def fit_hyperparameters(
     fallback: Hyperparameters | None = None,
     max_attempts: int = MAX_FIT_ATTEMPTS,
     threads: int | None = 1,
+    ard: bool = True,
 ) -> FitResult:
     """MAP fit of the Hamming-kernel GP to archive ``X`` (bool[t, p]) with raw values ``y`` (float64[t]).
 
@@ -251,7 +264,8 @@ def fit_hyperparameters(
     untouched), which makes the fit deterministic. Cold start from the §3 initial values unless
     ``warm_start`` is given. If every attempt fails, ``fallback`` (or the initial values) is kept,
     ``success`` is False and the failure is logged. ``threads`` limits torch/BLAS threads during
-    the fit (see :func:`compute_threads`).
+    the fit (see :func:`compute_threads`). ``ard=False`` fits one lengthscale shared by all players
+    (see :func:`build_model`).
     """
     from botorch.exceptions.errors import ModelFittingError
     from botorch.fit import fit_gpytorch_mll
@@ -288,7 +302,7 @@ def fit_hyperparameters(
     with torch.random.fork_rng(devices=[]), compute_threads(threads), \
             gsettings.max_cholesky_size(_CHOLESKY_SIZE), gsettings.cholesky_max_tries(6):
         torch.manual_seed(int(seed) % (2**63 - 1))
-        model = build_model(X, y, noise_std=noise_std, init=warm_start)
+        model = build_model(X, y, noise_std=noise_std, init=warm_start, ard=ard)
         mll = ExactMarginalLogLikelihood(model.likelihood, model)
         try:
             with warnings.catch_warnings():
@@ -305,7 +319,7 @@ def fit_hyperparameters(
             if fallback is not None:
                 hyper = fallback
             else:
-                hyper = model_hyperparameters(build_model(X, y, noise_std=noise_std))
+                hyper = model_hyperparameters(build_model(X, y, noise_std=noise_std, ard=ard))
     if hyper.noise != noise_std:
         hyper = Hyperparameters(hyper.lengthscales, hyper.outputscale, noise_std, hyper.mean_constant)
     return FitResult(

@@ -4,7 +4,8 @@ A method is written ``name`` or ``name:key=value,key=value`` (e.g. ``shapleig:re
 Values are parsed as ``int``, ``float``, ``true``/``false``, ``none`` or left as strings. The GP
 arms share ShaplEIG's GP, initial design, pool and read-out and differ only in the acquisition
 (baselines.md §10): ``shapleig`` (Shapley EIG), ``shapleig-uncertainty`` (posterior variance of f)
-and ``shapleig-random`` (uniform pick from the pool).
+and ``shapleig-random`` (uniform pick from the pool). ``shapleig-leverage`` (GP+Leverage) fits the
+same GP once on a fresh leverage sample per budget; it is not anytime.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ GP_ARMS: dict[str, str] = {
     "shapleig-uncertainty": "uncertainty",
     "shapleig-random": "random",
 }
+# The GP+Leverage arm: a one-shot fit per budget (shapleig.GPLeverage), so not in GP_ARMS.
+GP_LEVERAGE = "shapleig-leverage"
 
 DESCRIPTIONS: dict[str, str] = {
     "shapleig": "ShaplEIG: GP surrogate, closed-form Shapley EIG acquisition (anytime)",
     "shapleig-uncertainty": "GP arm: acquire argmax posterior variance of f (anytime)",
     "shapleig-random": "GP arm: acquire a uniform pick from the pool (anytime)",
+    "shapleig-leverage": "GP arm: one fit on a fresh paired uniform-size (leverage) sample per budget",
     "permutation": "ApproShapley permutation sampling",
     "owen": "Owen sampling (multilinear extension)",
     "owen-halved": "Halved Owen sampling (antithetic complements)",
@@ -44,7 +48,7 @@ DESCRIPTIONS: dict[str, str] = {
 
 def method_names() -> list[str]:
     """Every method name: the GP arms first, then the baselines registry."""
-    return list(GP_ARMS) + [n for n in baselines.NAMES if n not in GP_ARMS]
+    return list(GP_ARMS) + [GP_LEVERAGE] + [n for n in baselines.NAMES if n not in GP_ARMS]
 
 
 def parse_value(text: str) -> Any:
@@ -107,6 +111,10 @@ class MethodSpec:
                 return self.factory(**self.options)
             if self.name in GP_ARMS:
                 return _build_gp_arm(self.name, self.options)
+            if self.name == GP_LEVERAGE:
+                from shapleig import GPLeverage  # torch loads here, only when a GP arm is used
+
+                return GPLeverage(**self.options)
             if self.name not in baselines.NAMES:
                 raise ValueError(unknown_method_message(self.name))
             return baselines.get(self.name, **self.options)
@@ -195,6 +203,7 @@ def resolve_methods(
 __all__ = [
     "DESCRIPTIONS",
     "GP_ARMS",
+    "GP_LEVERAGE",
     "MethodSpec",
     "method_names",
     "parse_method",

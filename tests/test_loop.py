@@ -340,3 +340,62 @@ def test_shapleig_estimator():
     bg = BudgetedGame(TableGame(_smooth_table(p, 4)), 12)
     loop = ShaplEIG(refit="never").make_loop(bg, seed=0)
     assert loop.run().evaluations == 12 and bg.remaining == 0
+
+
+def test_shared_lengthscale_loop():
+    """ard=False: every fit has equal lengthscales, the estimate is exact at full budget, and a
+    non-boolean value is rejected before any evaluation."""
+    p = 5
+    game = TableGame(_random_table(p, 5))
+    phi = exact_shapley(game)
+    est = ShaplEIG(ard=False, noise=1e-10).estimate(game, 2**p, seed=0)
+    assert est.info["ard"] is False
+    ls = np.asarray(est.info["lengthscales"])
+    assert ls.shape == (p,) and np.all(ls == ls[0])
+    np.testing.assert_allclose(est.values, phi, atol=1e-6)
+    short = DesignLoop(TableGame(_smooth_table(p, 1)), 12, ard=False, progress=False, seed=3).run()
+    assert short.info["n_fits"] == 12 - (p + 1) + 1 and short.info["ard"] is False
+    game = TableGame(_smooth_table(p, 1))
+    for bad in ("no", 0, None):
+        with pytest.raises(ValueError, match="ard must be"):
+            ShaplEIG(ard=bad)
+        with pytest.raises(ValueError, match="ard must be"):
+            DesignLoop(game, 10, ard=bad)
+    assert game.calls == 0
+
+
+def test_gp_leverage_arm():
+    """GP+Leverage: one call with empty, grand and m - 2 distinct leverage-sampled coalitions, one fit,
+    exact at full budget, deterministic per seed, budget checked before any evaluation."""
+    from shapleig import GPLeverage
+
+    p = 5
+    game = TableGame(_smooth_table(p, 6))
+    est = GPLeverage().estimate(game, 14, seed=4)
+    assert game.calls == 1 and len(game.rows) == 14 == len(set(game.rows)) == est.evaluations
+    assert game.rows[0] == coalition_keys(np.zeros((1, p), dtype=bool))[0]
+    assert game.rows[1] == coalition_keys(np.ones((1, p), dtype=bool))[0]
+    assert est.method == "shapleig-leverage" and est.trace[-1][0] == 14 and est.baseline == game.table[0]
+    assert est.std.shape == (p,) and est.covariance.shape == (p, p)
+    # the read-out is the Shapley posterior of the fitted GP on exactly those coalitions
+    X = np.array([np.frombuffer(k, dtype=np.uint8) for k in game.rows])
+    X = np.unpackbits(X, axis=1)[:, :p].astype(bool)
+    h = Hyperparameters(np.asarray(est.info["lengthscales"]), est.info["outputscale"], 1e-6,
+                        est.info["mean_constant"])
+    ref = ShapleyPosterior(h, X, game.table[to_bitmask(X)])
+    np.testing.assert_allclose(est.values, ref.mean, rtol=1e-10, atol=1e-12)
+    again = GPLeverage().estimate(TableGame(_smooth_table(p, 6)), 14, seed=4)
+    np.testing.assert_array_equal(again.values, est.values)
+    other = GPLeverage().estimate(TableGame(_smooth_table(p, 6)), 14, seed=5)
+    assert not np.array_equal(other.values, est.values)
+    # full budget: the posterior mean interpolates every value, so it is exact
+    full = TableGame(_random_table(p, 7))
+    est = GPLeverage(noise=1e-10, ard=False).estimate(full, 2**p, seed=0)
+    np.testing.assert_allclose(est.values, exact_shapley(full), atol=1e-6)
+    assert est.info["ard"] is False
+    game = TableGame(_smooth_table(p, 6))
+    with pytest.raises(BudgetError, match="shapleig-leverage needs budget >= 3"):
+        GPLeverage().estimate(game, 2)
+    with pytest.raises(ValueError, match="noise convention"):
+        GPLeverage(noise_convention="natural")
+    assert game.calls == 0

@@ -195,3 +195,38 @@ def test_hamming_kernel_matches_categorical_kernel():
         k.forward(x1[0], x2[0]).sum().backward()
         g.append(k.raw_lengthscale.grad.numpy().copy())
     np.testing.assert_allclose(g[0], g[1], rtol=1e-10)
+
+
+def test_shared_lengthscale_model_and_fit():
+    """ard=False: one lengthscale parameter, the same prior and initial value, reported p times."""
+    p = 6
+    X, y = _archive(p, 14, seed=2)
+    model = build_model(X, y, noise_std=1e-6, ard=False)
+    base = model.covar_module.base_kernel
+    assert base.lengthscale.numel() == 1
+    h0 = model_hyperparameters(model)
+    assert h0.lengthscales.shape == (p,)
+    np.testing.assert_allclose(h0.lengthscales, initial_lengthscale(p), rtol=1e-13)
+    assert float(base.lengthscale_prior.loc) == pytest.approx(lengthscale_prior_params(p)[0], rel=1e-15)
+
+    fit = fit_hyperparameters(X, y, seed=0, ard=False)
+    assert fit.success
+    ls = fit.hyper.lengthscales
+    assert ls.shape == (p,) and np.all(ls == ls[0]) and ls[0] != pytest.approx(initial_lengthscale(p))
+    # the fitted model's kernel is the ESP kernel with that lengthscale repeated p times
+    model = build_model(X, y, noise_std=fit.noise, init=fit.hyper, ard=False)
+    with torch.no_grad():
+        K = model.covar_module(torch.as_tensor(X, dtype=torch.float64)).to_dense().numpy()
+    ref = hamming_kernel(X, X, ls, fit.hyper.outputscale)
+    np.testing.assert_allclose(K, ref, rtol=1e-11, atol=1e-13 * np.abs(ref).max())
+    # the ARD fit of the same archive is a different (p-parameter) optimum
+    ard = fit_hyperparameters(X, y, seed=0)
+    assert not np.all(ard.hyper.lengthscales == ard.hyper.lengthscales[0])
+
+
+def test_shared_lengthscale_warm_start_uses_geometric_mean():
+    X, y = _archive(4, 10)
+    h = Hyperparameters(np.array([0.25, 1.0, 1.0, 4.0]), 1.7, 1e-6, -0.25)
+    got = model_hyperparameters(build_model(X, y, noise_std=1e-6, init=h, ard=False))
+    np.testing.assert_allclose(got.lengthscales, 1.0, rtol=1e-12)
+    assert got.outputscale == pytest.approx(1.7, rel=1e-12)
