@@ -43,6 +43,15 @@ def min_budget(n_players: int) -> int:
     return n_players + 2
 
 
+def check_gp_options(noise: float, noise_convention: str, ard: bool) -> None:
+    """Validate the GP surrogate's options (shared by every GP arm) before anything is evaluated."""
+    if not isinstance(ard, (bool, np.bool_)):
+        raise ValueError(f"ard must be True (one lengthscale per player) or False (one shared), got {ard!r}")
+    if noise_convention not in NOISE_CONVENTIONS:
+        raise ValueError(f"unknown noise convention {noise_convention!r}; choose one of {NOISE_CONVENTIONS}")
+    standardized_noise(noise, 1.0, noise_convention)  # validates noise
+
+
 def check_loop_options(
     acquisition: str,
     refit: str | Callable[[int], bool],
@@ -56,14 +65,10 @@ def check_loop_options(
 ) -> str:
     """Validate a loop configuration before anything is evaluated; return the acquisition name."""
     name = check_acquisition(acquisition)
-    if not isinstance(ard, (bool, np.bool_)):
-        raise ValueError(f"ard must be True (one lengthscale per player) or False (one shared), got {ard!r}")
     refit_schedule(refit, hand_over=hand_over)
     if initial_design not in INITIAL_DESIGNS:
         raise ValueError(f"unknown initial design {initial_design!r}; choose one of {INITIAL_DESIGNS}")
-    if noise_convention not in NOISE_CONVENTIONS:
-        raise ValueError(f"unknown noise convention {noise_convention!r}; choose one of {NOISE_CONVENTIONS}")
-    standardized_noise(noise, 1.0, noise_convention)  # validates noise
+    check_gp_options(noise, noise_convention, ard)
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if int(pool_size) < 1:

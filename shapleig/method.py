@@ -11,7 +11,7 @@ from .coalitions import coalition_keys, sample_paired_uniform_size
 from .design import DEFAULT_POOL_SIZE
 from .estimate import BaseEstimator, ShapleyEstimate
 from .game import BudgetedGame
-from .loop import DesignLoop, check_loop_options, min_budget
+from .loop import DesignLoop, check_gp_options, check_loop_options, min_budget
 from .posterior import ShapleyPosterior
 from .seeding import spawn_generators, spawn_seeds
 from .surrogate import compute_threads, fit_hyperparameters, standardized_noise
@@ -117,8 +117,7 @@ class GPLeverage(BaseEstimator):
         ard: bool = True,
         threads: int | None = 1,
     ) -> None:
-        # the loop's validation covers every option this arm shares with it
-        check_loop_options("random", "never", 0, "leverage", noise, noise_convention, 1, 1, ard)
+        check_gp_options(noise, noise_convention, ard)
         self.noise = float(noise)
         self.noise_convention = noise_convention
         self.ard = bool(ard)

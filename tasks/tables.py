@@ -166,6 +166,13 @@ class TableGame:
         return self._exact.copy()
 
     @property
+    def bitorder_values(self) -> np.ndarray:
+        """``float64[2^p]``: the value of coalition code c = sum_j 2^j [j in S] at index c (read-only)."""
+        view = self._bitorder.view()
+        view.flags.writeable = False
+        return view
+
+    @property
     def empty_value(self) -> float:
         return float(self._bitorder[0])
 

@@ -108,6 +108,20 @@ def test_rerun_methods_get_one_run_per_budget_and_seed() -> None:
     assert game.calls == df.evaluations.sum()  # every charged coalition reached the game once
 
 
+def test_gp_leverage_arm_is_rerun_per_budget_and_takes_gp_options() -> None:
+    task, game = counting_task()
+    df = harness.run_benchmark([task], ["shapleig-leverage", "shapleig-leverage:ard=false"], ["10", "20"], "0-1",
+                               progress=False)
+    assert len(df) == 8 and not df.anytime.any() and (df.error == "").all()
+    assert set(df.method) == {"shapleig-leverage", "shapleig-leverage:ard=False"}
+    assert (df.evaluations == df.budget).all() and game.calls == df.evaluations.sum()
+    assert np.isfinite(df.mse).all()
+    with pytest.raises(ValueError, match="ard must be"):
+        resolve_methods(["shapleig-leverage:ard=maybe"])
+    with pytest.raises(ValueError, match="bad options"):
+        resolve_methods(["shapleig-leverage:refit=every"])  # a one-shot fit has no refit schedule
+
+
 def test_parallel_jobs_reproduce_serial_results() -> None:
     kwargs = dict(tasks=["wvg-7"], methods=["permutation", "leverage-shap"], budgets=["2p"], seeds=2, progress=False)
     serial = harness.run_benchmark(n_jobs=1, **kwargs)
