@@ -139,3 +139,23 @@ def test_shared_suite_loads_with_documented_ranges():
     assert glob.grand_value == pytest.approx(1.0) and -15.6 <= glob.empty_value <= 0.42
     # row order in the suite is size-major (§7)
     np.testing.assert_array_equal(size_major_order(game.coalitions), np.arange(512))
+
+
+def test_marginal_profile_script_matches_brute_force() -> None:
+    """scripts/marginal_profile.py: mean |v(S + i) - v(S)| by |S|, against a loop over (i, S)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "marginal_profile.py"
+    spec = importlib.util.spec_from_file_location("marginal_profile", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    p = 5
+    table = np.random.default_rng(0).normal(size=2**p)
+    got = module.marginal_profile(table)
+    for k in range(p):
+        diffs = []
+        for i in range(p):
+            for S in itertools.combinations([j for j in range(p) if j != i], k):
+                code = sum(1 << j for j in S)
+                diffs.append(abs(table[code | (1 << i)] - table[code]))
+        assert got[k] == pytest.approx(np.mean(diffs), rel=1e-12)
