@@ -29,15 +29,20 @@ def _empty_and_grand(p: int) -> np.ndarray:
     return np.stack([np.zeros(p, dtype=bool), np.ones(p, dtype=bool)])
 
 
-def leverage_design(n_players: int, rng: np.random.Generator) -> np.ndarray:
-    """``bool[p+1, p]``: empty, grand, then p - 1 coalitions from the paired uniform-size sampler.
+def leverage_design(n_players: int, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
+    """``bool[size, p]``: empty, grand, then size - 2 coalitions from the paired uniform-size sampler.
 
-    Uniform size weights are the leverage scores of the Shapley regression. The border trick is off:
-    whole size layers are never enumerated (such designs were poor GP initialisations).
+    ``size`` defaults to p + 1 (ShaplEIG's initial design; the GP+Leverage arm asks for its whole
+    budget). Uniform size weights are the leverage scores of the Shapley regression. The border
+    trick is off: whole size layers are never enumerated (such designs were poor GP initialisations).
+    Fewer rows come back only when the 2^p - 2 proper coalitions run out.
     """
     p = n_players
+    size = p + 1 if size is None else int(size)
+    if size < 2:
+        raise ValueError(f"a leverage design holds the empty and grand coalitions, so size >= 2; got {size}")
     base = _empty_and_grand(p)
-    rest = sample_paired_uniform_size(rng, p, p - 1, exclude=coalition_keys(base))
+    rest = sample_paired_uniform_size(rng, p, size - 2, exclude=coalition_keys(base))
     return np.concatenate([base, rest])
 
 

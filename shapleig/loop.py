@@ -92,7 +92,7 @@ class DesignLoop:
     final_refit:      refit on the full archive before the final read-out (unless just refitted).
     warm_start:       start each refit from the previous hyperparameters instead of the §3 values.
     ard:              one lengthscale per player (True, as published) or one shared by all (False):
-                      far fewer parameters to fit from the p + 1 ... ~4p points of a small budget.
+                      far fewer parameters to fit from the p + 1 ... ~8p points of a small budget.
     callbacks:        callables ``cb(loop)`` run after every step.
     progress:         show a tqdm progress bar (evaluations).
     hyperparameters:  fixed hyperparameters (standardised units, used verbatim): no fit ever runs, so

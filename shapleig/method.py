@@ -7,14 +7,13 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from .coalitions import coalition_keys, sample_paired_uniform_size
-from .design import DEFAULT_POOL_SIZE
+from .design import DEFAULT_POOL_SIZE, leverage_design
 from .estimate import BaseEstimator, ShapleyEstimate
 from .game import BudgetedGame
 from .loop import DesignLoop, check_gp_options, check_loop_options, min_budget
 from .posterior import ShapleyPosterior
 from .seeding import spawn_generators, spawn_seeds
-from .surrogate import compute_threads, fit_hyperparameters, standardized_noise
+from .surrogate import compute_threads, fit_hyperparameters
 
 
 class ShaplEIG(BaseEstimator):
@@ -130,13 +129,9 @@ class GPLeverage(BaseEstimator):
         return "the empty and grand coalitions plus at least one sampled coalition to fit the GP on"
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
-        p = game.n_players
         sample_rng = spawn_generators(seed, 2)[0]  # independent streams: sample (0), fit (1)
         fit_seed = spawn_seeds(seed, 2)[1]
-        ends = np.stack([np.zeros(p, dtype=bool), np.ones(p, dtype=bool)])
-        m = game.remaining
-        rest = sample_paired_uniform_size(sample_rng, p, m - 2, exclude=coalition_keys(ends))
-        X = np.concatenate([ends, rest])
+        X = leverage_design(game.n_players, sample_rng, size=game.remaining)
         y = np.asarray(game(X), dtype=np.float64)
         start = time.perf_counter()
         with compute_threads(self.threads):
@@ -154,7 +149,7 @@ class GPLeverage(BaseEstimator):
             info={
                 "ard": self.ard,
                 "noise_convention": self.noise_convention,
-                "noise_standardized": standardized_noise(self.noise, fit.y_scale, self.noise_convention),
+                "noise_standardized": fit.noise,
                 "fit_seconds": fit.seconds,
                 "selection_seconds": time.perf_counter() - start,
                 "fit_success": fit.success,

@@ -122,3 +122,17 @@ def test_small_sampled_pool():
     assert not set(_keys(pool.W)) & set(_keys(design))
     with pytest.raises(ValueError, match="pool_size"):
         candidate_pool(p, design, rng, pool_size=0)
+
+
+def test_leverage_design_of_any_size():
+    """size=m: empty, grand, then m - 2 distinct proper coalitions (the GP+Leverage arm's sample);
+    the default size is p + 1 and gives the same rows as asking for p + 1."""
+    p = 6
+    X = leverage_design(p, np.random.default_rng(3), size=20)
+    assert X.shape == (20, p) and len(set(coalition_keys(X))) == 20
+    assert not X[0].any() and X[1].all() and (X[2:].sum(1) % p != 0).all()
+    np.testing.assert_array_equal(leverage_design(p, np.random.default_rng(3)),
+                                  leverage_design(p, np.random.default_rng(3), size=p + 1))
+    assert leverage_design(3, np.random.default_rng(0), size=50).shape == (8, 3)  # support runs out
+    with pytest.raises(ValueError, match="size >= 2"):
+        leverage_design(p, np.random.default_rng(0), size=1)
