@@ -126,6 +126,13 @@ def _gamma_delta(z: np.ndarray, kf: KernelFactors) -> tuple[np.ndarray, np.ndarr
     return gamma, delta
 
 
+def _rescaled(table: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(table / max|table|, log max|table|)``; an all-zero table is left as is (log-scale 0)."""
+    mx = float(np.max(np.abs(table)))
+    mx = mx if mx > 0 else 1.0
+    return table / mx, float(np.log(mx))
+
+
 def _normalise_rows(table: np.ndarray, logscale: np.ndarray) -> None:
     """Divide each row by its max-abs entry in place and add log(max) to ``logscale`` (rows)."""
     mx = np.max(np.abs(table), axis=1)
@@ -291,10 +298,8 @@ def prior_shapley_covariance(lengthscales: np.ndarray, outputscale: float) -> np
         for r in range(p - 1, 0, -1):
             row = h[r + 1].copy()
             row[:-1] += rho[r] * h[r + 1][1:]
-            mx = np.max(row)
-            mx = mx if mx > 0 else 1.0
-            h[r] = row / mx
-            hs[r] = hs[r + 1] + np.log(mx)
+            h[r], log_mx = _rescaled(row)
+            hs[r] = hs[r + 1] + log_mx
         return h, hs
 
     h_dia, hs_dia = suffix(c_dia)
@@ -316,18 +321,15 @@ def prior_shapley_covariance(lengthscales: np.ndarray, outputscale: float) -> np
             # Fold rho_j into rows i < j.
             Tn = T[:j].copy()
             Tn[:, 1:] += rho[j] * T[:j, :-1]
-            Tsn = Ts[:j].copy()
-            _normalise_rows(Tn, Tsn)
+            _normalise_rows(Tn, Ts[:j])  # Ts[:j] is a view: its log-scales grow in place
             T[:j] = Tn
-            Ts[:j] = Tsn
         # Row j (excluding rho_j) is the prefix F_j; then fold rho_j into F.
         T[j] = F
         Ts[j] = Fs
         Fn = F.copy()
         Fn[1:] += rho[j] * F[:-1]
-        mx = np.max(Fn)
-        F = Fn / mx
-        Fs += np.log(mx)
+        F, log_mx = _rescaled(Fn)
+        Fs += log_mx
     iu = np.triu_indices(p, 1)
     M[iu[1], iu[0]] = M[iu]
     return M
@@ -370,16 +372,10 @@ def prior_shapley_covariance_bivariate(lengthscales: np.ndarray, outputscale: fl
     def suffix(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         R = np.zeros((p + 1, p + 1, p + 1))
         Rs = np.zeros(p + 1)
-        base = np.outer(weights, weights)
-        mx = np.max(np.abs(base))
-        R[p] = base / mx
-        Rs[p] = np.log(mx)
+        R[p], Rs[p] = _rescaled(np.outer(weights, weights))
         for r in range(p - 1, 0, -1):
-            nxt = _contract2(R[r + 1], b[r])
-            mx = np.max(np.abs(nxt))
-            mx = mx if mx > 0 else 1.0
-            R[r] = nxt / mx
-            Rs[r] = Rs[r + 1] + np.log(mx)
+            R[r], log_mx = _rescaled(_contract2(R[r + 1], b[r]))
+            Rs[r] = Rs[r + 1] + log_mx
         return R, Rs
 
     R_dia, Rs_dia = suffix(omega)
@@ -396,16 +392,13 @@ def prior_shapley_covariance_bivariate(lengthscales: np.ndarray, outputscale: fl
         if j > 0:
             dots = np.einsum("iab,ab->i", T[:j], R_off[j + 1])
             M[:j, j] = s * kf.one_minus_b[:j] * kf.one_minus_b[j] * np.exp(Ts[:j] + Rs_off[j + 1]) * dots
-            Tn = _fold2(T[:j], b[j])
-            mx = np.max(np.abs(Tn.reshape(j, -1)), axis=1)
-            T[:j] = Tn / mx[:, None, None]
-            Ts[:j] += np.log(mx)
+            Tn = _fold2(T[:j], b[j])  # a fresh contiguous array, so reshape gives a view
+            _normalise_rows(Tn.reshape(j, -1), Ts[:j])
+            T[:j] = Tn
         T[j] = P
         Ts[j] = Ps
-        Pn = _fold2(P, b[j])
-        mx = np.max(Pn)
-        P = Pn / mx
-        Ps += np.log(mx)
+        P, log_mx = _rescaled(_fold2(P, b[j]))
+        Ps += log_mx
     iu = np.triu_indices(p, 1)
     M[iu[1], iu[0]] = M[iu]
     return M
