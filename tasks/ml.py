@@ -138,11 +138,13 @@ def _check_metric(dataset: str, metric: str | None) -> str:
 class MLGame:
     """Base: lazy data, deterministic LightGBM fits, enumeration with an on-disk cached table.
 
-    Subclasses set ``kind``, ``folder`` (cache folder, §8 layout), ``n_players``, ``dataset``,
-    ``seed``, ``metric`` and implement ``_setup()`` and ``_evaluate(row: bool[p]) -> float``.
+    Subclasses set ``kind``, ``folder_kind`` (the cache folder is ``LightGBM_<folder_kind>_<dataset>_Game``,
+    §8 layout), ``n_players``, ``dataset``, ``seed``, ``metric``, list their other parameters in
+    ``_game_params()`` and implement ``_setup()`` and ``_evaluate(row: bool[p]) -> float``.
     """
 
     kind: str = ""
+    folder_kind: str = ""
     n_players: int
     dataset: str
     seed: int
@@ -158,14 +160,27 @@ class MLGame:
     # -- configuration ----------------------------------------------------------------------
     @property
     def folder(self) -> str:
-        raise NotImplementedError
+        return f"LightGBM_{self.folder_kind}_{self.dataset}_Game"
 
     @property
     def name(self) -> str:
         return f"{self.folder}/{self.n_players}/seed={self.seed}"
 
     def params(self) -> dict[str, Any]:
+        """Everything that determines the values (the cache key and the JSON sidecar)."""
+        common = {"kind": self.kind, "dataset": self.dataset, "n_players": self.n_players,
+                  "seed": self.seed, "metric": self.metric}
+        return {**common, **self._game_params()}
+
+    def _game_params(self) -> dict[str, Any]:
+        """The subclass's parameters beyond kind, dataset, n_players, seed and metric."""
         raise NotImplementedError
+
+    def _setup_cv(self, n_folds: int) -> None:
+        """Load the dataset, its classes (None for R^2) and the ``n_folds`` CV splits."""
+        self._x, self._y = load_dataset(self.dataset)
+        self._classes = None if self.metric == "r2" else np.unique(self._y)
+        self._fold_idx = self._folds(self._x, self._y, n_folds)
 
     def cache_key(self) -> str:
         """SHA-256 of the canonical JSON of ``params()`` (first 12 hex digits)."""
@@ -318,6 +333,7 @@ class HPIAblationGame(MLGame):
     """
 
     kind = "hpi"
+    folder_kind = "HPIAblation"
 
     def __init__(
         self,
@@ -362,21 +378,12 @@ class HPIAblationGame(MLGame):
         if clash:
             raise ValueError(f"fixed_params {sorted(clash)} are players' parameters")
 
-    @property
-    def folder(self) -> str:
-        return f"LightGBM_HPIAblation_{self.dataset}_Game"
-
-    def params(self) -> dict[str, Any]:
+    def _game_params(self) -> dict[str, Any]:
         return {
-            "kind": self.kind,
-            "dataset": self.dataset,
-            "n_players": self.n_players,
-            "seed": self.seed,
             "players": list(self.players),
             "lambda0": self.lambda0,
             "lambda_star": self.lambda_star,
             "fixed_params": self.fixed_params,
-            "metric": self.metric,
             "n_folds": self.n_folds,
         }
 
@@ -388,9 +395,7 @@ class HPIAblationGame(MLGame):
         return cfg
 
     def _setup(self) -> None:
-        self._x, self._y = load_dataset(self.dataset)
-        self._classes = None if self.metric == "r2" else np.unique(self._y)
-        self._fold_idx = self._folds(self._x, self._y, self.n_folds)
+        self._setup_cv(self.n_folds)
 
     def _evaluate(self, row: np.ndarray) -> float:
         cfg = self.configuration(row)
@@ -420,6 +425,7 @@ class FeatureImportanceGame(MLGame):
     """
 
     kind = "feature"
+    folder_kind = "FeatureImportance"
 
     def __init__(
         self,
@@ -446,26 +452,11 @@ class FeatureImportanceGame(MLGame):
         self.n_estimators, self.n_folds = int(n_estimators), int(n_folds)
         self.metric = _check_metric(dataset, metric)
 
-    @property
-    def folder(self) -> str:
-        return f"LightGBM_FeatureImportance_{self.dataset}_Game"
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "dataset": self.dataset,
-            "n_players": self.n_players,
-            "seed": self.seed,
-            "groups": self.groups,
-            "n_estimators": self.n_estimators,
-            "metric": self.metric,
-            "n_folds": self.n_folds,
-        }
+    def _game_params(self) -> dict[str, Any]:
+        return {"groups": self.groups, "n_estimators": self.n_estimators, "n_folds": self.n_folds}
 
     def _setup(self) -> None:
-        self._x, self._y = load_dataset(self.dataset)
-        self._classes = None if self.metric == "r2" else np.unique(self._y)
-        self._fold_idx = self._folds(self._x, self._y, self.n_folds)
+        self._setup_cv(self.n_folds)
 
     def _evaluate(self, row: np.ndarray) -> float:
         cols = [c for j in np.flatnonzero(row) for c in self.groups[j]]
@@ -496,6 +487,7 @@ class DataValuationGame(MLGame):
     """
 
     kind = "valuation"
+    folder_kind = "DatasetValuation"
     CHUNKINGS = ("random", "increasing")
 
     def __init__(
@@ -526,21 +518,8 @@ class DataValuationGame(MLGame):
         self.n_players, self.dataset, self.seed = int(n_players), dataset, int(seed)
         self.chunks, self.test_size, self.n_estimators = chunks, float(test_size), int(n_estimators)
 
-    @property
-    def folder(self) -> str:
-        return f"LightGBM_DatasetValuation_{self.dataset}_Game"
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "dataset": self.dataset,
-            "n_players": self.n_players,
-            "seed": self.seed,
-            "chunks": self.chunks,
-            "test_size": self.test_size,
-            "n_estimators": self.n_estimators,
-            "metric": self.metric,
-        }
+    def _game_params(self) -> dict[str, Any]:
+        return {"chunks": self.chunks, "test_size": self.test_size, "n_estimators": self.n_estimators}
 
     def _setup(self) -> None:
         from sklearn.model_selection import train_test_split
