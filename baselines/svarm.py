@@ -325,6 +325,20 @@ class _StratifiedEstimator(BaseEstimator):
             return "exact phase 2p+2 plus warm-up 2*sum_{s=2}^{p-2} ceil(p/s)"
         return "exact phase 2p+2"
 
+    def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
+        p = game.n_players
+        if p < 4:
+            return _enumerate_exactly(game)
+        rng = np.random.default_rng(seed)
+        strata = _Strata(p)
+        v_empty = strata.exact_phase(game)
+        return self._sample(game, rng, strata, v_empty)
+
+    def _sample(self, game: BudgetedGame, rng: np.random.Generator, strata: _Strata,
+                v_empty: float) -> ShapleyEstimate:
+        """Everything after the exact phase (p >= 4): warm-up and sampling, then the estimate."""
+        raise NotImplementedError
+
 
 class StratifiedSVARM(_StratifiedEstimator):
     """Stratified SVARM (Algorithm 2): exact phase, two warm-ups, then sizes ``s ~ P(s)`` with replacement.
@@ -345,13 +359,9 @@ class StratifiedSVARM(_StratifiedEstimator):
             raise ValueError(f"unknown size law {sizes!r}; choose one of {SIZE_LAWS}")
         self.sizes = sizes
 
-    def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
+    def _sample(self, game: BudgetedGame, rng: np.random.Generator, strata: _Strata,
+                v_empty: float) -> ShapleyEstimate:
         p = game.n_players
-        if p < 4:
-            return _enumerate_exactly(game)
-        rng = np.random.default_rng(seed)
-        strata = _Strata(p)
-        v_empty = strata.exact_phase(game)
         rows, assigned, level, plus = _warmup_rows(rng, p)
         v = game(rows)  # fits: min_budget covers exact phase + warm-up
         strata.assign(assigned[plus], level[plus], v[plus], plus=True)
@@ -431,13 +441,9 @@ class StratifiedSVARMPlus(_StratifiedEstimator):
     def uses_warmup(self) -> bool:  # type: ignore[override]
         return self.empty_strata == "warmup"
 
-    def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
+    def _sample(self, game: BudgetedGame, rng: np.random.Generator, strata: _Strata,
+                v_empty: float) -> ShapleyEstimate:
         p = game.n_players
-        if p < 4:
-            return _enumerate_exactly(game)
-        rng = np.random.default_rng(seed)
-        strata = _Strata(p)
-        v_empty = strata.exact_phase(game)
         drop = self.empty_strata == "drop"
         sampler = _LayerSampler(rng, p)
         n_warm = 0
