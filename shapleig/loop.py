@@ -22,12 +22,13 @@ from .design import DEFAULT_POOL_SIZE, INITIAL_DESIGNS, CandidatePool, candidate
 from .errors import BudgetError
 from .estimate import ShapleyEstimate
 from .game import BudgetedGame, Game, check_budget, check_game
+from .kernel_choice import KernelFit, fit_kernels, resolve_surrogate
+from .mixture import MixtureComponent, MixturePosterior
 from .posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, standardize
 from .surrogate import (
     NOISE_CONVENTIONS,
     FitResult,
     compute_threads,
-    fit_hyperparameters,
     refit_schedule,
     standardized_noise,
 )
@@ -43,13 +44,26 @@ def min_budget(n_players: int) -> int:
     return n_players + 2
 
 
-def check_gp_options(noise: float, noise_convention: str, ard: bool) -> None:
-    """Validate the GP surrogate's options (shared by every GP arm) before anything is evaluated."""
-    if not isinstance(ard, (bool, np.bool_)):
-        raise ValueError(f"ard must be True (one lengthscale per player) or False (one shared), got {ard!r}")
+def check_gp_options(noise: float, noise_convention: str, ard: bool | None, surrogate: str | None = None) -> str:
+    """Validate the GP surrogate's options (shared by every GP arm) before anything is evaluated.
+
+    Returns the surrogate mode (``"auto"``, ``"shared"`` or ``"ard"``) they ask for.
+    """
+    mode = resolve_surrogate(surrogate, ard)
     if noise_convention not in NOISE_CONVENTIONS:
         raise ValueError(f"unknown noise convention {noise_convention!r}; choose one of {NOISE_CONVENTIONS}")
     standardized_noise(noise, 1.0, noise_convention)  # validates noise
+    return mode
+
+
+def check_tolerance(tol: float | None, rtol: float | None) -> None:
+    """A precision target must be a positive finite number (or None for none)."""
+    for name, value in (("tol", tol), ("rtol", rtol)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(value) or value <= 0:
+            raise ValueError(f"{name} must be a positive finite number (a posterior std), got {value!r}")
 
 
 def check_loop_options(
@@ -61,14 +75,15 @@ def check_loop_options(
     noise_convention: str,
     batch_size: int,
     pool_size: int,
-    ard: bool = True,
+    ard: bool | None = None,
+    surrogate: str | None = None,
 ) -> str:
     """Validate a loop configuration before anything is evaluated; return the acquisition name."""
     name = check_acquisition(acquisition)
     refit_schedule(refit, hand_over=hand_over)
     if initial_design not in INITIAL_DESIGNS:
         raise ValueError(f"unknown initial design {initial_design!r}; choose one of {INITIAL_DESIGNS}")
-    check_gp_options(noise, noise_convention, ard)
+    check_gp_options(noise, noise_convention, ard, surrogate)
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if int(pool_size) < 1:
@@ -91,8 +106,16 @@ class DesignLoop:
     noise, noise_convention: fixed noise variance and its units (``"standardized"`` or ``"raw"``).
     final_refit:      refit on the full archive before the final read-out (unless just refitted).
     warm_start:       start each refit from the previous hyperparameters instead of the §3 values.
-    ard:              one lengthscale per player (True, as published) or one shared by all (False):
-                      far fewer parameters to fit from the p + 1 ... ~8p points of a small budget.
+    surrogate:        ``"auto"`` (default): fit a shared-lengthscale and an ARD Hamming kernel at every
+                      refit and average their Shapley posteriors by evidence (BIC weights; see
+                      :mod:`shapleig.kernel_choice`); ``"shared"``: one lengthscale for all players;
+                      ``"ard"``: one per player (the published setting).
+    ard:              the older switch: True means ``surrogate="ard"``, False ``"shared"``.
+    calibrate:        scale each kernel's posterior covariance by its leave-one-out calibration
+                      factor (default); False keeps the raw MAP posterior (the published read-out).
+    tol, rtol:        precision target: stop at the first step where every player's posterior std
+                      is at most ``tol`` (raw units) or ``rtol * |v(N) - v(empty)|``; the result
+                      says whether it was reached (``info["target_reached"]``).
     callbacks:        callables ``cb(loop)`` run after every step.
     progress:         show a tqdm progress bar (evaluations).
     hyperparameters:  fixed hyperparameters (standardised units, used verbatim): no fit ever runs, so
@@ -122,7 +145,11 @@ class DesignLoop:
         evaluator: Any = None,
         *,
         warm_start: bool = False,
-        ard: bool = True,
+        ard: bool | None = None,
+        surrogate: str | None = None,
+        calibrate: bool = True,
+        tol: float | None = None,
+        rtol: float | None = None,
         hand_over: int = 0,
         max_candidates: int | None = None,
         threads: int | None = 1,
@@ -146,8 +173,10 @@ class DesignLoop:
                 f"evaluations (the initial design), i.e. at least {min_budget(p)}"
             )
         self.acquisition = check_loop_options(
-            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size, ard
+            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size, ard,
+            surrogate,
         )
+        check_tolerance(tol, rtol)
         self.refit_name = refit if isinstance(refit, str) else getattr(refit, "__name__", "custom")
         self.schedule = refit_schedule(refit, hand_over=hand_over)
 
@@ -167,7 +196,10 @@ class DesignLoop:
         self.noise_convention = noise_convention
         self.final_refit = bool(final_refit)
         self.warm_start = bool(warm_start)
-        self.ard = bool(ard)
+        self.surrogate = resolve_surrogate(surrogate, ard)
+        self.calibrate = bool(calibrate)
+        self.tol = None if tol is None else float(tol)
+        self.rtol = None if rtol is None else float(rtol)
         self.threads = threads
         if hyperparameters is not None and hyperparameters.n_players != p:
             raise ValueError(f"hyperparameters are for p = {hyperparameters.n_players}, the game has p = {p}")
@@ -186,15 +218,20 @@ class DesignLoop:
         self.y = np.zeros(0)
         self.pool: CandidatePool | None = None
         self.available: np.ndarray | None = None  # bool over the original pool
-        self.hyper: Hyperparameters | None = None
-        self.posterior: ShapleyPosterior | None = None
+        self.hyper: Hyperparameters | None = None  # of the primary (most probable) kernel
+        self.posterior: ShapleyPosterior | None = None  # the primary kernel's: drives acquisition
+        self.mixture: MixturePosterior | None = None  # every kernel's, weighted: the read-out
+        self.kernel_fits: list[KernelFit] = []  # the fits of the last refit
         self._candidates: CandidatePosterior | None = None
         self._cand_index: np.ndarray | None = None  # candidate-posterior index -> pool index
         self._fitted_on = -1  # archive size at the last fit
         self.iteration = 0  # acquisitions made so far ("it" of the schedule)
         self.n_steps = 0
         self.trace: list[tuple[int, np.ndarray]] = []
-        self.fits: list[FitResult] = []
+        self.trace_std: list[tuple[int, np.ndarray]] = []
+        self.target_evaluations: int | None = None  # evaluations when the precision target was met
+        self.fits: list[FitResult] = []  # every kernel fit (auto: two per refit)
+        self.n_refits = 0
         self.selected: list[np.ndarray] = []  # per step, the pool rows picked
         # selection = fits + candidate state + acquisition; update = posterior extension + read-out
         self.timings: dict[str, float] = {"fit_s": 0.0, "selection_s": 0.0, "update_s": 0.0, "game_s": 0.0}
@@ -203,6 +240,13 @@ class DesignLoop:
         self._bar = None
 
     # -- properties ---------------------------------------------------------------------------
+    @property
+    def ard(self) -> bool:
+        """Whether the primary kernel has one lengthscale per player."""
+        if self.kernel_fits:
+            return max(self.kernel_fits, key=lambda k: k.weight).kernel == "ard"
+        return self.surrogate == "ard"
+
     @property
     def evaluations(self) -> int:
         """Evaluations this loop has charged so far."""
@@ -214,6 +258,7 @@ class DesignLoop:
             return False
         return (
             self._finished
+            or self.target_evaluations is not None
             or self.iteration >= self._max_acquisitions
             or self.evaluations >= self.budget
             or not self.available.any()
@@ -221,9 +266,27 @@ class DesignLoop:
 
     def estimate_values(self) -> np.ndarray:
         """Current estimate: posterior mean of phi under the hyperparameters in force, float64[p]."""
-        if self.posterior is None:
+        if self.mixture is None:
             raise RuntimeError("no estimate before the first step")
-        return self.posterior.mean.copy()
+        return self.mixture.mean
+
+    def estimate_std(self) -> np.ndarray:
+        """Current posterior standard deviations of phi (calibrated mixture), float64[p]."""
+        if self.mixture is None:
+            raise RuntimeError("no estimate before the first step")
+        return self.mixture.std
+
+    def target_threshold(self) -> float | None:
+        """The std every player must reach: max of ``tol`` and ``rtol * |v(N) - v(empty)|``."""
+        if self.tol is None and self.rtol is None:
+            return None
+        limits = [self.tol] if self.tol is not None else []
+        if self.rtol is not None:
+            empty, grand = ~self.X.any(axis=1), self.X.all(axis=1)
+            if empty.any() and grand.any():
+                span = abs(float(self.y[np.flatnonzero(grand)[0]] - self.y[np.flatnonzero(empty)[0]]))
+                limits.append(self.rtol * span)
+        return max(limits) if limits else None
 
     # -- internals ----------------------------------------------------------------------------
     def _fit_seed(self, index: int) -> int:
@@ -232,32 +295,42 @@ class DesignLoop:
 
     def _fit(self) -> None:
         if self.fixed_hyperparameters is not None:
-            self.hyper = self.fixed_hyperparameters
             self._fitted_on = self.X.shape[0]
-            self._rebuild()
+            self._rebuild([("fixed", 1.0, 1.0, self.fixed_hyperparameters)])
             return
-        result = fit_hyperparameters(
+        # the loop already limits threads around every step (fit_kernels fits with threads=None)
+        self.n_refits += 1
+        fits = fit_kernels(
             self.X,
             self.y,
-            seed=self._fit_seed(len(self.fits)),
+            self.surrogate,
+            seed=self._fit_seed(self.n_refits - 1),
             noise=self.noise,
             noise_convention=self.noise_convention,
-            warm_start=self.hyper if (self.warm_start and self.hyper is not None) else None,
-            fallback=self.hyper,
-            threads=None,  # the loop already limits threads around every step
-            ard=self.ard,
+            previous=self.kernel_fits,
+            warm_start=self.warm_start,
+            calibrate=self.calibrate,
         )
-        self.fits.append(result)
-        self.timings["fit_s"] += result.seconds
-        if not result.success:
-            logger.warning("fit %d failed (%s); keeping previous hyperparameters", len(self.fits), result.message)
-        self.hyper = result.hyper
+        for k in fits:
+            self.fits.append(k.fit)
+            self.timings["fit_s"] += k.fit.seconds
+            if not k.fit.success:
+                logger.warning("fit %d (%s kernel) failed (%s); keeping previous hyperparameters",
+                               len(self.fits), k.kernel, k.fit.message)
+        self.kernel_fits = fits
         self._fitted_on = self.X.shape[0]
-        self._rebuild()
+        self._rebuild([(k.kernel, k.weight, k.tau, k.hyper) for k in fits])
 
-    def _rebuild(self) -> None:
-        """Posterior and candidate state from scratch (after a refit or a noise change)."""
-        self.posterior = ShapleyPosterior(self.hyper, self.X, self.y)
+    def _rebuild(self, kernels: list[tuple[str, float, float, Hyperparameters]]) -> None:
+        """Posteriors and candidate state from scratch (after a refit or a noise change).
+
+        ``kernels``: (name, weight, calibration factor, hyperparameters) of every kernel.
+        """
+        self.mixture = MixturePosterior([
+            MixtureComponent(name, w, tau, ShapleyPosterior(h, self.X, self.y)) for name, w, tau, h in kernels
+        ])
+        self.posterior = self.mixture.primary.posterior
+        self.hyper = self.posterior.hyper
         self._candidates = None  # built lazily: the final read-out does not need it
 
     def _candidate_state(self) -> CandidatePosterior:
@@ -273,12 +346,19 @@ class DesignLoop:
         _, _, scale = standardize(self.y)
         new = standardized_noise(self.noise, scale, "raw")
         if new != self.hyper.noise:
-            h = self.hyper
-            self.hyper = Hyperparameters(h.lengthscales, h.outputscale, new, h.mean_constant)
-            self._rebuild()
+            self._rebuild([
+                (c.name, c.weight, c.tau, Hyperparameters(c.posterior.hyper.lengthscales, c.posterior.hyper.outputscale,
+                                                          new, c.posterior.hyper.mean_constant))
+                for c in self.mixture.components
+            ])
 
     def _record(self) -> None:
+        std = self.estimate_std()
         self.trace.append((self.evaluations, self.estimate_values()))
+        self.trace_std.append((self.evaluations, std))
+        limit = self.target_threshold()
+        if limit is not None and self.target_evaluations is None and float(np.max(std)) <= limit:
+            self.target_evaluations = self.evaluations
 
     def _evaluate(self, Z: np.ndarray) -> np.ndarray:
         start = time.perf_counter()
@@ -352,7 +432,8 @@ class DesignLoop:
         self.y = np.concatenate([self.y, np.asarray(values, dtype=np.float64)])
         with compute_threads(self.threads):
             # Same hyperparameters: the extended posterior matches the conditioned candidate state.
-            self.posterior = self.posterior.extend(Z, values)
+            self.mixture = self.mixture.extend(Z, values)
+            self.posterior = self.mixture.primary.posterior
             self._record()
         self.iteration += len(picks)
         self.selected.append(Z.copy())
@@ -385,30 +466,55 @@ class DesignLoop:
             self.timings["selection_s"] += time.perf_counter() - start
             # the final read-out replaces the last anytime entry at the same evaluation count
             self.trace[-1] = (self.evaluations, self.estimate_values())
+            self.trace_std[-1] = (self.evaluations, self.estimate_std())
         self._finished = True
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        post = self.posterior
+        post = self.mixture
         empty = ~self.X.any(axis=1)
         baseline = float(self.y[np.flatnonzero(empty)[0]]) if empty.any() else None
         return ShapleyEstimate(
-            values=post.mean.copy(),
+            values=post.mean,
             evaluations=self.evaluations,
             budget=self.budget,
-            std=post.std.copy(),
-            covariance=post.covariance.copy(),
+            std=post.std,
+            covariance=post.covariance,
             trace=list(self.trace),
+            trace_std=list(self.trace_std),
             baseline=baseline,
             method="shapleig" if self.acquisition == "eig" else f"shapleig-{self.acquisition}",
             info=self.info(),
         )
 
     def run(self) -> ShapleyEstimate:
-        """Run until the budget (or the pool) is spent; return the final estimate."""
-        while self.step():
-            pass
-        return self.finish()
+        """Run until the budget (or the pool) is spent, or the precision target is met; return the estimate.
+
+        A target met under the step's hyperparameters is confirmed by the final refit: if the
+        refitted posterior misses it, the loop goes on acquiring.
+        """
+        while True:
+            while self.step():
+                pass
+            if not self._target_holds_after_refit():
+                continue
+            return self.finish()
+
+    def _target_holds_after_refit(self) -> bool:
+        """False when the target was met but the final refit's read-out no longer meets it."""
+        if self.target_evaluations is None or not self.final_refit or self.fixed_hyperparameters is not None \
+                or self._fitted_on == self.X.shape[0]:
+            return True
+        start = time.perf_counter()
+        with compute_threads(self.threads):
+            self._fit()
+        self.timings["selection_s"] += time.perf_counter() - start
+        self.trace[-1] = (self.evaluations, self.estimate_values())
+        self.trace_std[-1] = (self.evaluations, self.estimate_std())
+        if float(np.max(self.estimate_std())) <= self.target_threshold():
+            return True
+        self.target_evaluations = None
+        return self.done  # nothing left to spend: finish with the target missed
 
     def info(self) -> dict[str, Any]:
         """Diagnostics: configuration, timings (selection = fits + EIG over the pool, game excluded)."""
@@ -424,14 +530,24 @@ class DesignLoop:
             "noise_standardized": None if h is None else h.noise,
             "final_refit": self.final_refit,
             "warm_start": self.warm_start,
+            "surrogate": self.surrogate,
             "ard": self.ard,
+            "calibrate": self.calibrate,
+            "kernel_weights": None if self.mixture is None else self.mixture.weights,
+            "calibration": None if self.mixture is None else {c.name: c.tau for c in self.mixture.components},
+            "tol": self.tol,
+            "rtol": self.rtol,
+            "target_threshold": self.target_threshold() if self.pool is not None else None,
+            "target_reached": self.target_evaluations is not None,
+            "target_evaluations": self.target_evaluations,
             "pool_size": self.pool_size,
             "pool_candidates": 0 if self.pool is None else len(self.pool),
             "pool_exhaustive": None if self.pool is None else self.pool.exhaustive,
             "pool_border_sizes": None if self.pool is None else list(self.pool.border_sizes),
             "iterations": self.iteration,
             "steps": self.n_steps,
-            "n_fits": len(self.fits),
+            "n_fits": self.n_refits,
+            "n_kernel_fits": len(self.fits),
             "n_fit_failures": sum(not f.success for f in self.fits),
             "fit_attempts": sum(f.attempts for f in self.fits),
             "fit_seconds": self.timings["fit_s"],

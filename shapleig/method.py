@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import copy
 import time
-from typing import Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from .design import DEFAULT_POOL_SIZE, leverage_design
 from .estimate import BaseEstimator, ShapleyEstimate
-from .game import BudgetedGame
-from .loop import DesignLoop, check_gp_options, check_loop_options, min_budget
+from .game import BudgetedGame, Game
+from .kernel_choice import fit_kernels
+from .loop import DesignLoop, check_gp_options, check_loop_options, check_tolerance, min_budget
+from .mixture import MixtureComponent, MixturePosterior
 from .posterior import ShapleyPosterior
 from .seeding import spawn_generators, spawn_seeds
-from .surrogate import compute_threads, fit_hyperparameters
+from .surrogate import compute_threads
 
 
 class ShaplEIG(BaseEstimator):
@@ -24,6 +27,10 @@ class ShaplEIG(BaseEstimator):
     posterior std, covariance and an anytime trace. Configuration only here; work happens in
     :meth:`estimate` (see :class:`~shapleig.loop.DesignLoop` for the meaning of every option).
     ``acquisition="uncertainty"`` / ``"random"`` give the GP ablations.
+
+    The default surrogate is ``"auto"``: a shared-lengthscale and an ARD Hamming kernel averaged by
+    evidence, with leave-one-out calibrated uncertainty. :meth:`published` gives the ICML-paper
+    configuration (ARD kernel, raw MAP posterior).
     """
 
     name: ClassVar[str] = "shapleig"
@@ -40,14 +47,20 @@ class ShaplEIG(BaseEstimator):
         final_refit: bool = True,
         progress: bool = False,
         warm_start: bool = False,
-        ard: bool = True,
+        ard: bool | None = None,
         hand_over: int = 0,
         callbacks: tuple = (),
+        surrogate: str | None = None,
+        calibrate: bool = True,
+        tol: float | None = None,
+        rtol: float | None = None,
     ) -> None:
         # validate eagerly so a bad configuration fails before any evaluation
         self.acquisition = check_loop_options(
-            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size, ard
+            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size, ard,
+            surrogate,
         )
+        check_tolerance(tol, rtol)
         self.refit = refit
         self.initial_design = initial_design
         self.pool_size = int(pool_size)
@@ -57,9 +70,46 @@ class ShaplEIG(BaseEstimator):
         self.final_refit = bool(final_refit)
         self.progress = bool(progress)
         self.warm_start = bool(warm_start)
-        self.ard = bool(ard)
+        self.surrogate = check_gp_options(noise, noise_convention, ard, surrogate)
+        self.calibrate = bool(calibrate)
+        self.tol = tol
+        self.rtol = rtol
         self.hand_over = int(hand_over)
         self.callbacks = tuple(callbacks)
+
+    @classmethod
+    def published(cls, **overrides: Any) -> "ShaplEIG":
+        """The ICML-paper configuration (Rundel et al. 2026; shapiq's ``ShaplEIG`` defaults).
+
+        One lengthscale per player (ARD), a MAP refit at every step, the p + 1 leverage design,
+        1024 candidates, fixed noise 1e-6 in standardised units and the uncalibrated MAP
+        posterior. ``overrides`` change single options (e.g. ``refit="decaying"``).
+        """
+        options: dict[str, Any] = dict(surrogate="ard", calibrate=False, refit="every", initial_design="leverage",
+                                       pool_size=DEFAULT_POOL_SIZE, noise=1e-6, noise_convention="standardized",
+                                       final_refit=True, warm_start=False)
+        options.update(overrides)
+        return cls(**options)
+
+    @property
+    def ard(self) -> bool:
+        """True when the surrogate is the ARD kernel alone (the published setting)."""
+        return self.surrogate == "ard"
+
+    def estimate(self, game: Game, budget: int, *, tol: float | None = None, rtol: float | None = None,
+                 **kwargs: Any) -> ShapleyEstimate:
+        """:meth:`BaseEstimator.estimate`, plus a precision target for this call.
+
+        ``tol`` / ``rtol``: stop at the first step where every player's posterior std is at most
+        ``tol`` (the game's units) or ``rtol * |v(N) - v(empty)|``; ``est.info["target_reached"]``
+        and ``["target_evaluations"]`` say whether and when. They override the constructor's.
+        """
+        if tol is None and rtol is None:
+            return super().estimate(game, budget, **kwargs)
+        check_tolerance(tol, rtol)
+        configured = copy.copy(self)  # this call's target only; the estimator stays as configured
+        configured.tol, configured.rtol = tol, rtol
+        return BaseEstimator.estimate(configured, game, budget, **kwargs)
 
     def min_budget(self, n_players: int) -> int:
         """``p + 2``: the p + 1 design coalitions and at least one acquisition."""
@@ -86,7 +136,10 @@ class ShaplEIG(BaseEstimator):
             noise_convention=self.noise_convention,
             final_refit=self.final_refit,
             warm_start=self.warm_start,
-            ard=self.ard,
+            surrogate=self.surrogate,
+            calibrate=self.calibrate,
+            tol=self.tol,
+            rtol=self.rtol,
             hand_over=self.hand_over,
         )
 
@@ -113,13 +166,15 @@ class GPLeverage(BaseEstimator):
         self,
         noise: float = 1e-6,
         noise_convention: str = "standardized",
-        ard: bool = True,
+        ard: bool | None = None,
         threads: int | None = 1,
+        surrogate: str | None = None,
+        calibrate: bool = True,
     ) -> None:
-        check_gp_options(noise, noise_convention, ard)
+        self.surrogate = check_gp_options(noise, noise_convention, ard, surrogate)
         self.noise = float(noise)
         self.noise_convention = noise_convention
-        self.ard = bool(ard)
+        self.calibrate = bool(calibrate)
         self.threads = threads
 
     def min_budget(self, n_players: int) -> int:
@@ -135,27 +190,34 @@ class GPLeverage(BaseEstimator):
         y = np.asarray(game(X), dtype=np.float64)
         start = time.perf_counter()
         with compute_threads(self.threads):
-            fit = fit_hyperparameters(X, y, seed=fit_seed, noise=self.noise,
-                                      noise_convention=self.noise_convention, ard=self.ard, threads=None)
-            post = ShapleyPosterior(fit.hyper, X, y)
-        h = fit.hyper
+            fits = fit_kernels(X, y, self.surrogate, seed=fit_seed, noise=self.noise,
+                               noise_convention=self.noise_convention, calibrate=self.calibrate)
+            post = MixturePosterior([MixtureComponent(k.kernel, k.weight, k.tau, ShapleyPosterior(k.hyper, X, y))
+                                     for k in fits])
+        primary = post.primary.posterior
+        h = primary.hyper
         return ShapleyEstimate(
-            values=post.mean.copy(),
-            std=post.std.copy(),
-            covariance=post.covariance.copy(),
-            trace=[(X.shape[0], post.mean.copy())],
+            values=post.mean,
+            std=post.std,
+            covariance=post.covariance,
+            trace=[(X.shape[0], post.mean)],
+            trace_std=[(X.shape[0], post.std)],
             baseline=float(y[0]),
             method=self.name,
             info={
-                "ard": self.ard,
+                "surrogate": self.surrogate,
+                "ard": post.primary.name == "ard",
+                "calibrate": self.calibrate,
+                "kernel_weights": post.weights,
+                "calibration": {c.name: c.tau for c in post.components},
                 "noise_convention": self.noise_convention,
-                "noise_standardized": fit.noise,
-                "fit_seconds": fit.seconds,
+                "noise_standardized": h.noise,
+                "fit_seconds": sum(k.fit.seconds for k in fits),
                 "selection_seconds": time.perf_counter() - start,
-                "fit_success": fit.success,
+                "fit_success": all(k.fit.success for k in fits),
                 "lengthscales": h.lengthscales.tolist(),
                 "outputscale": h.outputscale,
                 "mean_constant": h.mean_constant,
-                "jitter": post.jitter,
+                "jitter": primary.jitter,
             },
         )

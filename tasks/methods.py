@@ -19,14 +19,18 @@ import baselines
 # GP arm name -> ShaplEIG acquisition; these arms return an anytime ``trace``.
 GP_ARMS: dict[str, str] = {
     "shapleig": "eig",
+    "shapleig-published": "eig",
     "shapleig-uncertainty": "uncertainty",
     "shapleig-random": "random",
 }
+# GP arms that start from a named configuration instead of ShaplEIG's defaults.
+GP_PRESETS = {"shapleig-published": "published"}
 # The GP+Leverage arm: a one-shot fit per budget (shapleig.GPLeverage), so not in GP_ARMS.
 GP_LEVERAGE = "shapleig-leverage"
 
 DESCRIPTIONS: dict[str, str] = {
-    "shapleig": "ShaplEIG: GP surrogate, closed-form Shapley EIG acquisition (anytime)",
+    "shapleig": "ShaplEIG: GP surrogate (shared + ARD kernels averaged by evidence), Shapley EIG (anytime)",
+    "shapleig-published": "ShaplEIG as published (ICML 2026): ARD kernel, uncalibrated MAP posterior (anytime)",
     "shapleig-uncertainty": "GP arm: acquire argmax posterior variance of f (anytime)",
     "shapleig-random": "GP arm: acquire a uniform pick from the pool (anytime)",
     "shapleig-leverage": "GP arm: one fit on a fresh paired uniform-size (leverage) sample per budget",
@@ -143,6 +147,8 @@ def _build_gp_arm(name: str, options: Mapping[str, Any]) -> Any:
             f"{options['acquisition']!r} (use the arm named for that acquisition instead)"
         )
     opts = {k: v for k, v in options.items() if k != "acquisition"}
+    if name in GP_PRESETS:
+        return getattr(ShaplEIG, GP_PRESETS[name])(acquisition=acquisition, **opts)
     return ShaplEIG(acquisition=acquisition, **opts)
 
 

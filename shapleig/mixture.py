@@ -1,0 +1,100 @@
+"""The Shapley posterior of a weighted set of GP surrogates: a Gaussian mixture over phi.
+
+With kernels k_m of posterior probability w_m, each giving a Gaussian posterior
+``N(mu_m, tau_m Sigma_m)`` over phi (``tau_m`` its calibration factor), phi is a mixture whose
+mean and covariance are (law of total covariance)
+
+    mu = sum_m w_m mu_m,     Sigma = sum_m w_m (tau_m Sigma_m + (mu_m - mu)(mu_m - mu)^T).
+
+The read-out reports these two moments; the spread between the kernels' means is part of the
+uncertainty. Acquisition uses the most probable kernel (``primary``), whose candidate state keeps
+the exact frozen-hyperparameter updates of :mod:`shapleig.posterior`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .posterior import ShapleyPosterior
+
+# Kernels whose weight falls below this are dropped from the mixture until the next refit: their
+# contribution to mean and covariance is below rounding, and extending them costs time.
+MIN_WEIGHT = 1e-10
+
+
+@dataclass(frozen=True)
+class MixtureComponent:
+    """One kernel's posterior in the mixture: ``weight`` w_m, calibration ``tau`` and the posterior."""
+
+    name: str
+    weight: float
+    tau: float
+    posterior: ShapleyPosterior
+
+
+class MixturePosterior:
+    """Gaussian mixture over phi from weighted :class:`ShapleyPosterior` components (raw units).
+
+    ``components`` need not be normalised; weights below ``MIN_WEIGHT`` (after normalising) are
+    dropped. Every component must share the archive.
+    """
+
+    def __init__(self, components: list[MixtureComponent]) -> None:
+        if not components:
+            raise ValueError("a mixture needs at least one component")
+        total = float(sum(c.weight for c in components))
+        if not np.isfinite(total) or total <= 0:
+            raise ValueError(f"mixture weights must be non-negative with a positive sum, got {total}")
+        kept = [c for c in components if c.weight / total >= MIN_WEIGHT]
+        norm = float(sum(c.weight for c in kept))
+        self.components = [MixtureComponent(c.name, c.weight / norm, c.tau, c.posterior) for c in kept]
+        p = {c.posterior.n_players for c in self.components}
+        if len(p) != 1:
+            raise ValueError(f"mixture components disagree on the number of players: {sorted(p)}")
+        self._mean: np.ndarray | None = None
+        self._cov: np.ndarray | None = None
+
+    @property
+    def n_players(self) -> int:
+        return self.components[0].posterior.n_players
+
+    @property
+    def primary(self) -> MixtureComponent:
+        """The component of largest weight (first on ties): it drives the acquisition."""
+        return max(self.components, key=lambda c: c.weight)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {c.name: c.weight for c in self.components}
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Mixture mean of phi, float64[p]."""
+        if self._mean is None:
+            self._mean = sum(c.weight * c.posterior.mean for c in self.components)
+        return self._mean.copy()
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """Mixture covariance of phi, float64[p, p]: calibrated within-kernel plus between-kernel."""
+        if self._cov is None:
+            mu = self.mean
+            cov = np.zeros((self.n_players, self.n_players))
+            for c in self.components:
+                d = c.posterior.mean - mu
+                cov += c.weight * (c.tau * c.posterior.covariance + np.outer(d, d))
+            self._cov = 0.5 * (cov + cov.T)
+        return self._cov.copy()
+
+    @property
+    def std(self) -> np.ndarray:
+        """Marginal standard deviations of phi, float64[p] (rounding negatives clip to 0)."""
+        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+
+    def extend(self, X_new: np.ndarray, y_new: np.ndarray) -> "MixturePosterior":
+        """Every component conditioned on the new evaluations (weights and calibration frozen)."""
+        return MixturePosterior([
+            MixtureComponent(c.name, c.weight, c.tau, c.posterior.extend(X_new, y_new)) for c in self.components
+        ])

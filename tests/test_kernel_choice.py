@@ -1,0 +1,238 @@
+"""The default surrogate: kernels weighed by evidence, the mixture posterior, LOO calibration, intervals
+and the precision target."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from _dense_reference import dense_kernel
+from shapleig import ShaplEIG, exact_shapley
+from shapleig.coalitions import all_coalitions, to_bitmask
+from shapleig.game import FunctionGame
+from shapleig.kernel_choice import (
+    bic_log_evidence,
+    evidence_weights,
+    fit_kernels,
+    loo_calibration,
+    loo_residuals,
+    resolve_surrogate,
+)
+from shapleig.loop import DesignLoop
+from shapleig.mixture import MixtureComponent, MixturePosterior
+from shapleig.posterior import Hyperparameters, ShapleyPosterior, standardize
+from shapleig.shapley import shapley_operator
+
+
+def _table_game(p: int, seed: int, smooth: bool = True) -> FunctionGame:
+    rng = np.random.default_rng(seed)
+    Z = all_coalitions(p).astype(float)
+    if smooth:
+        w = rng.normal(size=p) * np.linspace(3, 0.1, p)  # a few players dominate
+        table = Z @ w + 0.4 * Z[:, 0] * Z[:, 1] + 1.0
+    else:
+        table = rng.normal(size=2**p)
+    return FunctionGame(lambda X: table[to_bitmask(X)], p, name=f"table{seed}")
+
+
+def _dense_shapley_posterior(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of phi by dense 2^p algebra (independent of the ESP routes), raw units."""
+    p = X.shape[1]
+    Zall = all_coalitions(p)
+    A = shapley_operator(p)
+    yt, _, scale = standardize(y)
+    idx = to_bitmask(X)
+    K = dense_kernel(Zall, h.lengthscales, h.outputscale)
+    Kxx = K[np.ix_(idx, idx)] + h.noise * np.eye(len(idx))
+    mu = h.mean_constant + K[:, idx] @ np.linalg.solve(Kxx, yt - h.mean_constant)
+    S = K - K[:, idx] @ np.linalg.solve(Kxx, K[idx, :])
+    return scale * (A @ mu), scale**2 * (A @ S @ A.T)
+
+
+# -- the surrogate modes ----------------------------------------------------------------------
+
+def test_resolve_surrogate():
+    assert resolve_surrogate(None, None) == "auto"
+    assert resolve_surrogate(None, True) == "ard" and resolve_surrogate(None, False) == "shared"
+    assert resolve_surrogate("shared", False) == "shared"
+    with pytest.raises(ValueError, match="contradicts"):
+        resolve_surrogate("shared", True)
+    with pytest.raises(ValueError, match="unknown surrogate"):
+        resolve_surrogate("rbf", None)
+    with pytest.raises(ValueError, match="unknown surrogate"):
+        ShaplEIG(surrogate="rbf")
+
+
+def test_evidence_weights():
+    w = evidence_weights(np.array([0.0, np.log(3.0)]))
+    np.testing.assert_allclose(w, [0.25, 0.75])
+    np.testing.assert_allclose(evidence_weights(np.array([-np.inf, 2.0])), [0.0, 1.0])
+    np.testing.assert_allclose(evidence_weights(np.array([-np.inf, -np.inf])), [0.5, 0.5])
+
+
+def test_fit_kernels_bic_weights_and_modes():
+    """auto fits both kernels; weights follow the BIC of each fit; single modes weigh 1."""
+    p = 6
+    game = _table_game(p, 1)
+    rng = np.random.default_rng(0)
+    X = all_coalitions(p)[rng.choice(2**p, 30, replace=False)]
+    y = game(X)
+    fits = fit_kernels(X, y, "auto", seed=3, noise=1e-6, noise_convention="standardized")
+    assert [k.kernel for k in fits] == ["shared", "ard"]
+    ev = np.array([bic_log_evidence(k.fit, 30, d) for k, d in zip(fits, (3, p + 2))])
+    np.testing.assert_allclose([k.log_evidence for k in fits], ev)
+    np.testing.assert_allclose([k.weight for k in fits], evidence_weights(ev))
+    shared = fits[0].hyper.lengthscales
+    assert np.all(shared == shared[0]) and not np.all(fits[1].hyper.lengthscales == fits[1].hyper.lengthscales[0])
+    for mode in ("shared", "ard"):
+        (only,) = fit_kernels(X, y, mode, seed=3, noise=1e-6, noise_convention="standardized")
+        assert only.kernel == mode and only.weight == 1.0
+    again = fit_kernels(X, y, "auto", seed=3, noise=1e-6, noise_convention="standardized")
+    assert [k.hyper for k in again] == [k.hyper for k in fits]  # deterministic per seed
+
+
+# -- LOO calibration --------------------------------------------------------------------------
+
+def test_loo_residuals_equal_explicit_leave_one_out():
+    """The closed form equals refitting-free leave-one-out GP predictions computed one by one."""
+    p = 5
+    rng = np.random.default_rng(2)
+    X = all_coalitions(p)[rng.choice(2**p, 14, replace=False)]
+    y = rng.normal(size=14)
+    h = Hyperparameters(rng.uniform(0.3, 2.0, p), 1.4, 1e-4, 0.2)
+    z = loo_residuals(h, X, y)
+    yt, _, _ = standardize(y)
+    K = dense_kernel(X, h.lengthscales, h.outputscale) + h.noise * np.eye(14)
+    for i in range(14):
+        keep = np.arange(14) != i
+        k_i = K[keep, i]
+        Kk = K[np.ix_(keep, keep)]
+        mean = h.mean_constant + k_i @ np.linalg.solve(Kk, yt[keep] - h.mean_constant)
+        var = K[i, i] - k_i @ np.linalg.solve(Kk, k_i)
+        assert z[i] == pytest.approx((yt[i] - mean) / np.sqrt(var), rel=1e-7, abs=1e-9)
+    assert loo_calibration(h, X, y) == pytest.approx(float(np.clip(np.mean(z**2), 1e-2, 1e4)))
+
+
+def test_loo_subset_beyond_limit(monkeypatch):
+    import shapleig.kernel_choice as kc
+
+    p = 5
+    rng = np.random.default_rng(3)
+    X = all_coalitions(p)[rng.choice(2**p, 20, replace=False)]
+    y = rng.normal(size=20)
+    h = Hyperparameters(np.full(p, 0.7), 1.0, 1e-4, 0.0)
+    full = loo_residuals(h, X, y)
+    monkeypatch.setattr(kc, "MAX_LOO_POINTS", 8)
+    sub = loo_residuals(h, X, y, np.random.default_rng(0))
+    assert sub.shape == (8,) and np.all(np.isin(np.round(sub, 10), np.round(full, 10)))
+
+
+# -- the mixture posterior --------------------------------------------------------------------
+
+def test_mixture_moments_agree_with_sampling():
+    """Mean and covariance of the mixture equal those of samples drawn from it."""
+    p = 4
+    rng = np.random.default_rng(5)
+    X = all_coalitions(p)[rng.choice(16, 9, replace=False)]
+    y = rng.normal(size=9)
+    comps = [MixtureComponent("a", 0.3, 2.0, ShapleyPosterior(Hyperparameters(np.full(p, 0.5), 1.0, 1e-6), X, y)),
+             MixtureComponent("b", 0.7, 1.0, ShapleyPosterior(Hyperparameters(np.array([0.2, 1, 3, .5]), 2.0, 1e-6), X, y))]
+    mix = MixturePosterior(comps)
+    n = 400_000
+    which = rng.random(n) < 0.3
+    draws = np.empty((n, p))
+    for mask, c in ((which, comps[0]), (~which, comps[1])):
+        cov = c.tau * c.posterior.covariance
+        draws[mask] = rng.multivariate_normal(c.posterior.mean, cov, size=int(mask.sum()), method="eigh")
+    scale = np.sqrt(np.diag(mix.covariance))
+    np.testing.assert_allclose(draws.mean(0), mix.mean, atol=5 * scale.max() / np.sqrt(n))
+    np.testing.assert_allclose(np.cov(draws.T), mix.covariance, atol=0.02 * np.abs(mix.covariance).max())
+    assert mix.primary.name == "b" and mix.weights == pytest.approx({"a": 0.3, "b": 0.7})
+    tiny = MixturePosterior([comps[0], MixtureComponent("c", 1e-14, 1.0, comps[1].posterior)])
+    assert [c.name for c in tiny.components] == ["a"]
+
+
+def test_default_loop_equals_dense_mixture():
+    """The default read-out is the BIC-weighted mixture of the two kernels' dense Shapley posteriors,
+    each scaled by its LOO calibration (p = 6)."""
+    p = 6
+    game = _table_game(p, 4)
+    loop = DesignLoop(game, 20, progress=False, seed=2)
+    est = loop.run()
+    assert est.info["surrogate"] == "auto" and set(est.info["kernel_weights"]) <= {"shared", "ard"}
+    means, covs, ws = [], [], []
+    for k in loop.kernel_fits:
+        m, S = _dense_shapley_posterior(k.hyper, loop.X, loop.y)
+        means.append(m)
+        covs.append(k.tau * S)
+        ws.append(k.weight)
+    ws = np.asarray(ws) / np.sum(ws)
+    mean = sum(w * m for w, m in zip(ws, means))
+    cov = sum(w * (S + np.outer(m - mean, m - mean)) for w, m, S in zip(ws, means, covs))
+    np.testing.assert_allclose(est.values, mean, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(est.covariance, cov, rtol=1e-6, atol=1e-9 * np.abs(cov).max())
+    np.testing.assert_allclose(est.std, np.sqrt(np.diag(cov)), rtol=1e-6, atol=1e-9)
+
+
+def test_default_exact_at_full_budget_and_deterministic():
+    p = 5
+    game = _table_game(p, 6, smooth=False)
+    est = ShaplEIG(noise=1e-10).estimate(game, 2**p, seed=0)
+    np.testing.assert_allclose(est.values, exact_shapley(game), atol=1e-6)
+    a = ShaplEIG().estimate(_table_game(p, 7), 14, seed=3)
+    b = ShaplEIG().estimate(_table_game(p, 7), 14, seed=3)
+    np.testing.assert_array_equal(a.values, b.values)
+    np.testing.assert_array_equal(a.std, b.std)
+
+
+def test_published_configuration():
+    est = ShaplEIG.published()
+    assert est.surrogate == "ard" and est.calibrate is False and est.refit == "every" and est.pool_size == 1024
+    assert ShaplEIG.published(refit="decaying").refit == "decaying"
+    p = 5
+    game = _table_game(p, 8)
+    res = est.estimate(game, 14, seed=1)
+    assert res.info["kernel_weights"] == {"ard": 1.0} and res.info["calibration"] == {"ard": 1.0}
+
+
+# -- intervals and the precision target --------------------------------------------------------
+
+def test_interval():
+    p = 5
+    est = ShaplEIG().estimate(_table_game(p, 9), 14, seed=0)
+    lo, hi = est.interval(0.95)
+    np.testing.assert_allclose((hi - lo) / 2, 1.959963984540054 * est.std, rtol=1e-12)
+    np.testing.assert_allclose((hi + lo) / 2, est.values, rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="level"):
+        est.interval(1.5)
+    assert len(est.trace_std) == len(est.trace)
+    np.testing.assert_array_equal(est.std_at(est.evaluations), est.std)
+
+
+def test_tol_stops_at_first_step_meeting_the_target():
+    """Frozen hyperparameters: the loop stops exactly at the first step of an unrestricted run whose
+    std meets the target; with refits, the final read-out meets it and every earlier step did not."""
+    p = 6
+    h = Hyperparameters(np.full(p, 0.8), 1.0, 1e-6)
+    full = DesignLoop(_table_game(p, 10), 40, progress=False, seed=1, hyperparameters=h).run()
+    stds = {n: s.max() for n, s in full.trace_std}
+    tol = float(np.median(list(stds.values())))
+    first = min(n for n, s in stds.items() if s <= tol)
+    est = DesignLoop(_table_game(p, 10), 40, progress=False, seed=1, hyperparameters=h, tol=tol).run()
+    assert est.info["target_reached"] and est.info["target_evaluations"] == first == est.evaluations
+    game = _table_game(p, 10)
+    span = abs(float(game(np.ones((1, p), bool))[0] - game(np.zeros((1, p), bool))[0]))
+    est = DesignLoop(game, 40, progress=False, seed=1, hyperparameters=h, rtol=tol / span).run()
+    assert est.evaluations == first  # relative form: rtol * |v(N) - v(empty)|
+
+    refitted = ShaplEIG().estimate(_table_game(p, 10), 60, seed=1)
+    tol = float(np.median([s.max() for _, s in refitted.trace_std]))
+    est = ShaplEIG().estimate(_table_game(p, 10), 60, seed=1, tol=tol)
+    assert est.info["target_reached"] and est.std.max() <= tol and est.evaluations <= 60
+    assert all(s.max() > tol for _, s in est.trace_std[:-1])
+    # unreachable target: the whole budget, never more, and the result says so
+    est = ShaplEIG().estimate(_table_game(p, 10), 20, seed=1, tol=1e-30)
+    assert not est.info["target_reached"] and est.evaluations == 20
+    for bad in (0, -1.0, float("nan"), "1e-3", True):
+        with pytest.raises(ValueError, match="tol must be"):
+            ShaplEIG().estimate(_table_game(p, 10), 20, tol=bad)
