@@ -79,6 +79,9 @@ def _gp_options(args: argparse.Namespace) -> dict[str, Any]:
         opts["refit"] = parse_value(args.refit)
     if getattr(args, "pool_size", None) is not None:
         opts["pool_size"] = args.pool_size
+    for name in ("tol", "rtol"):
+        if getattr(args, name, None) is not None:
+            opts[name] = getattr(args, name)
     return opts
 
 
@@ -194,6 +197,10 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
     p.add_argument("--refit", default=None,
                    help="GP arms: hyperparameter refit schedule (e.g. every, decaying, or an integer)")
     p.add_argument("--pool-size", type=int, default=None, help="GP arms: candidate pool size")
+    p.add_argument("--tol", type=float, default=None,
+                   help="GP arms: stop once every player's posterior std is at most TOL (game units)")
+    p.add_argument("--rtol", type=float, default=None,
+                   help="GP arms: stop once every posterior std is at most RTOL * |v(N) - v(empty)|")
     p.add_argument("--cache", default=None, help="folder for ground-truth tables of expensive games")
     p.add_argument("--live", action="store_true",
                    help="evaluate expensive games live instead of from the enumerated table")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,15 @@ def test_listings(capsys) -> None:
     assert main(["methods"]) == 0
     text = capsys.readouterr().out
     assert "shapleig-uncertainty" in text and "svarm-plus" in text
+
+
+def test_run_with_precision_target(tmp_path: Path, capsys) -> None:
+    """--tol reaches the GP arms: runs stop early once every std is at most TOL; bad values exit 2."""
+    out = tmp_path / "r.parquet"
+    assert main(["run", "--tasks", "wvg-7", "--methods", "shapleig:refit=never", "--budgets", "40",
+                 "--seeds", "1", "--tol", "10", "--out", str(out), "--quiet"]) == 0
+    df = pd.read_parquet(out)
+    assert json.loads(df.options[0])["tol"] == 10.0 and int(df.evaluations[0]) == 8  # the p + 1 design alone
+    err = _fails(capsys, "run", "--tasks", "wvg-7", "--methods", "shapleig", "--budgets", "40", "--seeds", "1",
+                 "--tol", "-1", "--out", str(out), "--quiet")
+    assert "tol must be a positive" in err
