@@ -38,6 +38,8 @@ DTYPE = torch.float64
 MIN_FIXED_NOISE = 1e-6
 NOISE_CONVENTIONS = ("standardized", "raw")
 MAX_FIT_ATTEMPTS = 5
+# "gpytorch": botorch's fit_gpytorch_mll (reference); "numpy": shapleig.fit (analytic gradient).
+FIT_ENGINES = ("gpytorch", "numpy")
 # botorch raises gpytorch's exact-Cholesky size limit to 4096; we set it explicitly above that.
 _CHOLESKY_SIZE = 1 << 16
 
@@ -254,6 +256,7 @@ def fit_hyperparameters(
     max_attempts: int = MAX_FIT_ATTEMPTS,
     threads: int | None = 1,
     ard: bool = True,
+    engine: str = "gpytorch",
 ) -> FitResult:
     """MAP fit of the Hamming-kernel GP to archive ``X`` (bool[t, p]) with raw values ``y`` (float64[t]).
 
@@ -265,8 +268,11 @@ def fit_hyperparameters(
     ``warm_start`` is given. If every attempt fails, ``fallback`` (or the initial values) is kept,
     ``success`` is False and the failure is logged. ``threads`` limits torch/BLAS threads during
     the fit (see :func:`compute_threads`). ``ard=False`` fits one lengthscale shared by all players
-    (see :func:`build_model`).
+    (see :func:`build_model`). ``engine="numpy"`` runs the same MAP objective in numpy/scipy with an
+    analytic gradient (:mod:`shapleig.fit`; retries draw from a numpy generator seeded by ``seed``).
     """
+    if engine not in FIT_ENGINES:
+        raise ValueError(f"unknown fit engine {engine!r}; choose one of {FIT_ENGINES}")
     from botorch.exceptions.errors import ModelFittingError
     from botorch.fit import fit_gpytorch_mll
     from botorch.optim.fit import fit_gpytorch_mll_scipy
@@ -284,10 +290,13 @@ def fit_hyperparameters(
         raise ValueError("y contains non-finite values")
     if X.shape[0] < 2:
         raise ValueError(f"a GP fit needs at least 2 observations, got {X.shape[0]}")
-    _, y_mean, y_scale = standardize(y)
+    y_std, y_mean, y_scale = standardize(y)
     noise_std = standardized_noise(noise, y_scale, noise_convention)
 
     start = time.perf_counter()
+    if engine == "numpy":
+        return _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start,
+                          fallback, max_attempts, threads, ard, start)
     attempts = 0
     last_result: list = []
 
@@ -335,6 +344,32 @@ def fit_hyperparameters(
         seed=int(seed),
         message=message,
     )
+
+
+def _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start, fallback,
+               max_attempts, threads, ard, start) -> FitResult:
+    """The ``engine="numpy"`` branch of :func:`fit_hyperparameters` (same FitResult contract)."""
+    from .fit import fit_map_numpy
+
+    with compute_threads(threads):
+        hyper, fit = fit_map_numpy(X, y_std, noise=noise_std, ard=ard, seed=int(seed), init=warm_start,
+                                   max_attempts=max_attempts)
+    success, message = hyper is not None, ""
+    if not success:
+        message = f"L-BFGS-B failed: {fit.message}"
+        logger.warning("GP fit failed after %d attempts (%s); keeping previous hyperparameters",
+                       fit.attempts, message)
+        if fallback is not None:
+            hyper = fallback
+        else:
+            p = X.shape[1]
+            hyper = Hyperparameters(np.full(p, initial_lengthscale(p)), math.log(2.0), noise_std, 0.0)
+    if hyper.noise != noise_std:
+        hyper = Hyperparameters(hyper.lengthscales, hyper.outputscale, noise_std, hyper.mean_constant)
+    return FitResult(hyper=hyper, attempts=fit.attempts, seconds=time.perf_counter() - start,
+                     success=success, noise=noise_std, noise_convention=noise_convention,
+                     y_mean=float(y_mean), y_scale=float(y_scale), neg_mll=fit.value if success else float("nan"),
+                     seed=int(seed), message=message)
 
 
 # -- refit schedules (math doc §9) -------------------------------------------------------------
