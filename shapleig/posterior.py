@@ -233,6 +233,16 @@ class ShapleyPosterior:
         """Posterior covariance of phi ``Sigma_phi``, standardised units."""
         return self._sigma_phi
 
+    def innovations(self) -> np.ndarray:
+        """One-step-ahead standardised residuals of the archive in its order, float64[t].
+
+        Entry i is ``(y_i - E[y_i | y_<i]) / sd(y_i | y_<i)`` under the current hyperparameters and
+        standardisation: the vector ``L^-1 (y_tilde - c)``. Under a calibrated model the entries are
+        i.i.d. N(0, 1); ``-0.5 z_i^2 - log L_ii - 0.5 log(2 pi)`` is point i's log predictive density.
+        """
+        shift = (self.y_mean - self._y0) / self.y_scale
+        return (self._s0 / self.y_scale) * self._u - (shift + self.hyper.mean_constant) * self._e
+
     @property
     def prior_covariance(self) -> np.ndarray:
         """``M = A K A^T``, standardised units."""
