@@ -460,11 +460,18 @@ def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedu
     ``"every"`` (default), ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
     below 448; it % 32 == 0 after), ``"geometric"`` (it = hand_over + k with k = 0 or a power of two),
     ``"never"`` (only the initial fit at it = 0; the loop adds the final refit), ``"adaptive"``
-    (:class:`AdaptiveRefit`: geometric backstop plus evidence-triggered refits). A callable is
+    (:class:`AdaptiveRefit`: geometric backstop plus evidence-triggered refits; ``"adaptive:<t>"``
+    sets its threshold). A callable is
     returned unchanged. The loop always fits when no hyperparameters exist yet.
     """
     if callable(name):
         return name
+    if isinstance(name, str) and name.startswith("adaptive:"):
+        try:
+            threshold = float(name.split(":", 1)[1])
+        except ValueError:
+            raise ValueError(f"bad refit schedule {name!r}: write adaptive:<threshold>, e.g. adaptive:4") from None
+        return AdaptiveRefit(threshold=threshold, hand_over=int(hand_over))
     key = _ALIASES.get(name, name)
     if key == "every":
         return _every

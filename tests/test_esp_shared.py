@@ -74,3 +74,17 @@ def test_shared_paths_reject_ard():
         shared_kernel_columns(np.ones((1, 3), bool), np.array([1.0, 2.0, 3.0]), 1.0)
     with pytest.raises(ValueError, match="equal lengthscales"):
         shared_prior_shapley_covariance(np.array([1.0, 2.0]), 1.0)
+
+
+def test_shared_hamming_kernel_equals_weighted_route():
+    from shapleig.esp import hamming_kernel
+
+    rng = np.random.default_rng(4)
+    p = 50
+    Z1, Z2 = rng.random((30, p)) < 0.5, rng.random((20, p)) < 0.3
+    ls = np.full(p, 0.37)
+    ref = 1.7 * np.exp(-(Z1[:, None, :] != Z2[None, :, :]).sum(-1) / (p * 0.37))
+    np.testing.assert_allclose(hamming_kernel(Z1, Z2, ls, 1.7), ref, rtol=1e-14, atol=0)
+    ls2 = ls.copy()
+    ls2[0] *= 1 + 1e-12  # the general route, numerically the same kernel
+    np.testing.assert_allclose(hamming_kernel(Z1, Z2, ls2, 1.7), ref, rtol=1e-10, atol=0)
