@@ -108,6 +108,10 @@ def hamming_kernel(Z1: np.ndarray, Z2: np.ndarray, lengthscales: np.ndarray, out
     z1 = _as_bool(Z1, p, "Z1").astype(np.float64)
     z2 = _as_bool(Z2, p, "Z2").astype(np.float64)
     w = 1.0 / (p * lengthscales)
+    if is_shared(lengthscales):
+        # Integer mismatch counts |z1| + |z2| - 2 z1.z2 are exact in float64: one product, not two.
+        d = z1.sum(axis=1)[:, None] + z2.sum(axis=1)[None, :] - 2.0 * (z1 @ z2.T)
+        return s * np.exp(-w[0] * d)
     # Weighted mismatch count as two non-negative products (no cancellation): in z1 only + in z2 only.
     d = (z1 * w) @ (1.0 - z2).T + ((1.0 - z1) * w) @ z2.T
     return s * np.exp(-d)
@@ -260,9 +264,101 @@ def shapley_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale:
     """Columns ``A k(., z)`` for every row z of ``Z`` (bool[m, p]): ``float64[p, m]`` (§4).
 
     Entry j is positive exactly when j is in z. O(p^2) per coalition (suffix contraction folded
-    with the Shapley weights, prefix tables carried forward), vectorised over chunks.
+    with the Shapley weights, prefix tables carried forward), vectorised over chunks. With one
+    shared lengthscale (all equal) the per-size tables of :func:`shared_size_tables` give every
+    column in O(p).
     """
+    if is_shared(lengthscales):
+        return shared_kernel_columns(Z, lengthscales, outputscale)
     return _columns(_columns_fold, Z, lengthscales, outputscale)
+
+
+def is_shared(lengthscales: np.ndarray) -> bool:
+    """True when every lengthscale equals the first (the shared-lengthscale kernel)."""
+    ls = np.asarray(lengthscales, dtype=np.float64).reshape(-1)
+    return ls.size > 0 and bool(np.all(ls == ls[0]))
+
+
+def _logsumexp_cols(logs: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``log sum_n w_n exp(logs[n, :])`` for positive weights, column-wise, without overflow."""
+    mx = logs.max(axis=0)
+    return mx + np.log(weights @ np.exp(logs - mx))
+
+
+def shared_size_tables(n_players: int, lengthscale: float, outputscale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-size values of ``A k(., z)`` for the shared-lengthscale kernel: ``(inside, outside)``, float64[p+1].
+
+    With every ``b_j = b``, entry j of ``A k(., z)`` depends only on m = |z| and on whether j is in z
+    (§4, Owen's integral form): ``inside[m] = s (1-b) int_0^1 q1(t)^(m-1) q0(t)^(p-m) dt`` for
+    j in z (m >= 1) and ``outside[m] = -s (1-b) int q1^m q0^(p-m-1) dt`` for j not in z (m <= p-1),
+    with ``q1 = 1 - (1-b)(1-t)`` and ``q0 = 1 - (1-b) t``. The integrands are positive polynomials of
+    degree p - 1, integrated exactly by ceil(p/2) Gauss-Legendre nodes in log space (no cancellation,
+    no overflow at p = 1000). Unused entries (inside[0], outside[p]) are 0. O(p^2) for all sizes.
+    """
+    p = int(n_players)
+    kf = kernel_factors(np.full(p, float(lengthscale)), outputscale)
+    omb = kf.one_minus_b[0]
+    x, w = np.polynomial.legendre.leggauss(max(1, (p + 1) // 2))
+    t = 0.5 * (x + 1.0)
+    w = 0.5 * w
+    log_q1 = np.log1p(-omb * (1.0 - t))[:, None]  # (nodes, 1)
+    log_q0 = np.log1p(-omb * t)[:, None]
+    m = np.arange(p + 1)[None, :]
+    scale = kf.outputscale * omb
+    inside = np.zeros(p + 1)
+    outside = np.zeros(p + 1)
+    inside[1:] = scale * np.exp(_logsumexp_cols((m[:, 1:] - 1) * log_q1 + (p - m[:, 1:]) * log_q0, w))
+    outside[:-1] = -scale * np.exp(_logsumexp_cols(m[:, :-1] * log_q1 + (p - m[:, :-1] - 1) * log_q0, w))
+    return inside, outside
+
+
+def shared_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
+    """:func:`shapley_kernel_columns` for a shared lengthscale (all entries of ``lengthscales`` equal):
+    O(p^2) tables once, then O(p) per coalition. ``float64[p, m]``."""
+    lengthscales, s = _check_hyper(lengthscales, outputscale)
+    if not is_shared(lengthscales):
+        raise ValueError("shared_kernel_columns needs equal lengthscales; use shapley_kernel_columns")
+    p = lengthscales.shape[0]
+    z = _as_bool(Z, p)
+    inside, outside = shared_size_tables(p, lengthscales[0], s)
+    sizes = z.sum(axis=1)
+    return np.where(z, inside[sizes][:, None], outside[sizes][:, None]).T
+
+
+def shared_prior_shapley_covariance(lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
+    """:func:`prior_shapley_covariance` for a shared lengthscale: M has two values (§5, parity route).
+
+    With every ``rho_j = rho``, ``e_k(rho_-i) = C(p-1, k) rho^k``, so
+    ``M_ii = 4 kappa rho sum_{k even} C(p-1,k) rho^k / (k+1)^2`` and
+    ``M_ij = 4 kappa rho^2 sum_{k odd} C(p-2,k) rho^k / (k+2)^2`` (all terms positive, summed in log
+    space). O(p) plus the O(p^2) fill of the matrix.
+    """
+    from scipy.special import gammaln
+
+    lengthscales, s = _check_hyper(lengthscales, outputscale)
+    if not is_shared(lengthscales):
+        raise ValueError("shared_prior_shapley_covariance needs equal lengthscales; use prior_shapley_covariance")
+    kf = kernel_factors(lengthscales, s)
+    p = kf.n_players
+    log_rho = np.log(kf.rho[0])
+    log_kappa = np.log(s) + kf.log_half_one_plus_b.sum()
+
+    def log_binom(n: int, k: np.ndarray) -> np.ndarray:
+        return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+
+    def log_sum(log_terms: np.ndarray) -> float:
+        if log_terms.size == 0:
+            return -np.inf
+        mx = log_terms.max()
+        return float(mx + np.log(np.exp(log_terms - mx).sum()))
+
+    k = np.arange(0, p, 2)  # even k <= p - 1
+    diag = log_sum(log_binom(p - 1, k) + k * log_rho - 2.0 * np.log(k + 1.0))
+    k = np.arange(1, p - 1, 2)  # odd k <= p - 2
+    off = log_sum(log_binom(p - 2, k) + k * log_rho - 2.0 * np.log(k + 2.0))
+    M = np.full((p, p), 4.0 * np.exp(log_kappa + 2.0 * log_rho + off))
+    np.fill_diagonal(M, 4.0 * np.exp(log_kappa + log_rho + diag))
+    return M
 
 
 def shapley_kernel_columns_reference(Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
@@ -280,8 +376,16 @@ def prior_shapley_covariance(lengthscales: np.ndarray, outputscale: float) -> np
 
     ``M_ii = 4 kappa rho_i sum_{k even} e_k(rho_-i)/(k+1)^2``,
     ``M_ij = 4 kappa rho_i rho_j sum_{k odd} e_k(rho_-ij)/(k+2)^2``, ``kappa = s prod (1+b)/2``.
-    Every summand is non-negative, so relative accuracy is ~p eps even when M is tiny. O(p^3).
+    Every summand is non-negative, so relative accuracy is ~p eps even when M is tiny. O(p^3);
+    O(p^2) with a shared lengthscale (:func:`shared_prior_shapley_covariance`).
     """
+    if is_shared(lengthscales):
+        return shared_prior_shapley_covariance(lengthscales, outputscale)
+    return _prior_shapley_covariance_parity(lengthscales, outputscale)
+
+
+def _prior_shapley_covariance_parity(lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
+    """The general (ARD) parity route of :func:`prior_shapley_covariance`, O(p^3)."""
     kf = kernel_factors(lengthscales, outputscale)
     p = kf.n_players
     rho = kf.rho

@@ -16,7 +16,7 @@ from .loop import DesignLoop, check_gp_options, check_loop_options, check_tolera
 from .mixture import MixtureComponent, MixturePosterior
 from .posterior import ShapleyPosterior
 from .seeding import spawn_generators, spawn_seeds
-from .surrogate import compute_threads
+from .surrogate import FIT_ENGINES, compute_threads
 
 
 class ShaplEIG(BaseEstimator):
@@ -54,6 +54,7 @@ class ShaplEIG(BaseEstimator):
         calibrate: bool = True,
         tol: float | None = None,
         rtol: float | None = None,
+        fit_engine: str = "gpytorch",
     ) -> None:
         # validate eagerly so a bad configuration fails before any evaluation
         self.acquisition = check_loop_options(
@@ -76,6 +77,9 @@ class ShaplEIG(BaseEstimator):
         self.rtol = rtol
         self.hand_over = int(hand_over)
         self.callbacks = tuple(callbacks)
+        if fit_engine not in FIT_ENGINES:
+            raise ValueError(f"unknown fit engine {fit_engine!r}; choose one of {FIT_ENGINES}")
+        self.fit_engine = fit_engine
 
     @classmethod
     def published(cls, **overrides: Any) -> "ShaplEIG":
@@ -141,6 +145,7 @@ class ShaplEIG(BaseEstimator):
             tol=self.tol,
             rtol=self.rtol,
             hand_over=self.hand_over,
+            fit_engine=self.fit_engine,
         )
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:

@@ -117,6 +117,34 @@ def _solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     return solve_triangular(L, B, lower=True, check_finite=False)
 
 
+@dataclass(eq=False)
+class _Buffers:
+    """Growable storage of a posterior's Cholesky factor L (cap x cap), Y = L^-1 Psi_X^T (cap x p)
+    and Psi_X (p x cap); ``filled`` rows/columns are in use by the newest posterior sharing them."""
+
+    L: np.ndarray
+    Yt: np.ndarray
+    psi: np.ndarray
+    filled: int
+
+    @property
+    def capacity(self) -> int:
+        return int(self.L.shape[0])
+
+    @classmethod
+    def allocate(cls, L: np.ndarray, Yt: np.ndarray, psi: np.ndarray, needed: int) -> "_Buffers":
+        t, p = Yt.shape
+        # grow by 1/8 (at least 64): amortised O(1) copies per step, at most ~12% unused memory
+        cap = max(int(needed), t + max(64, t // 8))
+        Lb = np.empty((cap, cap))
+        Lb[:t, :t] = L
+        Yb = np.empty((cap, p))
+        Yb[:t] = Yt
+        Pb = np.empty((p, cap))
+        Pb[:, :t] = psi
+        return cls(Lb, Yb, Pb, t)
+
+
 class ShapleyPosterior:
     """GP posterior over phi given archive ``X`` (bool[t, p]) and raw values ``y`` (float64[t]).
 
@@ -164,9 +192,21 @@ class ShapleyPosterior:
         self._Yt = _solve_lower(self._L, self._psi_X.T)
         sigma = self._M - self._Yt.T @ self._Yt
         self._sigma_phi = 0.5 * (sigma + sigma.T)
-        resid = self.y_tilde - hyper.mean_constant
-        # mean (standardised) = Psi_X K^-1 r = Y^T (L^-1 r)
-        self._mean_std = self._Yt.T @ _solve_lower(self._L, resid)
+        # Value solves kept for incremental extension (extend): u = L^-1 (y - y0) / s0 and e = L^-1 1
+        # with the reference standardisation (y0, s0) fixed at this build, and their products with Y.
+        self._y0, self._s0 = self.y_mean, self.y_scale
+        self._u = _solve_lower(self._L, (self.y - self._y0) / self._s0)
+        self._e = _solve_lower(self._L, np.ones(X.shape[0]))
+        self._Ytu = self._Yt.T @ self._u
+        self._Yte = self._Yt.T @ self._e
+        self._buffers: _Buffers | None = None
+        self._set_mean()
+
+    def _set_mean(self) -> None:
+        """mean (standardised) = Psi_X K^-1 r = Y^T L^-1 r, r = y_tilde - c, from the kept solves:
+        ``L^-1 r = (s0 u - (y_mean - y0) e) / y_scale - c e`` (no cancellation when y0 ~ y_mean)."""
+        shift = (self.y_mean - self._y0) / self.y_scale
+        self._mean_std = (self._s0 / self.y_scale) * self._Ytu - (shift + self.hyper.mean_constant) * self._Yte
 
     # -- read-outs -------------------------------------------------------------------------------
     @property
@@ -193,6 +233,16 @@ class ShapleyPosterior:
         """Posterior covariance of phi ``Sigma_phi``, standardised units."""
         return self._sigma_phi
 
+    def innovations(self) -> np.ndarray:
+        """One-step-ahead standardised residuals of the archive in its order, float64[t].
+
+        Entry i is ``(y_i - E[y_i | y_<i]) / sd(y_i | y_<i)`` under the current hyperparameters and
+        standardisation: the vector ``L^-1 (y_tilde - c)``. Under a calibrated model the entries are
+        i.i.d. N(0, 1); ``-0.5 z_i^2 - log L_ii - 0.5 log(2 pi)`` is point i's log predictive density.
+        """
+        shift = (self.y_mean - self._y0) / self.y_scale
+        return (self._s0 / self.y_scale) * self._u - (shift + self.hyper.mean_constant) * self._e
+
     @property
     def prior_covariance(self) -> np.ndarray:
         """``M = A K A^T``, standardised units."""
@@ -217,8 +267,12 @@ class ShapleyPosterior:
     def extend(self, X_new: np.ndarray, y_new: np.ndarray) -> "ShapleyPosterior":
         """Posterior with ``(X_new, y_new)`` appended, same hyperparameters; y is re-standardised.
 
-        Reuses M and the existing Psi_X columns, and extends the Cholesky factor by a border
-        update (full refactorisation if the border is not positive definite).
+        Reuses M and the existing Psi_X columns, extends the Cholesky factor by a border update and
+        updates Y = L^-1 Psi_X^T, Sigma_phi and the mean by the k new rows only: O(t^2 k + t p k +
+        p^2 k) instead of the O(t^2 p + t p^2) rebuild. L, Y and Psi_X live in preallocated buffers
+        that grow geometrically; an extension of a posterior that was already extended (a branch)
+        copies them first, so every posterior stays valid. A border that is not positive definite
+        falls back to a full refactorisation.
         """
         h = self.hyper
         p = self.n_players
@@ -226,26 +280,58 @@ class ShapleyPosterior:
         y_new = np.asarray(y_new, dtype=np.float64).reshape(-1)
         if y_new.shape[0] != X_new.shape[0]:
             raise ValueError(f"X_new has {X_new.shape[0]} coalitions but y_new has {y_new.shape[0]} values")
+        if not np.all(np.isfinite(y_new)):
+            raise ValueError("y contains non-finite values")
         X = np.concatenate([self.X, X_new], axis=0)
         y = np.concatenate([self.y, y_new])
-        psi = np.concatenate([self._psi_X, shapley_kernel_columns(X_new, h.lengthscales, h.outputscale)], axis=1)
+        psi_new = shapley_kernel_columns(X_new, h.lengthscales, h.outputscale)
         t, k = self.X.shape[0], X_new.shape[0]
         C = _solve_lower(self._L, hamming_kernel(self.X, X_new, h.lengthscales, h.outputscale))
         S = hamming_kernel(X_new, X_new, h.lengthscales, h.outputscale) + (h.noise + self.jitter) * np.eye(k)
         S = S - C.T @ C
-        chol = None
         try:
             D = np.linalg.cholesky(0.5 * (S + S.T))
-            L = np.zeros((t + k, t + k))
-            L[:t, :t] = self._L
-            L[t:, :t] = C.T
-            L[t:, t:] = D
-            chol = (L, self.jitter)
         except np.linalg.LinAlgError:
-            chol = None  # refactorise with escalating jitter
+            out = ShapleyPosterior.__new__(ShapleyPosterior)  # refactorise with escalating jitter
+            psi = np.concatenate([self._psi_X, psi_new], axis=1)
+            out._setup(h, X, y, prior_covariance=self._M, psi_X=psi, chol=None)
+            return out
+        # New rows of Y = L^-1 Psi^T and of the value solves (forward substitution on the border).
+        Y_new = _solve_lower(D, psi_new.T - C.T @ self._Yt)  # (k, p)
+        u_new = _solve_lower(D, (y_new - self._y0) / self._s0 - C.T @ self._u)
+        e_new = _solve_lower(D, 1.0 - C.T @ self._e)
+        buf = self._owned_buffers(t, t + k)
+        buf.L[t : t + k, :t] = C.T
+        buf.L[t : t + k, t : t + k] = D
+        buf.L[:t, t : t + k] = 0.0
+        buf.Yt[t : t + k] = Y_new
+        buf.psi[:, t : t + k] = psi_new
+        buf.filled = t + k
+
         out = ShapleyPosterior.__new__(ShapleyPosterior)
-        out._setup(h, X, y, prior_covariance=self._M, psi_X=psi, chol=chol)
+        out.hyper, out.X, out.y = h, X, y
+        out.y_tilde, out.y_mean, out.y_scale = standardize(y)
+        out._M = self._M
+        out._psi_X = buf.psi[:, : t + k]
+        out._L, out.jitter = buf.L[: t + k, : t + k], self.jitter
+        out._Yt = buf.Yt[: t + k]
+        sigma = self._sigma_phi - Y_new.T @ Y_new
+        out._sigma_phi = 0.5 * (sigma + sigma.T)
+        out._y0, out._s0 = self._y0, self._s0
+        out._u = np.concatenate([self._u, u_new])
+        out._e = np.concatenate([self._e, e_new])
+        out._Ytu = self._Ytu + Y_new.T @ u_new
+        out._Yte = self._Yte + Y_new.T @ e_new
+        out._buffers = buf
+        out._set_mean()
         return out
+
+    def _owned_buffers(self, t: int, needed: int) -> "_Buffers":
+        """Buffers holding this posterior's L, Y, Psi_X in rows/columns ``< t``, with room for ``needed``."""
+        buf = self._buffers
+        if buf is None or buf.filled != t or buf.capacity < needed:
+            buf = _Buffers.allocate(self._L, self._Yt, self._psi_X, needed)
+        return buf
 
     def with_hyperparameters(self, hyper: Hyperparameters) -> "ShapleyPosterior":
         """Posterior on the same archive under ``hyper``.

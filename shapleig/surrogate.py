@@ -38,6 +38,8 @@ DTYPE = torch.float64
 MIN_FIXED_NOISE = 1e-6
 NOISE_CONVENTIONS = ("standardized", "raw")
 MAX_FIT_ATTEMPTS = 5
+# "gpytorch": botorch's fit_gpytorch_mll (reference); "numpy": shapleig.fit (analytic gradient).
+FIT_ENGINES = ("gpytorch", "numpy")
 # botorch raises gpytorch's exact-Cholesky size limit to 4096; we set it explicitly above that.
 _CHOLESKY_SIZE = 1 << 16
 
@@ -254,6 +256,7 @@ def fit_hyperparameters(
     max_attempts: int = MAX_FIT_ATTEMPTS,
     threads: int | None = 1,
     ard: bool = True,
+    engine: str = "gpytorch",
 ) -> FitResult:
     """MAP fit of the Hamming-kernel GP to archive ``X`` (bool[t, p]) with raw values ``y`` (float64[t]).
 
@@ -265,8 +268,11 @@ def fit_hyperparameters(
     ``warm_start`` is given. If every attempt fails, ``fallback`` (or the initial values) is kept,
     ``success`` is False and the failure is logged. ``threads`` limits torch/BLAS threads during
     the fit (see :func:`compute_threads`). ``ard=False`` fits one lengthscale shared by all players
-    (see :func:`build_model`).
+    (see :func:`build_model`). ``engine="numpy"`` runs the same MAP objective in numpy/scipy with an
+    analytic gradient (:mod:`shapleig.fit`; retries draw from a numpy generator seeded by ``seed``).
     """
+    if engine not in FIT_ENGINES:
+        raise ValueError(f"unknown fit engine {engine!r}; choose one of {FIT_ENGINES}")
     from botorch.exceptions.errors import ModelFittingError
     from botorch.fit import fit_gpytorch_mll
     from botorch.optim.fit import fit_gpytorch_mll_scipy
@@ -284,10 +290,13 @@ def fit_hyperparameters(
         raise ValueError("y contains non-finite values")
     if X.shape[0] < 2:
         raise ValueError(f"a GP fit needs at least 2 observations, got {X.shape[0]}")
-    _, y_mean, y_scale = standardize(y)
+    y_std, y_mean, y_scale = standardize(y)
     noise_std = standardized_noise(noise, y_scale, noise_convention)
 
     start = time.perf_counter()
+    if engine == "numpy":
+        return _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start,
+                          fallback, max_attempts, threads, ard, start)
     attempts = 0
     last_result: list = []
 
@@ -337,6 +346,32 @@ def fit_hyperparameters(
     )
 
 
+def _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start, fallback,
+               max_attempts, threads, ard, start) -> FitResult:
+    """The ``engine="numpy"`` branch of :func:`fit_hyperparameters` (same FitResult contract)."""
+    from .fit import fit_map_numpy
+
+    with compute_threads(threads):
+        hyper, fit = fit_map_numpy(X, y_std, noise=noise_std, ard=ard, seed=int(seed), init=warm_start,
+                                   max_attempts=max_attempts)
+    success, message = hyper is not None, ""
+    if not success:
+        message = f"L-BFGS-B failed: {fit.message}"
+        logger.warning("GP fit failed after %d attempts (%s); keeping previous hyperparameters",
+                       fit.attempts, message)
+        if fallback is not None:
+            hyper = fallback
+        else:
+            p = X.shape[1]
+            hyper = Hyperparameters(np.full(p, initial_lengthscale(p)), math.log(2.0), noise_std, 0.0)
+    if hyper.noise != noise_std:
+        hyper = Hyperparameters(hyper.lengthscales, hyper.outputscale, noise_std, hyper.mean_constant)
+    return FitResult(hyper=hyper, attempts=fit.attempts, seconds=time.perf_counter() - start,
+                     success=success, noise=noise_std, noise_convention=noise_convention,
+                     y_mean=float(y_mean), y_scale=float(y_scale), neg_mll=fit.value if success else float("nan"),
+                     seed=int(seed), message=message)
+
+
 # -- refit schedules (math doc §9) -------------------------------------------------------------
 
 RefitSchedule = Callable[[int], bool]
@@ -369,7 +404,53 @@ def _geometric(hand_over: int) -> RefitSchedule:
     return schedule
 
 
-REFIT_SCHEDULES = ("every", "decaying", "geometric", "never")
+@dataclass(frozen=True)
+class AdaptiveRefit:
+    """Evidence-triggered refits with a geometric backstop (refit schedule ``"adaptive"``).
+
+    A refit happens at every step of the backstop (the geometric schedule: it = 0, 1, 2, 4, 8, ...)
+    and whenever the points added since the last fit are poorly predicted by the hyperparameters in
+    force: with ``z`` their one-step-ahead standardised residuals
+    (:meth:`~shapleig.posterior.ShapleyPosterior.innovations`, i.e. their log predictive density
+    under the current hyperparameters), when ``mean(z^2) > threshold`` (a calibrated model gives
+    ``E[z^2] = 1``). Until bound to a loop (:meth:`bind`, done by ``DesignLoop``) it is the backstop
+    alone. The decision reads only the archive and the posterior, so it is deterministic per seed.
+    """
+
+    threshold: float = 4.0
+    hand_over: int = 0
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.threshold) and self.threshold > 0):
+            raise ValueError(f"threshold must be positive and finite, got {self.threshold}")
+        if int(self.hand_over) < 0:
+            raise ValueError(f"hand_over must be >= 0, got {self.hand_over}")
+
+    @property
+    def __name__(self) -> str:  # the loop reports a callable schedule by its __name__
+        return "adaptive"
+
+    def __call__(self, it: int) -> bool:
+        return _geometric(int(self.hand_over))(it)
+
+    def bind(self, loop) -> RefitSchedule:
+        """Schedule reading ``loop.X``, ``loop.posterior.innovations()`` and the archive size at the last fit."""
+        backstop = _geometric(int(self.hand_over))
+
+        def adaptive(it: int) -> bool:
+            if backstop(it):
+                return True
+            t_fit, t = int(loop._fitted_on), int(loop.X.shape[0])
+            if loop.posterior is None or t_fit < 0 or t <= t_fit:
+                return False
+            z = loop.posterior.innovations()[t_fit:t]
+            return bool(np.mean(z**2) > self.threshold)
+
+        adaptive.__name__ = "adaptive"
+        return adaptive
+
+
+REFIT_SCHEDULES = ("every", "decaying", "geometric", "never", "adaptive")
 _ALIASES = {"every_iteration": "every", "init_64_factor_4": "decaying"}
 
 
@@ -378,11 +459,19 @@ def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedu
 
     ``"every"`` (default), ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
     below 448; it % 32 == 0 after), ``"geometric"`` (it = hand_over + k with k = 0 or a power of two),
-    ``"never"`` (only the initial fit at it = 0; the loop adds the final refit). A callable is
+    ``"never"`` (only the initial fit at it = 0; the loop adds the final refit), ``"adaptive"``
+    (:class:`AdaptiveRefit`: geometric backstop plus evidence-triggered refits; ``"adaptive:<t>"``
+    sets its threshold). A callable is
     returned unchanged. The loop always fits when no hyperparameters exist yet.
     """
     if callable(name):
         return name
+    if isinstance(name, str) and name.startswith("adaptive:"):
+        try:
+            threshold = float(name.split(":", 1)[1])
+        except ValueError:
+            raise ValueError(f"bad refit schedule {name!r}: write adaptive:<threshold>, e.g. adaptive:4") from None
+        return AdaptiveRefit(threshold=threshold, hand_over=int(hand_over))
     key = _ALIASES.get(name, name)
     if key == "every":
         return _every
@@ -390,6 +479,8 @@ def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedu
         return _decaying
     if key == "never":
         return _never
+    if key == "adaptive":
+        return AdaptiveRefit(hand_over=int(hand_over))
     if key == "geometric":
         if int(hand_over) < 0:
             raise ValueError(f"hand_over must be >= 0, got {hand_over}")

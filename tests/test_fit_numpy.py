@@ -1,0 +1,126 @@
+"""The numpy MAP fit engine (shapleig.fit) against the gpytorch fit it replaces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from shapleig.fit import MapProblem, fit_map_numpy, inverse_softplus, softplus
+from shapleig.posterior import Hyperparameters, standardize
+from shapleig.surrogate import build_model, fit_hyperparameters
+
+
+def _archive(t: int, p: int, seed: int):
+    rng = np.random.default_rng(seed)
+    codes = rng.choice(2**p, size=t, replace=False)  # distinct coalitions, as in a design archive
+    X = (codes[:, None] >> np.arange(p)) & 1 == 1
+    w = rng.normal(size=p)
+    y = X @ w + 0.3 * np.sin(3 * X @ rng.normal(size=p)) + 0.05 * rng.normal(size=t)
+    return X, y
+
+
+def _gpytorch_objective(X, y, noise, ard, theta):
+    """Loss and gradient of botorch's ExactMarginalLogLikelihood closure at theta = (c, raw_s, raw_l)."""
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    model = build_model(X, y, noise_std=noise, ard=ard)
+    with torch.no_grad():
+        model.mean_module.raw_constant.fill_(float(theta[0]))
+        model.covar_module.raw_outputscale.fill_(float(theta[1]))
+        raw = torch.as_tensor(theta[2:], dtype=torch.float64).reshape(model.covar_module.base_kernel.raw_lengthscale.shape)
+        model.covar_module.base_kernel.raw_lengthscale.copy_(raw)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    mll.train()
+    out = model(*model.train_inputs)
+    loss = -mll(out, model.train_targets)
+    loss.backward()
+    grads = [model.mean_module.raw_constant.grad, model.covar_module.raw_outputscale.grad,
+             model.covar_module.base_kernel.raw_lengthscale.grad]
+    return float(loss), np.concatenate([g.detach().reshape(-1).numpy() for g in grads])
+
+
+@pytest.mark.parametrize("ard", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_objective_and_gradient_match_gpytorch_and_finite_differences(ard, seed):
+    t, p = 12 + 5 * seed, 4 + 2 * seed
+    X, y = _archive(t, p, seed)
+    y_std, _, _ = standardize(y)
+    noise = 1e-4
+    problem = MapProblem.build(X, y_std, noise, ard)
+    rng = np.random.default_rng(seed + 10)
+    theta = np.concatenate([[0.3 * rng.normal()], [rng.normal()], rng.normal(size=p if ard else 1)])
+    value, grad = problem.objective(theta)
+    ref_value, ref_grad = _gpytorch_objective(X, y, noise, ard, theta)
+    assert value == pytest.approx(ref_value, rel=1e-10, abs=1e-10)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-10)
+    h = 1e-6
+    fd = np.array([(problem.objective(theta + h * e, grad=False)[0] - problem.objective(theta - h * e, grad=False)[0])
+                   / (2 * h) for e in np.eye(theta.shape[0])])
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-7)  # FD rounding
+
+
+def test_softplus_round_trip():
+    x = np.array([-30.0, -1.0, 0.0, 2.0, 40.0])
+    np.testing.assert_allclose(inverse_softplus(softplus(x)), x, rtol=1e-10, atol=1e-10)
+
+
+
+@pytest.mark.parametrize("ard", [True, False])
+def test_optimum_no_worse_than_gpytorch(ard):
+    for seed in range(3):
+        X, y = _archive(30 + 10 * seed, 6 + seed, 100 + seed)
+        ref = fit_hyperparameters(X, y, seed=seed, ard=ard)
+        new = fit_hyperparameters(X, y, seed=seed, ard=ard, engine="numpy")
+        assert ref.success and new.success
+        assert new.neg_mll <= ref.neg_mll + 1e-6
+        # the numpy fit reports the objective at its hyperparameters
+        y_std, _, _ = standardize(y)
+        problem = MapProblem.build(X, y_std, new.noise, ard)
+        h = new.hyper
+        theta = problem.pack(h.mean_constant, h.outputscale, h.lengthscales if ard else h.lengthscales[:1])
+        assert problem.objective(theta, grad=False)[0] == pytest.approx(new.neg_mll, abs=1e-12)
+
+
+def test_deterministic_per_seed_and_warm_start():
+    X, y = _archive(40, 8, 7)
+    a = fit_hyperparameters(X, y, seed=3, engine="numpy")
+    b = fit_hyperparameters(X, y, seed=3, engine="numpy")
+    assert a.hyper == b.hyper and a.neg_mll == b.neg_mll
+    warm = fit_hyperparameters(X, y, seed=3, engine="numpy", warm_start=a.hyper)
+    assert warm.neg_mll <= a.neg_mll + 1e-9
+
+
+def test_failed_fit_keeps_fallback(monkeypatch):
+    import shapleig.fit as fit_module
+
+    def broken(*args, **kwargs):
+        raise np.linalg.LinAlgError("forced")
+
+    monkeypatch.setattr(fit_module, "_run", broken)
+    X, y = _archive(6, 3, 0)
+    fallback = Hyperparameters(np.ones(3), 1.0, 1e-6, 0.0)
+    res = fit_hyperparameters(X, y, seed=0, engine="numpy", fallback=fallback)
+    assert not res.success and res.hyper == fallback and res.attempts == 5
+
+
+def test_unknown_engine():
+    X, y = _archive(6, 3, 0)
+    with pytest.raises(ValueError, match="engine"):
+        fit_hyperparameters(X, y, seed=0, engine="jax")
+
+
+@pytest.mark.parametrize("ard", [True, False])
+def test_optimum_no_worse_than_gpytorch_on_a_table_game(ard):
+    from shapleig.design import leverage_design
+    from tasks.tables import default_tables_dir, discover_tables
+
+    root = default_tables_dir()
+    if root is None or not (root / "ImageClassifier_Game" / "9").is_dir():
+        pytest.skip("shared table suite not present")
+    game = discover_tables(root / "ImageClassifier_Game" / "9")[0].load()
+    X = leverage_design(game.n_players, np.random.default_rng(0), size=4 * game.n_players)
+    y = game(X)
+    ref = fit_hyperparameters(X, y, seed=0, ard=ard)
+    new = fit_hyperparameters(X, y, seed=0, ard=ard, engine="numpy")
+    assert new.success and new.neg_mll <= ref.neg_mll + 1e-6
