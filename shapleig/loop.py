@@ -121,8 +121,8 @@ class DesignLoop:
     progress:         show a tqdm progress bar (evaluations).
     hyperparameters:  fixed hyperparameters (standardised units, used verbatim): no fit ever runs, so
                       the whole selection sequence is value-independent (§10).
-    fit_engine:       ``"gpytorch"`` (botorch's fit) or ``"numpy"`` (:mod:`shapleig.fit`, same MAP
-                      objective, analytic gradient, several times faster).
+    fit_engine:       ``"numpy"`` (default: :mod:`shapleig.fit`, same MAP objective as botorch, analytic
+                      gradient) or ``"gpytorch"`` (botorch's ``fit_gpytorch_mll``, the published route).
     max_retries:      retries of a coalition whose evaluation raises or returns NaN/inf, before the
                       loop stops with an error naming it (everything evaluated so far is kept).
     threads:          torch/BLAS threads while the loop computes (None: leave the pools alone); the
@@ -158,7 +158,7 @@ class DesignLoop:
         threads: int | None = 1,
         hyperparameters: Hyperparameters | None = None,
         max_retries: int = 1,
-        fit_engine: str = "gpytorch",
+        fit_engine: str = "numpy",
     ) -> None:
         p = check_game(game)
         if isinstance(game, BudgetedGame):

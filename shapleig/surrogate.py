@@ -273,12 +273,6 @@ def fit_hyperparameters(
     """
     if engine not in FIT_ENGINES:
         raise ValueError(f"unknown fit engine {engine!r}; choose one of {FIT_ENGINES}")
-    from botorch.exceptions.errors import ModelFittingError
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.optim.fit import fit_gpytorch_mll_scipy
-    from gpytorch import settings as gsettings
-    from gpytorch.mlls import ExactMarginalLogLikelihood
-
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be a bool[t, p] coalition matrix, got shape {X.shape}")
@@ -297,6 +291,13 @@ def fit_hyperparameters(
     if engine == "numpy":
         return _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start,
                           fallback, max_attempts, threads, ard, start)
+    # botorch/gpytorch load here, only for the gpytorch engine (importing botorch takes seconds)
+    from botorch.exceptions.errors import ModelFittingError
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.optim.fit import fit_gpytorch_mll_scipy
+    from gpytorch import settings as gsettings
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
     attempts = 0
     last_result: list = []
 
