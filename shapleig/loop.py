@@ -194,6 +194,7 @@ class DesignLoop:
         self.iteration = 0  # acquisitions made so far ("it" of the schedule)
         self.n_steps = 0
         self.trace: list[tuple[int, np.ndarray]] = []
+        self.std_trace: list[tuple[int, np.ndarray]] = []  # posterior std beside each trace entry
         self.fits: list[FitResult] = []
         self.selected: list[np.ndarray] = []  # per step, the pool rows picked
         # selection = fits + candidate state + acquisition; update = posterior extension + read-out
@@ -279,6 +280,7 @@ class DesignLoop:
 
     def _record(self) -> None:
         self.trace.append((self.evaluations, self.estimate_values()))
+        self.std_trace.append((self.evaluations, self.posterior.std.copy()))
 
     def _evaluate(self, Z: np.ndarray) -> np.ndarray:
         start = time.perf_counter()
@@ -385,6 +387,7 @@ class DesignLoop:
             self.timings["selection_s"] += time.perf_counter() - start
             # the final read-out replaces the last anytime entry at the same evaluation count
             self.trace[-1] = (self.evaluations, self.estimate_values())
+            self.std_trace[-1] = (self.evaluations, self.posterior.std.copy())
         self._finished = True
         if self._bar is not None:
             self._bar.close()
@@ -401,7 +404,7 @@ class DesignLoop:
             trace=list(self.trace),
             baseline=baseline,
             method="shapleig" if self.acquisition == "eig" else f"shapleig-{self.acquisition}",
-            info=self.info(),
+            info={**self.info(), "std_trace": list(self.std_trace)},
         )
 
     def run(self) -> ShapleyEstimate:
