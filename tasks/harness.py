@@ -5,7 +5,7 @@ corrupt file fails here), method names and options (each estimator is built once
 against each method's minimum for each task's p, seeds, and that the output path is writable.
 
 Exact values are computed once per task. Tasks marked ``expensive`` (LightGBM games) are
-enumerated once over all 2^p coalitions with a progress bar and cached as a games.md §7 table;
+enumerated once over all 2^p coalitions with a progress bar and cached as a docs/games.md §7 table;
 methods then read those values from the table (identical to re-running the deterministic game,
 and charged to the budget as usual) unless ``live=True``.
 

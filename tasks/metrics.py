@@ -1,4 +1,4 @@
-"""Error metrics between estimated and exact Shapley values (games.md §1).
+"""Error metrics between estimated and exact Shapley values (docs/games.md §1).
 
 MSE is ``(1/p) sum_i (est_i - exact_i)^2`` over the p players only (shapiq's benchmark metric also
 counts the empty interaction and divides by p + 1; we do not). Batched inputs ``[..., p]`` give one
