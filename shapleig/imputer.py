@@ -176,7 +176,10 @@ def _frame_layout(data: Any) -> tuple[list[str] | None, dict | None]:
 def _as_matrix(data: Any, what: str) -> np.ndarray:
     columns, _ = _frame_layout(data)
     if columns is not None:
-        numeric = all(np.issubdtype(t, np.number) or t == bool for t in data.dtypes)
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype  # a DataFrame: pandas is loaded
+
+        numeric = all(is_numeric_dtype(t) or is_bool_dtype(t) for t in data.dtypes)
+        # categorical or string columns keep their values as objects; the dtypes are restored per call
         arr = data.to_numpy(dtype=np.float64 if numeric else object)
     else:
         arr = np.asarray(data)

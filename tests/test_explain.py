@@ -62,6 +62,8 @@ def test_imputer_game_matches_definition_and_batches_one_call(diabetes):
     seen.clear()
     np.testing.assert_allclose(small(Z), v, rtol=1e-12)
     assert seen == [(14, 4)] * 4 + [(7, 4)]
+    # stores tell explanations of different rows apart
+    assert game.fingerprint() != ImputerGame(f, bg, x + 1.0).fingerprint() == ImputerGame(f, bg, x + 1.0).fingerprint()
 
 
 def test_linear_model_closed_form_and_exact_method():
@@ -140,6 +142,27 @@ def test_sklearn_dataframe_model_keeps_feature_names(diabetes):
     assert _efficiency_gap(est) < 1e-6
     reference = exact_shapley(ImputerGame(model.predict, X.iloc[:20], X.iloc[70]))
     assert np.abs(est.values - reference).max() < 0.25 * np.abs(reference).max()
+
+
+def test_categorical_dataframe_additive_model_closed_form():
+    """Mixed numeric / categorical columns reach the model with their dtypes; an additive model's
+    interventional values are g_j(x_j) - mean_b g_j(b_j)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"a": rng.normal(size=40), "b": pd.Categorical(rng.choice(["x", "y", "z"], 40)),
+                       "c": rng.integers(0, 5, 40)})
+
+    def f(frame):
+        assert isinstance(frame.dtypes["b"], pd.CategoricalDtype) and frame.dtypes["c"] == df.dtypes["c"]
+        return 2.0 * frame["a"].to_numpy() + 1.5 * (frame["b"] == "y").to_numpy() + 0.3 * frame["c"].to_numpy()
+
+    bg, x = df.iloc[:15], df.iloc[30]
+    est = shapleig.explain(f, bg, x, method="exact")
+    closed = [2.0 * (x["a"] - bg["a"].mean()), 1.5 * ((x["b"] == "y") - (bg["b"] == "y").mean()),
+              0.3 * (x["c"] - bg["c"].mean())]
+    np.testing.assert_allclose(est.values, closed, atol=1e-12)
+    assert est.info["feature_names"] == ["a", "b", "c"]
 
 
 def test_bad_input_fails_before_any_game_evaluation(lgbm6, diabetes):
