@@ -128,7 +128,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def add_explain_parser(sub: Any) -> None:
     """Register the ``explain`` subcommand on the ``shapleig`` parser's subparsers."""
     p = sub.add_parser("explain", help="Shapley values of one prediction of a saved model",
-                       description=__doc__.split("\n\n", 1)[1])
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="LightGBM text model (.txt) or pickled estimator (.joblib/.pkl)")
     p.add_argument("--data", required=True, help="rows (.csv or .parquet) holding the explained row")
     p.add_argument("--row", type=int, required=True, help="position of the explained row in --data")
