@@ -142,6 +142,12 @@ def test_sklearn_dataframe_model_keeps_feature_names(diabetes):
     assert _efficiency_gap(est) < 1e-6
     reference = exact_shapley(ImputerGame(model.predict, X.iloc[:20], X.iloc[70]))
     assert np.abs(est.values - reference).max() < 0.25 * np.abs(reference).max()
+    # full budget (2^5 coalitions): Leverage SHAP's regression is exact, so explain equals enumeration
+    import baselines
+
+    full = shapleig.explain(model, X.iloc[:20], X.iloc[[70]], budget=2**5, method=baselines.get("leverage-shap"))
+    assert full.evaluations == 2**5
+    np.testing.assert_allclose(full.values, reference, atol=1e-9)
 
 
 def test_categorical_dataframe_additive_model_closed_form():
