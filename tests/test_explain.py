@@ -137,7 +137,7 @@ def test_sklearn_dataframe_model_keeps_feature_names(diabetes):
     X = X.iloc[:, :5]
     model = RandomForestRegressor(n_estimators=10, max_depth=4, random_state=0).fit(X, y)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.filterwarnings("error", message=".*feature names")  # sklearn's array-input warning
         est = shapleig.explain(model, X.iloc[:20], X.iloc[[70]], budget=16, seed=2)
     assert _efficiency_gap(est) < 1e-6
     reference = exact_shapley(ImputerGame(model.predict, X.iloc[:20], X.iloc[70]))
