@@ -90,8 +90,8 @@ def test_lightgbm_shapleig_efficient_and_exact_at_full_budget(lgbm6):
     p = 6
     reference = exact_shapley(ImputerGame(model_predict(model), bg, x))
     # a small budget: efficient to 1e-6 whatever the GP's interpolation error
-    est = shapleig.explain(model, bg, x, budget=20, seed=0)
-    assert est.evaluations == 20 and est.method == "shapleig"
+    est = shapleig.explain(model, bg, x, budget=12, seed=0)
+    assert est.evaluations == 12 and est.method == "shapleig"
     assert _efficiency_gap(est) < 1e-6
     assert est.std.shape == (p,) and np.all(est.std >= 0)
     assert est.baseline == pytest.approx(model.predict(bg).mean(), rel=1e-12)
@@ -187,7 +187,7 @@ def test_bad_input_fails_before_any_game_evaluation(lgbm6, diabetes):
         shapleig.explain(multi, X.iloc[:10, :4], X.iloc[3, :4], output=5)
     with pytest.raises(shapleig.BudgetError, match="shapleig needs budget >= 8"):
         shapleig.explain(model, bg, x, budget=5)
-    est = shapleig.explain(multi, X.iloc[:10, :4], X.iloc[3, :4], output=2, budget=12)
+    est = shapleig.explain(multi, X.iloc[:10, :4], X.iloc[3, :4], output=2, method="exact")
     assert est.info["prediction"] == pytest.approx(multi.predict_proba(X.iloc[[3], :4])[0, 2])
 
 
@@ -252,12 +252,14 @@ def test_explain_command_on_saved_models(tmp_path, capsys, diabetes):
 
     fig = tmp_path / "e.png"
     assert main(["explain", "--model", str(tmp_path / "model.txt"), "--data", str(tmp_path / "X.csv"),
-                 "--row", "3", "--budget", "12", "--background", "20", "--plot", str(fig)]) == 0
+                 "--row", "3", "--budget", "12", "--background", "20", "--plot", str(fig),
+                 "--method", "shapleig-leverage"]) == 0
     out = capsys.readouterr().out
     assert "row 3: prediction" in out and fig.read_bytes()[:4] == b"\x89PNG"
     back = pd.read_csv(tmp_path / "X.csv")[list(X.columns)]  # the model's feature names pick columns
     ref = shapleig.explain(lgb.Booster(model_file=str(tmp_path / "model.txt")),
-                           back.sample(20, random_state=0), back.iloc[3], budget=12, seed=0)
+                           back.sample(20, random_state=0), back.iloc[3], budget=12, seed=0,
+                           method="shapleig-leverage")
     top = int(np.argmax(np.abs(ref.values)))
     assert f"{ref.values[top]:.3g}" in out and X.columns[top] in out
 
