@@ -1,6 +1,6 @@
 """Leverage SHAP (Musco & Witter, ICLR 2025): paired leverage-score sampling + projected regression.
 
-Design (baselines.md §8). The leverage score of coalition ``z`` in the projected Shapley
+Design (docs/baselines.md §8). The leverage score of coalition ``z`` in the projected Shapley
 regression is ``1 / C(n, |z|)``: every size gets the same total mass. With an oversampling factor
 ``c``, each complementary pair ``{z, N \\ z}`` is kept with probability ``q_s = min(1, 2c / C(n, s))``,
 so the expected number of sampled proper coalitions is ``sum_{s=1}^{n-1} min(C(n, s), 2c)``; ``c``

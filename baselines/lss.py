@@ -1,9 +1,9 @@
 """Least-squares sampling: LSS, S-LSS and SRS-LSS (Benati et al. 2019; Pollmann & Staudacher).
 
-All three are applied to the centred game ``v - v(empty)`` (baselines.md, "Centring") and are
+All three are applied to the centred game ``v - v(empty)`` (docs/baselines.md, "Centring") and are
 exactly efficient: the estimates sum to ``v(N) - v(empty)``.
 
-Budget accounting (baselines.md §1), chosen by the constructor option ``accounting``:
+Budget accounting (docs/baselines.md §1), chosen by the constructor option ``accounting``:
 
 - ``"distinct"`` (default, the project rule): the budget counts distinct coalitions including
   the empty and grand ones, which are evaluated first. Draws are i.i.d. with replacement;

@@ -1,6 +1,6 @@
 """Regression MSR (Witter, Liu & Musco, 2025): tree surrogate + maximum-sample-reuse residual.
 
-``phi(v) = phi(f) + phi(v - f)`` (baselines.md §9). Steps, all on ONE sample:
+``phi(v) = phi(f) + phi(v - f)`` (docs/baselines.md §9). Steps, all on ONE sample:
 
 1. Evaluate ``v(0)``, ``v(N)`` and ``budget - 2`` distinct proper coalitions from the paired
    uniform-size sampler (:func:`shapleig.coalitions.sample_paired_uniform_size`); when the budget

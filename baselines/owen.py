@@ -1,4 +1,4 @@
-"""Owen (multilinear) sampling and Halved Owen sampling (Okhrati & Lipani, ICPR 2020; baselines.md §3).
+"""Owen (multilinear) sampling and Halved Owen sampling (Okhrati & Lipani, ICPR 2020; docs/baselines.md §3).
 
 Identity: ``phi_i = int_0^1 e_i(q) dq`` with ``e_i(q) = E[v(E + i) - v(E)]``, where ``E`` contains
 every other player independently with probability ``q``.

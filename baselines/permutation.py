@@ -1,4 +1,4 @@
-"""Permutation sampling, ApproShapley (Castro, Gómez & Tejada 2009; baselines.md §2).
+"""Permutation sampling, ApproShapley (Castro, Gómez & Tejada 2009; docs/baselines.md §2).
 
 Uniform i.i.d. permutations; along each permutation pi, player pi_k receives the marginal
 contribution ``v(P_k) - v(P_{k-1})`` of joining its prefix. ``v(empty)`` and ``v(N)`` are

@@ -10,7 +10,7 @@ Size distributions are ``float64[p + 1]`` arrays indexed by coalition size ``s =
 0 and p are zero: the samplers only draw proper, non-empty coalitions).
 
 :func:`draw_within_budget` implements the project's budget rule for with-replacement estimators
-(baselines.md §1): draws are taken in order from a stream, repeats are free cache hits and keep
+(docs/baselines.md §1): draws are taken in order from a stream, repeats are free cache hits and keep
 their multiplicity, and drawing stops before the first draw whose new coalition would not fit,
 when the sampler's support is fully evaluated, or at a maximum number of draws.
 """

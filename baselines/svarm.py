@@ -1,6 +1,6 @@
 """SVARM, Stratified SVARM and S-SVARM+ (Kolpaczki, Bengs, Muschalik & Hüllermeier, AAAI 2024).
 
-Specification: baselines.md §4-§5. Notation: ``p`` players, ``H_p`` the p-th harmonic number.
+Specification: docs/baselines.md §4-§5. Notation: ``p`` players, ``H_p`` the p-th harmonic number.
 
 SVARM writes ``phi_i = phi_i^+ - phi_i^-`` with ``phi_i^+ = E[v(S + i)]`` and ``phi_i^- = E[v(S)]``
 over ``S`` subsets of ``N - i`` with Shapley weights, and estimates both halves by running means
@@ -408,7 +408,7 @@ class StratifiedSVARMPlus(_StratifiedEstimator):
     sizes:        ``"uniform"`` (default, as in the paper) or ``"paper"`` (Stratified SVARM's P(s)).
     empty_strata: how strata left without a sample at small budgets are handled.
 
-      - ``"warmup"`` (default, the rule baselines.md §5 recommends): the Stratified SVARM warm-up
+      - ``"warmup"`` (default, the rule docs/baselines.md §5 recommends): the Stratified SVARM warm-up
         coalitions are evaluated first (distinct ones once) and enter the without-replacement
         sample like any other draw, with the full all-players update; this guarantees every
         stratum at least one sample. Needs budget ``W + 1`` (as Stratified SVARM).

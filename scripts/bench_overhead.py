@@ -5,7 +5,7 @@ For each p, a cheap synthetic game (linear + pairwise + one three-way term) is r
 
 - ``every``:  a cold-start MAP refit at every timed step, followed by a full rebuild of the
               Shapley posterior and candidate state and the EIG sweep over the pool;
-- ``frozen``: hyperparameters frozen, exact incremental §10 updates and the EIG sweep.
+- ``frozen``: hyperparameters frozen, exact incremental docs/math.md §10 updates and the EIG sweep.
 
 Columns (seconds per iteration, game excluded): selection = GP fit + posterior/candidate build +
 EIG over the pool, of which the fit and the rest ("EIG"); update = posterior extension by the new

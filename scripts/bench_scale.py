@@ -8,7 +8,7 @@ For each p (one subprocess per p, so the peak RSS is that configuration's) on a 
 2. ``rebuild``: the Shapley posterior and the candidate state from scratch (what follows a refit);
 3. ``frozen``: W timed iterations with frozen hyperparameters (EIG over the pool, pick, exact
    conditioning, posterior extension by the new point);
-4. ``fit cold`` / ``fit warm``: one MAP fit on the final archive from the §3 initial values, and
+4. ``fit cold`` / ``fit warm``: one MAP fit on the final archive from the docs/math.md §3 initial values, and
    one warm-started from the previous hyperparameters;
 
 and reports per iteration (seconds, game excluded):

@@ -1,8 +1,8 @@
-"""Airport n = 100: MSE and wall time of the sampling baselines against baselines.md §12.
+"""Airport n = 100: MSE and wall time of the sampling baselines against docs/baselines.md §12.
 
 Usage: python scripts/check_svarm_airport.py [--budgets 10000 50000] [--seeds 5]
 
-Prints, per method and budget, the mean MSE over seeds, the indicative MSE of baselines.md §12
+Prints, per method and budget, the mean MSE over seeds, the indicative MSE of docs/baselines.md §12
 (SVARM accounting, so expect agreement within about +-50% under distinct accounting), the mean
 number of draws and the mean wall time per run. The airport game is cheap, so the wall time is
 the estimator's own overhead (target: well under 10 s per run at T = 50,000 on 2 cores).
@@ -25,7 +25,7 @@ LEVEL_VALUES = [
     0.0100000000, 0.0208695652, 0.0333695652, 0.0468830787, 0.0635497454,
     0.0827805146, 0.1060363286, 0.1393696619, 0.1893696619, 0.2893696619,
 ]
-# baselines.md §12 indicative MSEs: {budget: value}
+# docs/baselines.md §12 indicative MSEs: {budget: value}
 REFERENCE = {
     "permutation": {10_000: 4.6e-3, 50_000: 1.1e-3},
     "svarm": {10_000: 1.7e-3, 50_000: 6.4e-4},

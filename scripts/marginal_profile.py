@@ -3,7 +3,7 @@
 Shapley values weight every size layer equally (1/p each), so the sizes with large marginal
 contributions carry most of the information. ShaplEIG's selection does not depend on observed values
 (only on the coalitions, through the kernel) and spends its first acquisitions on the extreme sizes
-(math doc §11); this profile shows per game whether that is where the information is. Printed per
+(docs/math.md §11); this profile shows per game whether that is where the information is. Printed per
 table folder, averaged over its tables and normalised to the peak size (1.00).
 
     .venv/bin/python scripts/marginal_profile.py                      # every shared table suite

@@ -1,4 +1,4 @@
-"""Reproduce the LSS paper's airport results (Pollmann & Staudacher, Table 7; baselines.md §12).
+"""Reproduce the LSS paper's airport results (Pollmann & Staudacher, Table 7; docs/baselines.md §12).
 
 Airport game, n = 100 players, T = 50,000, ``draws`` accounting as in the paper (tau = T draws,
 v(empty) = 0 not counted, v(N) not counted; S-LSS and SRS-LSS overshoot T by their allocation).

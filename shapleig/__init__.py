@@ -35,6 +35,9 @@ _LAZY = {
     "EvaluationStore": "shapleig.store",
     "SerialEvaluator": "shapleig.evaluate",
     "ExecutorEvaluator": "shapleig.evaluate",
+    "explain": "shapleig.imputer",
+    "ImputerGame": "shapleig.imputer",
+    "plot_explanation": "shapleig.plot",
 }
 
 

@@ -1,4 +1,4 @@
-"""Acquisition functions over coalitions: Shapley EIG, posterior variance, random (math doc §7, §10).
+"""Acquisition functions over coalitions: Shapley EIG, posterior variance, random (docs/math.md §7, §10).
 
 Two faces of the same computation:
 

@@ -1,4 +1,4 @@
-"""Initial designs and candidate pools (math doc §8).
+"""Initial designs and candidate pools (docs/math.md §8).
 
 Initial design (p + 1 coalitions): the empty and grand coalitions, then p - 1 coalitions from the
 paired uniform-size sampler (leverage-score design, no border trick) or uniformly at random.

@@ -1,11 +1,11 @@
 """Generating-polynomial (ESP) products of the Shapley operator A with the Hamming kernel.
 
-All routines are float64 and never form a ``2^p`` object (math doc §3-§5):
+All routines are float64 and never form a ``2^p`` object (docs/math.md §3-§5):
 
 - :func:`hamming_kernel` -- ``k(z, z') = s exp(-(1/p) sum_j [z_j != z'_j] / l_j)``, botorch's
   ``ScaleKernel(CategoricalKernel(ard_num_dims=p))``.
-- :func:`shapley_kernel_columns` -- the columns ``A k(., z)`` (§4), O(p^2) per coalition.
-- :func:`prior_shapley_covariance` -- ``M = A K A^T`` by the parity route (§5), O(p^3).
+- :func:`shapley_kernel_columns` -- the columns ``A k(., z)`` (docs/math.md §4), O(p^2) per coalition.
+- :func:`prior_shapley_covariance` -- ``M = A K A^T`` by the parity route (docs/math.md §5), O(p^3).
 
 Cross-check routes (same quantities, independent algebra) are public too:
 :func:`shapley_kernel_columns_reference` (prefix/suffix convolution, O(p^3) per coalition),
@@ -37,7 +37,7 @@ _RENORM_EVERY = 16
 
 @dataclass(frozen=True, eq=False)
 class KernelFactors:
-    """Per-player factors of the Hamming kernel (math doc §3). Arrays are float64[p].
+    """Per-player factors of the Hamming kernel (docs/math.md §3). Arrays are float64[p].
 
     ``alpha = s^(1/p)``; ``b = exp(-1/(p l))``; ``beta = alpha b``; ``one_minus_b = 1 - b`` and
     ``rho = (1-b)/(1+b) = tanh(1/(2 p l))`` are computed directly to avoid cancellation.
@@ -146,7 +146,7 @@ def _normalise_rows(table: np.ndarray, logscale: np.ndarray) -> None:
 
 
 def _columns_fold(z: np.ndarray, kf: KernelFactors) -> np.ndarray:
-    """O(p^2)-per-coalition route for one chunk: ``float64[p, m]`` (§4, 'O(p^2) variant').
+    """O(p^2)-per-coalition route for one chunk: ``float64[p, m]`` (docs/math.md §4, 'O(p^2) variant').
 
     Tables are stored degree-major (``[a, coalition]``) and only their live degrees are touched:
     the prefix P_j has degrees 0..j and the suffix contraction h_{j+1} is read at degrees 0..j.
@@ -261,7 +261,7 @@ def _columns(route, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float)
 
 
 def shapley_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-    """Columns ``A k(., z)`` for every row z of ``Z`` (bool[m, p]): ``float64[p, m]`` (§4).
+    """Columns ``A k(., z)`` for every row z of ``Z`` (bool[m, p]): ``float64[p, m]`` (docs/math.md §4).
 
     Entry j is positive exactly when j is in z. O(p^2) per coalition (suffix contraction folded
     with the Shapley weights, prefix tables carried forward), vectorised over chunks. With one
@@ -289,7 +289,7 @@ def shared_size_tables(n_players: int, lengthscale: float, outputscale: float) -
     """Per-size values of ``A k(., z)`` for the shared-lengthscale kernel: ``(inside, outside)``, float64[p+1].
 
     With every ``b_j = b``, entry j of ``A k(., z)`` depends only on m = |z| and on whether j is in z
-    (§4, Owen's integral form): ``inside[m] = s (1-b) int_0^1 q1(t)^(m-1) q0(t)^(p-m) dt`` for
+    (docs/math.md §4, Owen's integral form): ``inside[m] = s (1-b) int_0^1 q1(t)^(m-1) q0(t)^(p-m) dt`` for
     j in z (m >= 1) and ``outside[m] = -s (1-b) int q1^m q0^(p-m-1) dt`` for j not in z (m <= p-1),
     with ``q1 = 1 - (1-b)(1-t)`` and ``q0 = 1 - (1-b) t``. The integrands are positive polynomials of
     degree p - 1, integrated exactly by ceil(p/2) Gauss-Legendre nodes in log space (no cancellation,
@@ -326,7 +326,7 @@ def shared_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: 
 
 
 def shared_prior_shapley_covariance(lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-    """:func:`prior_shapley_covariance` for a shared lengthscale: M has two values (§5, parity route).
+    """:func:`prior_shapley_covariance` for a shared lengthscale: M has two values (docs/math.md §5, parity route).
 
     With every ``rho_j = rho``, ``e_k(rho_-i) = C(p-1, k) rho^k``, so
     ``M_ii = 4 kappa rho sum_{k even} C(p-1,k) rho^k / (k+1)^2`` and
@@ -372,7 +372,7 @@ def shapley_kernel_columns_integral(Z: np.ndarray, lengthscales: np.ndarray, out
 
 
 def prior_shapley_covariance(lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-    """Prior covariance of the Shapley vector, ``M = A K A^T``: float64[p, p] (§5, parity route).
+    """Prior covariance of the Shapley vector, ``M = A K A^T``: float64[p, p] (docs/math.md §5, parity route).
 
     ``M_ii = 4 kappa rho_i sum_{k even} e_k(rho_-i)/(k+1)^2``,
     ``M_ij = 4 kappa rho_i rho_j sum_{k odd} e_k(rho_-ij)/(k+2)^2``, ``kappa = s prod (1+b)/2``.
@@ -458,7 +458,7 @@ def _contract2(R: np.ndarray, b: float) -> np.ndarray:
 
 
 def prior_shapley_covariance_bivariate(lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-    """Cross-check of :func:`prior_shapley_covariance` by the bivariate route (§5), O(p^4) time.
+    """Cross-check of :func:`prior_shapley_covariance` by the bivariate route (docs/math.md §5), O(p^4) time.
 
     ``M_ii = 2 s (1-b_i) sum omega(a) omega(b) F^(-i)_ab``,
     ``M_ij = s (1-b_i)(1-b_j) sum dw(a) dw(b) F^(-ij)_ab`` with ``dw(a) = omega(a+1) - omega(a)``

@@ -1,4 +1,4 @@
-"""MAP fit of the Hamming-kernel GP in numpy/scipy with an analytic gradient (math doc §3).
+"""MAP fit of the Hamming-kernel GP in numpy/scipy with an analytic gradient (docs/math.md §3).
 
 Same model and objective as the gpytorch fit in :mod:`shapleig.surrogate` (``engine="gpytorch"``):
 
@@ -8,7 +8,7 @@ Same model and objective as the gpytorch fit in :mod:`shapleig.surrogate` (``eng
 - objective ``(-log N(y~; c, K + sigma^2 I) - log prior(l)) / t`` with the prior
   ``LogNormal(sqrt2 + ln(p)/2, sqrt3)`` evaluated on l (no Jacobian of the softplus);
 - L-BFGS-B (scipy defaults, as botorch's ``fit_gpytorch_mll_scipy``) over
-  ``theta = (c, raw_s, raw_l)`` from the §3 initial values (or a warm start); a run that ends in a
+  ``theta = (c, raw_s, raw_l)`` from the docs/math.md §3 initial values (or a warm start); a run that ends in a
   failure status or a non-positive-definite matrix is retried from the initial values with the
   lengthscales resampled from their prior, at most ``max_attempts`` runs (botorch's fallback).
 
@@ -234,7 +234,7 @@ def fit_map_numpy(
 ) -> tuple[Hyperparameters | None, MapFit]:
     """MAP hyperparameters for bool[t, p] archive ``X`` and standardised values ``y_std``.
 
-    Starts from the §3 initial values, or from ``init`` (warm start; a shared kernel starts from the
+    Starts from the docs/math.md §3 initial values, or from ``init`` (warm start; a shared kernel starts from the
     geometric mean of ``init``'s lengthscales). Returns ``(hyper or None on failure, MapFit)``;
     shared lengthscales are returned repeated p times.
     """

@@ -1,9 +1,9 @@
 """``DesignLoop``: initial design -> fit -> acquire -> evaluate -> update, until the budget is spent.
 
-Math doc §9. The loop spends budget only through a :class:`~shapleig.game.BudgetedGame`: the initial
+docs/math.md §9. The loop spends budget only through a :class:`~shapleig.game.BudgetedGame`: the initial
 design is evaluated with one call and every batch of ``q`` selected coalitions with one call (so an
 evaluator can run a batch concurrently). Between refits the hyperparameters are frozen and the
-candidate state is updated incrementally (exact, value-independent, §10); at a refit everything is
+candidate state is updated incrementally (exact, value-independent, docs/math.md §10); at a refit everything is
 rebuilt from scratch. After every step the posterior mean under the hyperparameters in force is
 appended to the trace, so the run is an anytime estimator.
 """
@@ -106,7 +106,7 @@ class DesignLoop:
     batch_size:       q coalitions selected per step (exact greedy batch under frozen hyperparameters).
     noise, noise_convention: fixed noise variance and its units (``"standardized"`` or ``"raw"``).
     final_refit:      refit on the full archive before the final read-out (unless just refitted).
-    warm_start:       start each refit from the previous hyperparameters instead of the §3 values.
+    warm_start:       start each refit from the previous hyperparameters instead of the docs/math.md §3 values.
     surrogate:        ``"auto"`` (default): fit a shared-lengthscale and an ARD Hamming kernel at every
                       refit and average their Shapley posteriors by evidence (BIC weights; see
                       :mod:`shapleig.kernel_choice`); ``"shared"``: one lengthscale for all players;
@@ -120,7 +120,7 @@ class DesignLoop:
     callbacks:        callables ``cb(loop)`` run after every step.
     progress:         show a tqdm progress bar (evaluations).
     hyperparameters:  fixed hyperparameters (standardised units, used verbatim): no fit ever runs, so
-                      the whole selection sequence is value-independent (§10).
+                      the whole selection sequence is value-independent (docs/math.md §10).
     fit_engine:       ``"numpy"`` (default: :mod:`shapleig.fit`, same MAP objective as botorch, analytic
                       gradient) or ``"gpytorch"`` (botorch's ``fit_gpytorch_mll``, the published route).
     max_retries:      retries of a coalition whose evaluation raises or returns NaN/inf, before the

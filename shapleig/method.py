@@ -155,7 +155,7 @@ class ShaplEIG(BaseEstimator):
 
 
 class GPLeverage(BaseEstimator):
-    """The GP+Leverage ablation arm (baselines.md §10): no acquisition, one leverage sample.
+    """The GP+Leverage ablation arm (docs/baselines.md §10): no acquisition, one leverage sample.
 
     At budget m it evaluates the empty and grand coalitions plus m - 2 distinct coalitions from the
     paired uniform-size sampler (the leverage-score distribution that also draws ShaplEIG's initial

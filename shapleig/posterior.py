@@ -1,4 +1,4 @@
-"""Gaussian posterior over the Shapley vector under fixed GP hyperparameters (math doc §6, §7, §10).
+"""Gaussian posterior over the Shapley vector under fixed GP hyperparameters (docs/math.md §6, §7, §10).
 
 Everything is computed in standardised output units (botorch ``Standardize(m=1)``) and reported in
 raw units where stated. ``A`` (the Shapley operator) is never formed: its products with the kernel
@@ -7,7 +7,7 @@ come from :mod:`shapleig.esp`.
 - :class:`ShapleyPosterior` -- mean, covariance and std of phi given an archive ``(X, y)``.
 - :class:`CandidatePosterior` -- value-independent state over a finite candidate pool: the
   closed-form Shapley EIG of every candidate and exact rank-one conditioning (frozen greedy
-  selection and exact batches, §10).
+  selection and exact batches, docs/math.md §10).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from scipy.linalg import solve_triangular
 from .coalitions import as_coalition_matrix
 from .esp import hamming_kernel, prior_shapley_covariance, shapley_kernel_columns
 
-# R is clamped below 1 so EIG = -log1p(-R) stays finite (math doc §7).
+# R is clamped below 1 so EIG = -log1p(-R) stays finite (docs/math.md §7).
 _R_MAX = 1.0 - 1e-12
 _MAX_JITTER_TRIES = 8
 
@@ -148,7 +148,7 @@ class _Buffers:
 class ShapleyPosterior:
     """GP posterior over phi given archive ``X`` (bool[t, p]) and raw values ``y`` (float64[t]).
 
-    Math doc §6. ``t = 0`` is allowed (the prior). Attributes: ``hyper``, ``X``, ``y`` (raw),
+    docs/math.md §6. ``t = 0`` is allowed (the prior). Attributes: ``hyper``, ``X``, ``y`` (raw),
     ``y_mean``, ``y_scale``, ``jitter`` (added to ``K + sigma^2 I``, normally 0).
     """
 
@@ -359,7 +359,7 @@ class ShapleyPosterior:
 
 
 class CandidatePosterior:
-    """Value-independent state over a finite candidate pool under frozen hyperparameters (§7, §10).
+    """Value-independent state over a finite candidate pool under frozen hyperparameters (docs/math.md §7, §10).
 
     Holds (standardised units) ``shapley_covariance`` Sigma_phi (p x p), ``B`` = Cov[phi, f(W)]
     (p x n), the predictive variances ``v`` (n) and ``L^-1 K(X, W)`` (t x n, one row appended per
@@ -423,7 +423,7 @@ class CandidatePosterior:
         return out
 
     def condition(self, j: int) -> float:
-        """Condition on pool candidate ``j`` being observed (exact §10 updates); returns its EIG before.
+        """Condition on pool candidate ``j`` being observed (exact docs/math.md §10 updates); returns its EIG before.
 
         Updates Sigma_phi, B, v and appends the Cholesky border row ``c(w)/sqrt(v*)`` to
         ``L^-1 K(X, W)``, then marks ``j`` unavailable. Costs O(p^2 + (p + t) n).
@@ -457,7 +457,7 @@ class CandidatePosterior:
         return gain
 
     def greedy(self, q: int) -> tuple[np.ndarray, np.ndarray]:
-        """Select ``q`` candidates by sequential argmax-EIG with conditioning (exact batch, §10.2).
+        """Select ``q`` candidates by sequential argmax-EIG with conditioning (exact batch, docs/math.md §10.2).
 
         Ties go to the first index in pool order. Returns (pool indices int64[q], EIGs float64[q]).
         """

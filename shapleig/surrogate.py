@@ -1,6 +1,6 @@
 """The Hamming-kernel GP surrogate (gpytorch/botorch): model, priors, fixed noise, MAP fit, schedules.
 
-Model (math doc §3): ``SingleTaskGP`` with ``ScaleKernel(CategoricalKernel(ard_num_dims=p))`` (as
+Model (docs/math.md §3): ``SingleTaskGP`` with ``ScaleKernel(CategoricalKernel(ard_num_dims=p))`` (as
 the subclass ``HammingKernel``, evaluated by matrix products for 0/1 inputs),
 ``k(z, z') = s * exp(-(1/p) sum_j [z_j != z'_j] / l_j)``, a constant mean, a ``Standardize(m=1)``
 outcome transform and a fixed observation noise (``ard=False``: one lengthscale shared by all
@@ -119,7 +119,7 @@ def initial_lengthscale(n_players: int) -> float:
 
 
 def standardized_noise(noise: float, y_scale: float, convention: str = "standardized") -> float:
-    """Observation noise variance in standardised units under a noise convention (math doc §3).
+    """Observation noise variance in standardised units under a noise convention (docs/math.md §3).
 
     ``"standardized"`` (shapiq, default): ``noise`` is already in standardised units and used as
     given (gpytorch's float64 floor of 1e-6 is lowered for the fit when ``noise`` is below it, so a
@@ -147,7 +147,7 @@ def build_model(
     """The botorch ``SingleTaskGP`` for archive ``X`` (bool[t, p]) and raw values ``y`` (float64[t]).
 
     ``noise_std`` is the fixed noise variance in standardised units. ``init`` sets lengthscales,
-    outputscale and mean constant (warm start); otherwise the §3 initial values are used.
+    outputscale and mean constant (warm start); otherwise the docs/math.md §3 initial values are used.
     ``ard=False`` gives every player one shared lengthscale (same prior, same initial value): one
     kernel parameter instead of p, which fits far better from the few points of a small budget.
     """
@@ -264,7 +264,7 @@ def fit_hyperparameters(
     by botorch's ``fit_gpytorch_mll`` (scipy L-BFGS-B), at most ``max_attempts`` attempts; a retry
     happens after an exception or an optimisation warning and resamples the lengthscales from the
     prior. torch is seeded with ``seed`` before the fit (inside a forked RNG, so global state is
-    untouched), which makes the fit deterministic. Cold start from the §3 initial values unless
+    untouched), which makes the fit deterministic. Cold start from the docs/math.md §3 initial values unless
     ``warm_start`` is given. If every attempt fails, ``fallback`` (or the initial values) is kept,
     ``success`` is False and the failure is logged. ``threads`` limits torch/BLAS threads during
     the fit (see :func:`compute_threads`). ``ard=False`` fits one lengthscale shared by all players
@@ -373,7 +373,7 @@ def _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, war
                      seed=int(seed), message=message)
 
 
-# -- refit schedules (math doc §9) -------------------------------------------------------------
+# -- refit schedules (docs/math.md §9) -------------------------------------------------------------
 
 RefitSchedule = Callable[[int], bool]
 

@@ -10,7 +10,7 @@ Names (``shapleig tasks`` lists them):
 - table suites under :func:`tasks.tables.default_tables_dir`: ``vit-9``, ``vit-16``,
   ``resnet-14``, ``bike-dv-10``, ... ; a suite expands to one task per file, ``vit-9/seed=k``;
   ``vit-9/seed=a-b`` selects seeds a..b and ``vit-9/first=n`` the first n files;
-- ``table:<path>``: one ``.npz`` table (games.md §7), or every table in a folder.
+- ``table:<path>``: one ``.npz`` table (docs/games.md §7), or every table in a folder.
 
 Every task knows its ``group`` (the suite or the game family) so that results can be pooled.
 """

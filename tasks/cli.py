@@ -6,6 +6,7 @@
         --seeds 3 --out results.parquet [--jobs N]
     shapleig plot results.parquet --out fig.png
     shapleig demo [--out DIR] [--budgets ...] [--seeds N] [--quick]
+    shapleig explain --model model.txt --data X.csv --row 3 --budget 40 [--plot fig.png]
 
 Bad input (unknown task or method, bad options, budgets below a method's minimum, an unwritable
 output path, a corrupt table) is reported before any evaluation, with exit status 2.
@@ -253,6 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", nargs="+", default=None, help=f"default: {' '.join(DEMO_METHODS)}")
     _add_run_options(p, demo=True)
     p.set_defaults(func=cmd_demo)
+
+    from tasks.explain_cli import add_explain_parser  # imports this module: registered last
+
+    add_explain_parser(sub)
     return parser
 
 

@@ -5,7 +5,7 @@ corrupt file fails here), method names and options (each estimator is built once
 against each method's minimum for each task's p, seeds, and that the output path is writable.
 
 Exact values are computed once per task. Tasks marked ``expensive`` (LightGBM games) are
-enumerated once over all 2^p coalitions with a progress bar and cached as a games.md §7 table;
+enumerated once over all 2^p coalitions with a progress bar and cached as a docs/games.md §7 table;
 methods then read those values from the table (identical to re-running the deterministic game,
 and charged to the budget as usual) unless ``live=True``.
 
@@ -18,6 +18,10 @@ Columns of the table: task, group, kind, p, method (label incl. options), method
 anytime, accounting, noise, error. ``wall_s`` is the time until the method had its estimate at
 that budget; ``game_s`` the part of it spent inside the game; ``selection_s = wall_s - game_s``
 (the method's own overhead: fitting, acquisition, sampling).
+List columns ``values``, ``std`` (None for methods without a posterior) and ``exact`` keep the
+per-player estimate, its std and the exact values, so any new metric (e.g. interval coverage,
+:func:`tasks.metrics.interval_coverage`) can be computed from a finished study; ``versions``
+(JSON) names the package versions that produced the row.
 """
 
 from __future__ import annotations
@@ -43,8 +47,22 @@ from tasks.methods import MethodSpec, resolve_methods
 COLUMNS = [
     "task", "group", "kind", "p", "method", "method_name", "options", "budget", "budget_spec",
     "seed", "evaluations", "mse", "max_abs_err", "wall_s", "selection_s", "game_s", "anytime",
-    "accounting", "noise", "error",
+    "accounting", "noise", "error", "values", "std", "exact", "versions",
 ]
+VERSIONED_PACKAGES = ("shapleig", "torch", "gpytorch", "botorch", "numpy", "lightgbm")
+
+
+def package_versions() -> str:
+    """JSON ``{package: version}`` of the packages a result depends on (``None`` if not installed)."""
+    from importlib import metadata
+
+    found: dict[str, str | None] = {}
+    for name in VERSIONED_PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return json.dumps(found, sort_keys=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,7 +344,7 @@ def run_job(
     base = {
         "task": task.name, "group": task.group, "kind": task.kind, "p": p, "method": spec.label,
         "method_name": spec.name, "options": spec.options_json, "seed": int(job.seed),
-        "anytime": bool(job.anytime),
+        "anytime": bool(job.anytime), "exact": exact.tolist(), "versions": package_versions(),
     }
     try:
         return _run(job, game, spec, exact, base, threads)
@@ -341,7 +359,8 @@ def run_job(
         return [
             {**base, "budget": n, "budget_spec": b, "evaluations": 0, "mse": math.nan,
              "max_abs_err": math.nan, "wall_s": math.nan, "selection_s": math.nan,
-             "game_s": math.nan, "accounting": "", "noise": "", "error": msg + "\n" + tb}
+             "game_s": math.nan, "accounting": "", "noise": "", "error": msg + "\n" + tb,
+             "values": None, "std": None}
             for b, n in job.budgets
         ]
 
@@ -366,11 +385,13 @@ def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, t
         for b, n in pending:
             if (b, n) == (b_max, n_max) or not job.anytime:
                 values, used = np.asarray(result.values), int(result.evaluations)
+                std = getattr(result, "std", None)
             else:
                 values, used = _from_trace(result, n)
                 if values is None:
                     missing.append((b, n))  # trace does not reach this budget: run it on its own
                     continue
+                std = result.std_at(used) if hasattr(result, "std_at") else None
             if (b, n) == (b_max, n_max):
                 wall, game_s = total, timed.game_s
             else:
@@ -379,6 +400,8 @@ def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, t
                 **base, **common, "budget": n, "budget_spec": b, "evaluations": used,
                 "mse": float(mse(values, exact)), "max_abs_err": float(max_abs_error(values, exact)),
                 "wall_s": wall, "selection_s": max(wall - game_s, 0.0), "game_s": game_s,
+                "values": np.asarray(values, dtype=np.float64).tolist(),
+                "std": None if std is None else np.asarray(std, dtype=np.float64).tolist(),
             })
         rows += filled
         pending = missing
@@ -513,6 +536,7 @@ __all__ = [
     "TimedGame",
     "build_plan",
     "check_output_path",
+    "package_versions",
     "execute_plan",
     "ground_truth",
     "parse_budgets",

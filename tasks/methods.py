@@ -3,7 +3,7 @@
 A method is written ``name`` or ``name:key=value,key=value`` (e.g. ``shapleig:refit=decaying``).
 Values are parsed as ``int``, ``float``, ``true``/``false``, ``none`` or left as strings. The GP
 arms share ShaplEIG's GP, initial design, pool and read-out and differ only in the acquisition
-(baselines.md §10): ``shapleig`` (Shapley EIG), ``shapleig-uncertainty`` (posterior variance of f)
+(docs/baselines.md §10): ``shapleig`` (Shapley EIG), ``shapleig-uncertainty`` (posterior variance of f)
 and ``shapleig-random`` (uniform pick from the pool). ``shapleig-leverage`` (GP+Leverage) fits the
 same GP once on a fresh leverage sample per budget; it is not anytime.
 """

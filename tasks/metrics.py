@@ -1,4 +1,4 @@
-"""Error metrics between estimated and exact Shapley values (games.md §1).
+"""Error metrics between estimated and exact Shapley values (docs/games.md §1).
 
 MSE is ``(1/p) sum_i (est_i - exact_i)^2`` over the p players only (shapiq's benchmark metric also
 counts the empty interaction and divides by p + 1; we do not). Batched inputs ``[..., p]`` give one
@@ -63,4 +63,17 @@ def efficiency_gap(est, grand_minus_empty: float) -> np.ndarray | float:
     return float(out) if np.ndim(out) == 0 else out
 
 
-__all__ = ["efficiency_gap", "max_abs_error", "mse", "relative_mse"]
+def interval_coverage(est, std, exact, n_std: float = 1.96) -> np.ndarray | float:
+    """Fraction of players whose exact value lies in ``est +- n_std * std``: float, or float64[...].
+
+    ``std`` has the shape of ``est``; 1.96 std is the 95% interval of a Gaussian posterior.
+    """
+    e, x = _pair(est, exact)
+    s = np.asarray(std, dtype=np.float64)
+    if s.shape != e.shape:
+        raise ValueError(f"std shape {s.shape} does not match the estimate's {e.shape}")
+    out = np.mean(np.abs(e - x) <= n_std * s, axis=-1)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+__all__ = ["efficiency_gap", "interval_coverage", "max_abs_error", "mse", "relative_mse"]

@@ -1,4 +1,4 @@
-"""Real expensive games computed on the fly with LightGBM on scikit-learn's bundled data (§8).
+"""Real expensive games computed on the fly with LightGBM on scikit-learn's bundled data (docs/games.md §8).
 
 Three kinds, all offline (no network) and deterministic on one machine and library versions:
 
@@ -12,7 +12,7 @@ Three kinds, all offline (no network) and deterministic on one machine and libra
 
 Constructors only store configuration: data, folds and models are touched on the first call.
 ``exact_values()`` enumerates all 2^p coalitions once (tqdm progress bar) and caches the table on
-disk in the §7 format plus a JSON sidecar (params and library versions), keyed by ``params()``.
+disk in the docs/games.md §7 format plus a JSON sidecar (params and library versions), keyed by ``params()``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from shapleig.errors import GameError
 from .tables import TableGame, save_table
 
 DATASETS = ("diabetes", "breast_cancer", "wine", "digits")
-# Task type and the metric recommended by games.md §8 (log-loss: AUC/accuracy saturate).
+# Task type and the metric recommended by docs/games.md §8 (log-loss: AUC/accuracy saturate).
 DATASET_TASK = {"diabetes": "regression", "breast_cancer": "binary", "wine": "multiclass", "digits": "multiclass"}
 DEFAULT_METRIC = {"diabetes": "r2", "breast_cancer": "neg_log_loss", "wine": "neg_log_loss", "digits": "neg_log_loss"}
 METRICS = ("r2", "neg_log_loss", "accuracy")
@@ -139,7 +139,7 @@ class MLGame:
     """Base: lazy data, deterministic LightGBM fits, enumeration with an on-disk cached table.
 
     Subclasses set ``kind``, ``folder_kind`` (the cache folder is ``LightGBM_<folder_kind>_<dataset>_Game``,
-    §8 layout), ``n_players``, ``dataset``, ``seed``, ``metric``, list their other parameters in
+    docs/games.md §8 layout), ``n_players``, ``dataset``, ``seed``, ``metric``, list their other parameters in
     ``_game_params()`` and implement ``_setup()`` and ``_evaluate(row: bool[p]) -> float``.
     """
 
@@ -193,7 +193,7 @@ class MLGame:
         return root / self.folder / str(self.n_players) / f"seed={self.seed}-{self.cache_key()}.npz"
 
     def _model(self, params: dict[str, Any]):
-        """A deterministic LightGBM estimator (§8 settings) with ``params`` on top of defaults."""
+        """A deterministic LightGBM estimator (docs/games.md §8 settings) with ``params`` on top of defaults."""
         import lightgbm as lgb
 
         cls = lgb.LGBMRegressor if DATASET_TASK[self.dataset] == "regression" else lgb.LGBMClassifier
@@ -322,7 +322,7 @@ class MLGame:
 
 # --------------------------------------------------------------------------------------------
 class HPIAblationGame(MLGame):
-    """Hyperparameter-importance ablation game (HyperSHAP-style), games.md §8.
+    """Hyperparameter-importance ablation game (HyperSHAP-style), docs/games.md §8.
 
     players:      hyperparameter names from :data:`HPI_SPACE`; default: the first ``n_players``
                   of :data:`HPI_PLAYER_ORDER` (8 = the CI set, 13 = the full game, up to 16).
@@ -417,7 +417,7 @@ def natural_feature_groups(dataset: str) -> list[list[int]]:
 
 
 class FeatureImportanceGame(MLGame):
-    """Retraining-based feature importance (§8): v(S) = k-fold CV score of LightGBM trained on
+    """Retraining-based feature importance (docs/games.md §8): v(S) = k-fold CV score of LightGBM trained on
     the columns of the groups in S; v(empty) = the constant (class-prevalence / mean) predictor.
 
     ``n_players`` groups are formed by splitting the natural groups (:func:`natural_feature_groups`,
@@ -476,7 +476,7 @@ class FeatureImportanceGame(MLGame):
 
 # --------------------------------------------------------------------------------------------
 class DataValuationGame(MLGame):
-    """Dataset valuation (§8): players are ``n_players`` disjoint chunks of the training split
+    """Dataset valuation (docs/games.md §8): players are ``n_players`` disjoint chunks of the training split
     (stratified ``1 - test_size`` / ``test_size`` split); v(S) is the holdout score of LightGBM
     trained on the union of the chunks in S. Empty unions, and for classification unions missing
     a class, score as the constant predictor: R^2 = 0, uniform class probabilities for log-loss,

@@ -9,10 +9,13 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn, not with this module
+    from matplotlib.figure import Figure
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -79,35 +82,34 @@ def _spec_order(spec: str) -> float:
 
 def plot_mse(
     df: pd.DataFrame,
-    out: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
     *,
     by: str = "group",
     title: str | None = None,
     ncols: int = 3,
-) -> Path:
+) -> Figure:
     """MSE vs budget, log y, mean +- one standard error per method; one panel per ``by`` value.
 
-    Writes a PNG (or any format matplotlib infers from the suffix) and returns its path.
+    Returns the matplotlib ``Figure`` (built without pyplot, so the caller's backend is left
+    alone); with ``out`` also writes it there (PNG or any format matplotlib infers from the suffix).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
 
     s = summarize(df, (by, "method", "budget"))
     if s.empty:
         raise ValueError("nothing to plot: the results have no successful runs")
     panels = list(dict.fromkeys(s[by]))
     methods = list(dict.fromkeys(sorted(s["method"], key=lambda m: (not m.startswith("shapleig"), m))))
-    cmap, n_colors = (plt.get_cmap("tab10"), 10) if len(methods) <= 10 else (plt.get_cmap("tab20"), 20)
+    cmap, n_colors = (colormaps["tab10"], 10) if len(methods) <= 10 else (colormaps["tab20"], 20)
     colors = {m: cmap(i % n_colors) for i, m in enumerate(methods)}
     markers = {m: "osD^v<>phX"[i % 10] for i, m in enumerate(methods)}
     ncols = max(1, min(ncols, len(panels)))
     nrows = math.ceil(len(panels) / ncols)
     width = max(4.6 * ncols, 6.4)  # a single panel still leaves room for the title and legend
     legend_rows = math.ceil(len(methods) / 4)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width, 3.6 * nrows + 0.3 * legend_rows), squeeze=False,
-                             layout="constrained")
+    fig = Figure(figsize=(width, 3.6 * nrows + 0.3 * legend_rows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, panel in zip(axes.flat, panels):
         sub = s[s[by] == panel]
         p = df.loc[df[by] == panel, "p"].iloc[0] if "p" in df.columns else None
@@ -137,11 +139,11 @@ def plot_mse(
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, fontsize=11)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    if out is not None:
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=130)
+    return fig
 
 
 __all__ = ["budget_key", "mse_table", "plot_mse", "rank_table", "summarize"]

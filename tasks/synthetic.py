@@ -1,4 +1,4 @@
-"""Synthetic games with closed-form Shapley values (games.md §3-§6).
+"""Synthetic games with closed-form Shapley values (docs/games.md §3-§6).
 
 Every game has ``n_players``, a vectorised deterministic ``__call__(bool[m, p]) -> float64[m]``,
 ``exact_values() -> float64[p]``, a short ``name`` and ``params()`` (its defining parameters).
@@ -83,7 +83,7 @@ def airport_shapley(costs: np.ndarray) -> np.ndarray:
 
 
 class AirportGame(SyntheticGame):
-    """Airport game ``v(S) = max_{i in S} c_i``, ``v(empty) = 0`` (games.md §3).
+    """Airport game ``v(S) = max_{i in S} c_i``, ``v(empty) = 0`` (docs/games.md §3).
 
     ``costs`` (non-negative, finite) defaults to the standard 100-player instance.
     """
@@ -112,7 +112,7 @@ class AirportGame(SyntheticGame):
 # Shoe
 # --------------------------------------------------------------------------------------------
 class ShoeGame(SyntheticGame):
-    """Shoe game: L = first n/2 players, R = the rest, ``v(S) = min(|S & L|, |S & R|)`` (§4)."""
+    """Shoe game: L = first n/2 players, R = the rest, ``v(S) = min(|S & L|, |S & R|)`` (docs/games.md §4)."""
 
     def __init__(self, n_players: int = 50):
         n = check_n_players(n_players)
@@ -136,7 +136,7 @@ class ShoeGame(SyntheticGame):
 # Sum of unanimity games
 # --------------------------------------------------------------------------------------------
 class SumOfUnanimityGame(SyntheticGame):
-    """``v(S) = sum_m c_m 1[A_m subset of S]``; ``phi_i = sum_{m: i in A_m} c_m / |A_m|`` (§5).
+    """``v(S) = sum_m c_m 1[A_m subset of S]``; ``phi_i = sum_{m: i in A_m} c_m / |A_m|`` (docs/games.md §5).
 
     variant="svarm": |A_m| uniform on {1..n}, members without replacement, c_m ~ U[0,1) rescaled
     so that sum c_m = 100 (so v(N) = 100). variant="shapiq" (shapiq's SOUM): c_m ~ U[-1,1],
@@ -260,7 +260,7 @@ def _swing_counts_float(weights: np.ndarray, quota: int) -> dict[int, list[float
 
 
 class WeightedVotingGame(SyntheticGame):
-    """``v(S) = 1[sum_{i in S} c_i >= C]`` with non-negative integer weights c and quota C (§6).
+    """``v(S) = 1[sum_{i in S} c_i >= C]`` with non-negative integer weights c and quota C (docs/games.md §6).
 
     Exact values by the swing-count DP: ``phi_i = sum_k omega(k) #{S of N\\i: |S| = k,
     C - c_i <= c(S) <= C - 1}``, in exact integers for n <= 62, per-weight float DPs beyond.

@@ -1,4 +1,4 @@
-"""Precomputed value tables as games with exact ground truth (games.md §7).
+"""Precomputed value tables as games with exact ground truth (docs/games.md §7).
 
 A table is an ``.npz`` file with ``values`` (float64[2^p], raw), ``coalitions`` (bool[2^p, p], all
 distinct), ``n_players`` (integer scalar) and optionally ``normalization_value`` (float scalar,
@@ -81,7 +81,7 @@ def validate_table(
 
 
 def size_major_order(coalitions: np.ndarray) -> np.ndarray:
-    """Row permutation ``int64[m]`` putting coalitions in the §7 order: by size, then within a
+    """Row permutation ``int64[m]`` putting coalitions in the docs/games.md §7 order: by size, then within a
     size in ``itertools.combinations`` order (lexicographic member tuples)."""
     z = np.asarray(coalitions, dtype=bool)
     p = z.shape[1]
@@ -158,7 +158,7 @@ class TableGame:
     def exact_values(self) -> np.ndarray:
         """Exact Shapley values ``float64[p]`` of the table (cached).
 
-        Computed from the bit-ordered values (the §2 formula, equal to ``shapley_from_table``) so
+        Computed from the bit-ordered values (the docs/games.md §2 formula, equal to ``shapley_from_table``) so
         the result is bit-identical whatever the row order of the file.
         """
         if self._exact is None:
@@ -195,7 +195,7 @@ def save_table(
     *,
     size_major: bool = True,
 ) -> Path:
-    """Write a full table in the §7 format (rows size-major unless ``size_major=False``).
+    """Write a full table in the docs/games.md §7 format (rows size-major unless ``size_major=False``).
 
     ``normalization_value`` defaults to v(empty). The file is written to a temporary name and
     renamed, so a crash never leaves a half-written table behind. Returns the path.

@@ -270,7 +270,7 @@ def test_airport_n100_reference_mse():
     game = AirportGame()
     exact = game.exact_values()
     lev = [np.mean((LeverageSHAP().estimate(game, 50_000, seed=s).values - exact) ** 2) for s in range(3)]
-    # baselines.md §12: Leverage SHAP at T = 50,000 gives about 3.6e-3 (3-5 seeds, +-30%)
+    # docs/baselines.md §12: Leverage SHAP at T = 50,000 gives about 3.6e-3 (3-5 seeds, +-30%)
     assert 2.0e-3 < np.mean(lev) < 6.0e-3
     msr = np.mean((RegressionMSR().estimate(game, 50_000, seed=0).values - exact) ** 2)
     assert msr < 0.1 * np.mean(lev)

@@ -1,9 +1,9 @@
-"""Permutation sampling, Owen / Halved Owen, SVARM, Stratified SVARM and S-SVARM+ (baselines.md §2-§5).
+"""Permutation sampling, Owen / Halved Owen, SVARM, Stratified SVARM and S-SVARM+ (docs/baselines.md §2-§5).
 
 Default run: budget and determinism properties, exactness at full budget, efficiency, size laws,
 error messages and a quick unbiasedness sanity check (loose tolerance). ``-m slow``: unbiasedness
 on the 7-player voting games within 4 standard errors, the endpoint-grid bias of the reproduction
-mode, and the airport n = 100 MSEs of baselines.md §12.
+mode, and the airport n = 100 MSEs of docs/baselines.md §12.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ IDS = [label for label, _ in ESTIMATORS]
 
 VOTING_WEIGHTS = np.array([1, 2, 3, 1, 1, 1, 1], dtype=np.float64)
 
-# Airport game (baselines.md §12): costs per level and the exact Shapley value per level.
+# Airport game (docs/baselines.md §12): costs per level and the exact Shapley value per level.
 AIRPORT_COUNTS = [8, 12, 6, 14, 8, 9, 13, 10, 10, 10]
 AIRPORT_LEVEL_VALUES = [
     0.0100000000, 0.0208695652, 0.0333695652, 0.0468830787, 0.0635497454,
@@ -189,7 +189,7 @@ def test_stratified_svarm_exact_phase_strata_are_exact():
 
 # --------------------------------------------------------------------------- size laws, costs
 def test_warmup_cost_matches_the_paper_w():
-    # W = 2p + 1 + 2 sum ceil(p/s) = 97 / 497 / 1141 (baselines.md §5); + v(empty) when charged
+    # W = 2p + 1 + 2 sum ceil(p/s) = 97 / 497 / 1141 (docs/baselines.md §5); + v(empty) when charged
     for p, w in [(14, 97), (50, 497), (100, 1141)]:
         assert 2 * p + 1 + warmup_cost(p) == w
         assert StratifiedSVARM().min_budget(p) == w + 1
@@ -339,7 +339,7 @@ def _endpoint_expectation(game, n_cells: int) -> np.ndarray:
 
 @pytest.mark.slow
 def test_endpoint_grid_reproduces_its_bias():
-    # baselines.md §3: the fixed grid with endpoints has bias 0.037 at Q = 10 on the voting game
+    # docs/baselines.md §3: the fixed grid with endpoints has bias 0.037 at Q = 10 on the voting game
     # (C = 5); the estimator's mean must match the grid's analytic expectation, not the SV
     game = voting_game(5)
     exact = exact_shapley(game)
@@ -363,7 +363,7 @@ AIRPORT_MSE_T10K = [
 @pytest.mark.slow
 @pytest.mark.parametrize("label,factory,reference", AIRPORT_MSE_T10K, ids=[a[0] for a in AIRPORT_MSE_T10K])
 def test_airport_mse_matches_indicative_table(label, factory, reference):
-    # baselines.md §12 (SVARM accounting, 3-5 seeds, +-30%); distinct accounting here, so +-50%
+    # docs/baselines.md §12 (SVARM accounting, 3-5 seeds, +-30%); distinct accounting here, so +-50%
     game, exact = airport_game()
     assert exact.sum() == pytest.approx(10.0, abs=1e-8)
     estimator = factory()

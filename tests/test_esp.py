@@ -1,4 +1,4 @@
-"""Dense 2^p checks of the ESP products with the Shapley operator (math doc §3-§5, §12 items 2-4, 9)."""
+"""Dense 2^p checks of the ESP products with the Shapley operator (docs/math.md §3-§5, §12 items 2-4, 9)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ SLOW_CASES = [pytest.param(p, seed, marks=pytest.mark.slow) for p in range(2, 11
 
 
 def random_hyper(p: int, seed: int) -> tuple[np.ndarray, float]:
-    """Recipe §12: l_j ~ U[0.05, 3], s ~ U[0.5, 2]."""
+    """Recipe docs/math.md §12: l_j ~ U[0.05, 3], s ~ U[0.5, 2]."""
     rng = np.random.default_rng(1000 + 17 * p + seed)
     return rng.uniform(0.05, 3.0, p), float(rng.uniform(0.5, 2.0))
 

@@ -141,7 +141,7 @@ def test_process_pool_needs_picklable_game(process_pool):
 # -- batches in the design loop -----------------------------------------------------------------
 
 def test_greedy_batch_equals_sequential_selections_under_frozen_hyperparameters():
-    """§10.2: the q = 4 greedy batch is what 4 sequential steps (posterior rebuilt from the
+    """docs/math.md §10.2: the q = 4 greedy batch is what 4 sequential steps (posterior rebuilt from the
     archive after each evaluation, same hyperparameters) would pick: each batch pick attains the
     maximum EIG of the freshly rebuilt posterior, up to floating-point near-ties."""
     from shapleig.acquisition import select
@@ -196,7 +196,7 @@ def test_design_loop_batch_of_4_matches_sequential_run(kind, sequential_run, req
 
 def test_batch_of_4_with_refits_equals_sequential_refitting_every_4_steps(process_pool):
     """With refits, q = 4 (refit before every batch) is exactly q = 1 refitting every 4th step:
-    the batch is the frozen greedy sequence (§10.2), so only the refit cadence differs from q = 1
+    the batch is the frozen greedy sequence (docs/math.md §10.2), so only the refit cadence differs from q = 1
     refitting every step (whose accuracy the slow test below compares)."""
     from shapleig import DesignLoop
 

@@ -264,3 +264,65 @@ def test_missing_table_suite_folder_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="vit-9.*does not exist"):
         suite_files("vit-9", folder=tmp_path)
+
+
+def test_results_keep_estimates_std_exact_and_versions(tmp_path: Path) -> None:
+    """A finished study keeps per-player estimates, std and exact values: metrics such as interval
+    coverage are computed from the parquet alone, at every budget of an anytime run."""
+    import json
+
+    from shapleig import ShaplEIG
+    from tasks.metrics import interval_coverage, mse
+
+    out = tmp_path / "results.parquet"
+    harness.run_benchmark(["wvg-7"], ["shapleig:pool_size=40,refit=never", "permutation"], ["9", "12"], [0],
+                          out=out, progress=False)
+    back = pd.read_parquet(out)
+    exact = weighted_voting_family7(5).exact_values()
+    for _, row in back.iterrows():
+        np.testing.assert_allclose(np.asarray(row["exact"]), exact)
+        assert row.mse == pytest.approx(mse(np.asarray(row["values"]), exact), rel=1e-12)
+        versions = json.loads(row.versions)
+        assert set(versions) == set(harness.VERSIONED_PACKAGES) and versions["numpy"] == np.__version__
+    perm = back[back.method_name == "permutation"]
+    assert perm["std"].isna().all()
+    gp = back[back.method_name == "shapleig"].set_index("budget")
+    # the largest budget is the run's final estimate; the smaller one comes from the std trace
+    final = ShaplEIG(pool_size=40, refit="never").estimate(weighted_voting_family7(5), 12, seed=0)
+    np.testing.assert_allclose(np.asarray(gp.loc[12, "values"]), final.values, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(gp.loc[12, "std"]), final.std, rtol=1e-12)
+    std_at = dict(final.trace_std)
+    n9 = int(gp.loc[9, "evaluations"])
+    np.testing.assert_allclose(np.asarray(gp.loc[9, "std"]), std_at[n9], rtol=1e-12)
+    coverage = [interval_coverage(np.asarray(r["values"]), np.asarray(r["std"]), np.asarray(r["exact"]))
+                for _, r in gp.iterrows()]
+    assert all(0.0 <= c <= 1.0 for c in coverage)
+
+
+def test_interval_coverage() -> None:
+    from tasks.metrics import interval_coverage
+
+    est, exact = np.array([0.0, 1.0, 2.0, 3.0]), np.array([0.5, 1.0, 4.0, 3.1])
+    # half-width 1.96 * 0.3 = 0.588: only player 2 (off by 2) is outside
+    assert interval_coverage(est, np.full(4, 0.3), exact) == pytest.approx(0.75)
+    # half-width 0.3: players 0 (off by 0.5) and 2 are outside
+    assert interval_coverage(est, np.full(4, 0.3), exact, n_std=1.0) == pytest.approx(0.5)
+    assert interval_coverage(est, np.ones(4), exact, n_std=1.0) == pytest.approx(0.75)
+    batch = interval_coverage(np.stack([est, exact]), np.full((2, 4), 0.3), exact)
+    np.testing.assert_allclose(batch, [0.75, 1.0])
+    with pytest.raises(ValueError, match="std shape"):
+        interval_coverage(est, np.ones(3), exact)
+
+
+def test_plot_mse_returns_figure_and_leaves_backend_alone(tmp_path: Path) -> None:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    df = _fake_results()
+    backend = matplotlib.get_backend()
+    fig = plots.plot_mse(df)
+    assert isinstance(fig, Figure) and len([a for a in fig.axes if a.get_visible()]) == df["group"].nunique()
+    assert matplotlib.get_backend() == backend and not list(tmp_path.iterdir())
+    out = tmp_path / "deep" / "mse.png"
+    assert isinstance(plots.plot_mse(df, out, title="t"), Figure)
+    assert out.read_bytes()[:4] == b"\x89PNG"

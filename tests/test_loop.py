@@ -53,7 +53,7 @@ def test_full_budget_recovers_exact_shapley_values():
     p = 6
     game = TableGame(_random_table(p, 0))
     phi = exact_shapley(game)
-    # noise 1e-10: posterior mean interpolates, error shrinks linearly in the noise (math doc §12.7)
+    # noise 1e-10: posterior mean interpolates, error shrinks linearly in the noise (docs/math.md §12.7)
     est = DesignLoop(game, 2**p, refit="never", noise=1e-10, progress=False, seed=1).run()
     assert est.evaluations == 2**p
     np.testing.assert_allclose(est.values, phi, atol=1e-6)
@@ -190,7 +190,7 @@ def test_ties_go_to_pool_order():
 
 
 def test_eig_picks_extremes_first_with_frozen_equal_lengthscales():
-    # math doc §11/§12.8: p = 8, b = 0.857, empty archive -> {0, 8}, then 16 extremes in
+    # docs/math.md §11/§12.8: p = 8, b = 0.857, empty archive -> {0, 8}, then 16 extremes in
     # complement pairs, then size-4 coalitions
     from shapleig.design import size_layer, size_order
 

@@ -86,7 +86,7 @@ def test_tiny_hpi_exact_values_enumeration_and_cache(tmp_path):
     np.testing.assert_array_equal(again.exact_values(), phi)
     assert again.n_evaluations == 0
 
-    # the cached file is a §7 table with a JSON sidecar naming parameters and versions
+    # the cached file is a docs/games.md §7 table with a JSON sidecar naming parameters and versions
     path = game.cache_path()
     assert path.is_file() and path.parent.name == "3"
     loaded = TableGame.from_npz(path)

@@ -1,4 +1,4 @@
-"""Dense 2^p checks of the Shapley posterior and the closed-form EIG (math doc §6, §7, §10, §12 items 5-8)."""
+"""Dense 2^p checks of the Shapley posterior and the closed-form EIG (docs/math.md §6, §7, §10, §12 items 5-8)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class Dense:
 
 
 def make_dense(p: int, seed: int, noise: float, n_archive: int | None = None) -> Dense:
-    """Recipe §12: l ~ U[0.05, 3], s ~ U[0.5, 2], random archive containing empty and N, raw y."""
+    """Recipe docs/math.md §12: l ~ U[0.05, 3], s ~ U[0.5, 2], random archive containing empty and N, raw y."""
     rng = np.random.default_rng(2000 + 31 * p + seed)
     hyper = Hyperparameters(rng.uniform(0.05, 3.0, p), float(rng.uniform(0.5, 2.0)), noise, float(rng.normal()))
     Z = all_coalitions(p)
@@ -253,7 +253,7 @@ def test_empty_archive_is_the_prior() -> None:
 
 
 def test_greedy_extremes_first_at_p8() -> None:
-    """§11/§12.8: equal b = 0.857, empty archive: {N, empty}, then 16 extremes (sizes 1, 7) in
+    """docs/math.md §11/§12.8: equal b = 0.857, empty archive: {N, empty}, then 16 extremes (sizes 1, 7) in
     complement pairs, then size-4 coalitions."""
     p = 8
     lengthscale = -1.0 / (p * np.log(0.857))

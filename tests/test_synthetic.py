@@ -1,4 +1,4 @@
-"""Closed-form synthetic games against enumeration and against the values printed in games.md."""
+"""Closed-form synthetic games against enumeration and against the values printed in docs/games.md."""
 
 from __future__ import annotations
 

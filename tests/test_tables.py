@@ -137,7 +137,7 @@ def test_shared_suite_loads_with_documented_ranges():
     assert local.empty_value == pytest.approx(1.0960, abs=1e-4) and 0.46 <= local.grand_value <= 4.44
     glob = by_name["BikeSharing_GlobalExplanation_Game/12/model_name=random_forest_loss_function=r2_score_2"].load()
     assert glob.grand_value == pytest.approx(1.0) and -15.6 <= glob.empty_value <= 0.42
-    # row order in the suite is size-major (§7)
+    # row order in the suite is size-major (docs/games.md §7)
     np.testing.assert_array_equal(size_major_order(game.coalitions), np.arange(512))
 
 

@@ -1,0 +1,116 @@
+"""Plot one explanation: Shapley values with posterior error bars, as bars or a waterfall.
+
+The figure is a bare ``matplotlib.figure.Figure`` (no pyplot), so the caller's backend is left
+alone: save it (``out=`` or ``fig.savefig``), or show it in a notebook, which displays figures.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .estimate import ShapleyEstimate
+
+PLOT_KINDS = ("bar", "waterfall")
+
+
+def _top_features(est: ShapleyEstimate, names: Sequence[str], max_display: int) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """Labels, values and std of the ``max_display`` largest |values|, the rest summed into one row.
+
+    The std of the summed row is that of the sum: ``sqrt(1^T C 1)`` over the rest with a
+    covariance, ``sqrt(sum std^2)`` with only a std.
+    """
+    phi = np.asarray(est.values, dtype=np.float64)
+    std = None if est.std is None else np.asarray(est.std, dtype=np.float64)
+    order = np.argsort(-np.abs(phi), kind="stable")
+    if phi.shape[0] <= max_display:
+        keep, rest = order, order[:0]
+    else:
+        keep, rest = order[: max_display - 1], order[max_display - 1:]
+    labels = [str(names[i]) for i in keep]
+    values = list(phi[keep])
+    errors = None if std is None else list(std[keep])
+    if rest.size:
+        labels.append(f"{rest.size} other features")
+        values.append(float(phi[rest].sum()))
+        if errors is not None:
+            if est.covariance is not None:
+                var = float(np.asarray(est.covariance)[np.ix_(rest, rest)].sum())
+            else:
+                var = float(np.sum(std[rest] ** 2))
+            errors.append(float(np.sqrt(max(var, 0.0))))
+    return labels, np.asarray(values), None if errors is None else np.asarray(errors)
+
+
+def plot_explanation(
+    est: ShapleyEstimate,
+    *,
+    kind: str = "bar",
+    feature_names: Sequence[str] | None = None,
+    max_display: int = 12,
+    n_std: float = 2.0,
+    title: str | None = None,
+    out: str | os.PathLike[str] | None = None,
+    ax: Any = None,
+) -> Any:
+    """Draw ``est`` with ``+- n_std`` posterior standard deviations; return the matplotlib Figure.
+
+    kind:          ``"bar"`` (one bar per feature, largest |value| on top) or ``"waterfall"``
+                   (from the baseline, each feature's step, to the prediction ``baseline + sum``).
+    feature_names: labels (default ``est.info["feature_names"]``, else ``x0..``).
+    max_display:   rows shown; the remaining features are summed into one row.
+    out:           also save the figure there (format from the suffix; folders are created).
+    ax:            draw into this Axes instead of a new figure.
+    Methods without a std (most baselines) are drawn without error bars.
+    """
+    if kind not in PLOT_KINDS:
+        raise ValueError(f"kind must be one of {PLOT_KINDS}, got {kind!r}")
+    if int(max_display) < 1:
+        raise ValueError(f"max_display must be >= 1, got {max_display}")
+    p = est.n_players
+    names = feature_names if feature_names is not None else est.info.get("feature_names")
+    names = list(names) if names is not None else [f"x{j}" for j in range(p)]
+    if len(names) != p:
+        raise ValueError(f"{len(names)} feature names for {p} players")
+    labels, values, errors = _top_features(est, names, int(max_display))
+    xerr = None if errors is None else n_std * errors
+
+    if ax is None:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(6.4, 1.2 + 0.32 * len(labels)), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    y = np.arange(len(labels))[::-1]  # the first (largest) row on top
+    colors = np.where(values >= 0, "#d6604d", "#4393c3")
+    if kind == "bar":
+        ax.barh(y, values, xerr=xerr, color=colors, error_kw={"elinewidth": 1, "capsize": 2})
+        ax.axvline(0.0, color="0.3", linewidth=0.8)
+        ax.set_xlabel("Shapley value" + (f" (bars: +- {n_std:g} std)" if xerr is not None else ""))
+    else:
+        base = 0.0 if est.baseline is None else float(est.baseline)
+        starts = base + np.concatenate([[0.0], np.cumsum(values)[:-1]])
+        ax.barh(y, values, left=starts, color=colors)
+        if xerr is not None:
+            ax.errorbar(starts + values, y, xerr=xerr, fmt="none", ecolor="0.2", elinewidth=1, capsize=2)
+        ax.axvline(base, color="0.3", linewidth=0.8, linestyle=":")
+        end = base + float(np.sum(values))
+        ax.axvline(end, color="0.3", linewidth=0.8)
+        ax.set_xlabel(f"model output: baseline {base:.4g} -> prediction {end:.4g}")
+    ax.set_yticks(y, labels)
+    ax.grid(True, axis="x", alpha=0.3)
+    if title is None:
+        title = f"{est.method or 'estimate'}: {est.evaluations} evaluations"
+    ax.set_title(title, fontsize=10)
+    if out is not None:
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=130)
+    return fig
+
+
+__all__ = ["PLOT_KINDS", "plot_explanation"]

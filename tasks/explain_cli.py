@@ -1,0 +1,148 @@
+"""``shapleig explain``: explain one row of a data file with a saved model.
+
+    shapleig explain --model model.txt --data X.csv --row 3 --budget 40 [--plot fig.png]
+
+The model is a LightGBM text model (``.txt``, read as a ``lightgbm.Booster``) or a pickled
+scikit-learn / LightGBM estimator (``.joblib``, ``.pkl``; only load files you trust: unpickling
+runs code). Features are the model's own feature names when it records them, else every column
+of the data file but those given with ``--drop``. The background is a seeded sample of rows of the
+same file (or ``--background-data``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tasks.cli import UsageError, _print_frame
+
+MODEL_SUFFIXES = {".txt": "lightgbm", ".model": "lightgbm", ".joblib": "pickle", ".pkl": "pickle",
+                  ".pickle": "pickle"}
+
+
+def load_model(path: Path) -> Any:
+    """A LightGBM ``Booster`` from a text model, or the object in a joblib / pickle file."""
+    if not path.is_file():
+        raise UsageError(f"model file {path} does not exist")
+    kind = MODEL_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise UsageError(f"model file {path}: unknown suffix {path.suffix!r}; use one of {sorted(MODEL_SUFFIXES)}")
+    try:
+        if kind == "lightgbm":
+            import lightgbm
+
+            return lightgbm.Booster(model_file=str(path))
+        import joblib
+
+        return joblib.load(path)
+    except Exception as exc:  # noqa: BLE001 - LightGBM and pickle raise many types for bad files
+        raise UsageError(f"model file {path} could not be read: {type(exc).__name__}: {exc}") from exc
+
+
+def load_table(path: Path) -> Any:
+    """A pandas DataFrame from ``.csv`` or ``.parquet``."""
+    import pandas as pd
+
+    if not path.is_file():
+        raise UsageError(f"data file {path} does not exist")
+    try:
+        if path.suffix.lower() == ".parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except Exception as exc:  # noqa: BLE001
+        raise UsageError(f"data file {path} could not be read as a table: {exc}") from exc
+
+
+def model_features(model: Any) -> list[str] | None:
+    """The feature names a fitted model records (LightGBM Booster / estimator, scikit-learn)."""
+    names = getattr(model, "feature_names_in_", None)
+    if names is None and callable(getattr(model, "feature_name", None)):  # lightgbm.Booster
+        names = model.feature_name()
+    if names is None:
+        names = getattr(model, "feature_name_", None)
+    if names is None:
+        return None
+    names = [str(n) for n in names]
+    # LightGBM names columns Column_0.. when fitted on an array: no usable names
+    return None if all(n == f"Column_{i}" for i, n in enumerate(names)) else names
+
+
+def feature_frame(df: Any, model: Any, drop: list[str]) -> Any:
+    """The columns the model was fitted on, in its order (or all but ``drop``)."""
+    missing = [c for c in drop if c not in df.columns]
+    if missing:
+        raise UsageError(f"--drop: no such columns {missing}")
+    names = model_features(model)
+    if names is None:
+        return df.drop(columns=drop)
+    absent = [n for n in names if n not in df.columns]
+    if absent:
+        raise UsageError(f"the data lacks the model's features {absent}")
+    return df[names]
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    import shapleig
+    from shapleig.errors import ShapleigError
+
+    model = load_model(Path(args.model))
+    data = feature_frame(load_table(Path(args.data)), model, args.drop or [])
+    if not -len(data) <= args.row < len(data):
+        raise UsageError(f"--row {args.row}: the data has {len(data)} rows")
+    if args.background < 1:
+        raise UsageError(f"--background must be a positive number of rows, got {args.background}")
+    source = data if args.background_data is None else feature_frame(
+        load_table(Path(args.background_data)), model, args.drop or [])
+    background = source.sample(min(args.background, len(source)), random_state=args.seed)
+    plot = None
+    if args.plot:
+        from tasks.harness import check_output_path
+
+        try:
+            plot = check_output_path(args.plot)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+    try:
+        est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=args.seed,
+                               method=args.method, output=args.output)
+    except ShapleigError as exc:  # raised by validation before any coalition is evaluated
+        raise UsageError(str(exc)) from exc
+    import pandas as pd
+
+    table = pd.DataFrame({"feature": est.info["feature_names"], "value": est.values,
+                          "std": est.std if est.std is not None else np.nan})
+    table = table.reindex(table["value"].abs().sort_values(ascending=False).index).reset_index(drop=True)
+    print(f"row {args.row}: prediction {est.info['prediction']:.6g} = baseline {est.baseline:.6g} "
+          f"(mean over {len(background)} background rows) + sum of the values below")
+    print(f"{est.method}, {est.evaluations} coalitions evaluated, {est.info['model_calls']} model calls")
+    _print_frame(table)
+    if plot is not None:
+        shapleig.plot_explanation(est, kind=args.kind, out=plot)
+        print(f"wrote {plot}")
+    return 0
+
+
+def add_explain_parser(sub: Any) -> None:
+    """Register the ``explain`` subcommand on the ``shapleig`` parser's subparsers."""
+    p = sub.add_parser("explain", help="Shapley values of one prediction of a saved model",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="LightGBM text model (.txt) or pickled estimator (.joblib/.pkl)")
+    p.add_argument("--data", required=True, help="rows (.csv or .parquet) holding the explained row")
+    p.add_argument("--row", type=int, required=True, help="position of the explained row in --data")
+    p.add_argument("--budget", type=int, default=None, help="coalitions to evaluate (default min(2^d, 8d))")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--method", default="shapleig",
+                   help="shapleig, shapleig-uncertainty, shapleig-random, shapleig-leverage or exact")
+    p.add_argument("--background", type=int, default=100, help="background rows sampled from the data (100)")
+    p.add_argument("--background-data", default=None, help="sample the background from this file instead")
+    p.add_argument("--drop", nargs="+", default=None, help="columns that are not features (e.g. the target)")
+    p.add_argument("--output", type=int, default=None, help="column of a multi-output prediction")
+    p.add_argument("--plot", default=None, help="also draw the explanation to this file (.png, .pdf, .svg)")
+    p.add_argument("--kind", choices=("bar", "waterfall"), default="bar", help="plot kind (bar)")
+    p.set_defaults(func=cmd_explain)
+
+
+__all__ = ["add_explain_parser", "cmd_explain", "feature_frame", "load_model", "model_features"]
