@@ -112,8 +112,10 @@ class DesignLoop:
                       :mod:`shapleig.kernel_choice`); ``"shared"``: one lengthscale for all players;
                       ``"ard"``: one per player (the published setting).
     ard:              the older switch: True means ``surrogate="ard"``, False ``"shared"``.
-    calibrate:        scale each kernel's posterior covariance by its leave-one-out calibration
-                      factor (default); False keeps the raw MAP posterior (the published read-out).
+    calibrate:        honest uncertainty (default): scale each kernel's posterior covariance by its
+                      leave-one-out calibration factor and raise each player's variance to the
+                      jackknife variance where that is larger (:mod:`shapleig.mixture`); False
+                      keeps the raw MAP posterior (the published read-out).
     tol, rtol:        precision target: stop at the first step where every player's posterior std
                       is at most ``tol`` (raw units) or ``rtol * |v(N) - v(empty)|``; the result
                       says whether it was reached (``info["target_reached"]``).
@@ -338,7 +340,7 @@ class DesignLoop:
         """
         self.mixture = MixturePosterior([
             MixtureComponent(name, w, tau, ShapleyPosterior(h, self.X, self.y)) for name, w, tau, h in kernels
-        ])
+        ], jackknife=self.calibrate)
         self.posterior = self.mixture.primary.posterior
         self.hyper = self.posterior.hyper
         self._candidates = None  # built lazily: the final read-out does not need it

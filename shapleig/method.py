@@ -198,7 +198,7 @@ class GPLeverage(BaseEstimator):
             fits = fit_kernels(X, y, self.surrogate, seed=fit_seed, noise=self.noise,
                                noise_convention=self.noise_convention, calibrate=self.calibrate)
             post = MixturePosterior([MixtureComponent(k.kernel, k.weight, k.tau, ShapleyPosterior(k.hyper, X, y))
-                                     for k in fits])
+                                     for k in fits], jackknife=self.calibrate)
         primary = post.primary.posterior
         h = primary.hyper
         return ShapleyEstimate(

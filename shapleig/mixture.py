@@ -6,9 +6,16 @@ mean and covariance are (law of total covariance)
 
     mu = sum_m w_m mu_m,     Sigma = sum_m w_m (tau_m Sigma_m + (mu_m - mu)(mu_m - mu)^T).
 
-The read-out reports these two moments; the spread between the kernels' means is part of the
-uncertainty. Acquisition uses the most probable kernel (``primary``), whose candidate state keeps
-the exact frozen-hyperparameter updates of :mod:`shapleig.posterior`.
+The spread between the kernels' means is part of the uncertainty. With ``jackknife=True`` (the
+default read-out) each player's variance is then raised, where smaller, to the jackknife variance
+of the estimate (``sum_m w_m`` of each kernel's, see
+:meth:`~shapleig.posterior.ShapleyPosterior.jackknife_covariance`), by scaling rows and columns
+of the covariance: the correlations stay the GP's. The GP variance alone says how uncertain phi is
+if the kernel describes the game; the jackknife says how much the estimate moves when one
+evaluation is left out, which stays honest when the kernel does not.
+
+Acquisition uses the most probable kernel (``primary``), whose candidate state keeps the exact
+frozen-hyperparameter updates of :mod:`shapleig.posterior`.
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ from .posterior import ShapleyPosterior
 # Kernels whose weight falls below this are dropped from the mixture until the next refit: their
 # contribution to mean and covariance is below rounding, and extending them costs time.
 MIN_WEIGHT = 1e-10
+# Up to this many observations the jackknife is recomputed at every read-out (O(t^3)); beyond, a
+# mixture extended between refits keeps the per-player inflation of the last computation.
+JACKKNIFE_EVERY_STEP = 1000
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,8 @@ class MixturePosterior:
     dropped. Every component must share the archive.
     """
 
-    def __init__(self, components: list[MixtureComponent]) -> None:
+    def __init__(self, components: list[MixtureComponent], jackknife: bool = True,
+                 inflation: np.ndarray | None = None) -> None:
         if not components:
             raise ValueError("a mixture needs at least one component")
         total = float(sum(c.weight for c in components))
@@ -53,6 +64,8 @@ class MixturePosterior:
         p = {c.posterior.n_players for c in self.components}
         if len(p) != 1:
             raise ValueError(f"mixture components disagree on the number of players: {sorted(p)}")
+        self.jackknife = bool(jackknife)
+        self._inflation = inflation  # per-player std factor >= 1 (None: compute when needed)
         self._mean: np.ndarray | None = None
         self._cov: np.ndarray | None = None
 
@@ -85,8 +98,27 @@ class MixturePosterior:
             for c in self.components:
                 d = c.posterior.mean - mu
                 cov += c.weight * (c.tau * c.posterior.covariance + np.outer(d, d))
-            self._cov = 0.5 * (cov + cov.T)
+            cov = 0.5 * (cov + cov.T)
+            if self.jackknife:
+                f = self.inflation(cov)
+                cov = cov * np.outer(f, f)
+            self._cov = cov
         return self._cov.copy()
+
+    def inflation(self, cov: np.ndarray | None = None) -> np.ndarray:
+        """Per-player factor ``max(1, sd_jackknife / sd_gp)`` applied to the std, float64[p]."""
+        if self._inflation is None:
+            if cov is None:
+                mu = self.mean
+                cov = sum(c.weight * (c.tau * c.posterior.covariance
+                                      + np.outer(c.posterior.mean - mu, c.posterior.mean - mu))
+                          for c in self.components)
+            jk = sum(c.weight * np.diag(c.posterior.jackknife_covariance()) for c in self.components)
+            gp = np.clip(np.diag(cov), 0.0, None)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(gp > 0, np.sqrt(np.clip(jk, 0.0, None) / gp), 1.0)
+            self._inflation = np.maximum(1.0, np.nan_to_num(ratio, nan=1.0, posinf=1.0))
+        return self._inflation.copy()
 
     @property
     def std(self) -> np.ndarray:
@@ -95,6 +127,7 @@ class MixturePosterior:
 
     def extend(self, X_new: np.ndarray, y_new: np.ndarray) -> "MixturePosterior":
         """Every component conditioned on the new evaluations (weights and calibration frozen)."""
-        return MixturePosterior([
-            MixtureComponent(c.name, c.weight, c.tau, c.posterior.extend(X_new, y_new)) for c in self.components
-        ])
+        comps = [MixtureComponent(c.name, c.weight, c.tau, c.posterior.extend(X_new, y_new)) for c in self.components]
+        t = comps[0].posterior.X.shape[0]
+        keep = self._inflation if (self.jackknife and t > JACKKNIFE_EVERY_STEP) else None
+        return MixturePosterior(comps, jackknife=self.jackknife, inflation=keep)

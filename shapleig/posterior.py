@@ -243,6 +243,34 @@ class ShapleyPosterior:
         shift = (self.y_mean - self._y0) / self.y_scale
         return (self._s0 / self.y_scale) * self._u - (shift + self.hyper.mean_constant) * self._e
 
+    def jackknife_covariance(self, max_deletions: int = 1000,
+                             rng: np.random.Generator | None = None) -> np.ndarray:
+        """Jackknife covariance of the posterior mean of phi, float64[p, p], raw units.
+
+        Deleting observation i (hyperparameters frozen) moves the mean by
+        ``Delta_i = -Psi_X K^-1 e_i * [K^-1 r]_i / [K^-1]_ii`` (the closed-form leave-one-out update);
+        the jackknife covariance is ``(t-1)/t sum_i (Delta_i - mean)(Delta_i - mean)^T``. It measures
+        how much the estimate leans on single evaluations, which the GP posterior cannot see when its
+        kernel misdescribes the game. Beyond ``max_deletions`` observations a subset drawn by
+        ``rng`` stands for all of them (its sum is scaled by t / m). Costs O(t^2 m).
+        """
+        t, p = self.X.shape[0], self.n_players
+        if t < 3:
+            return np.zeros((p, p))
+        idx = np.arange(t)
+        if t > max_deletions:
+            rng = rng if rng is not None else np.random.default_rng(0)
+            idx = np.sort(rng.choice(t, int(max_deletions), replace=False))
+        E = np.zeros((t, idx.size))
+        E[idx, np.arange(idx.size)] = 1.0
+        Linv_E = _solve_lower(self._L, E)  # L^-1 e_i, so [K^-1]_ii = ||L^-1 e_i||^2
+        q_diag = np.einsum("tm,tm->m", Linv_E, Linv_E)
+        alpha = solve_triangular(self._L.T, self.innovations(), lower=False, check_finite=False)  # K^-1 r
+        D = -(self._Yt.T @ Linv_E) * (alpha[idx] / q_diag)[None, :]  # Psi K^-1 e_i * alpha_i / Q_ii
+        Dc = D - D.mean(axis=1, keepdims=True)
+        scale = (t - 1) / t * (t / idx.size)
+        return self.y_scale**2 * scale * (Dc @ Dc.T)
+
     @property
     def prior_covariance(self) -> np.ndarray:
         """``M = A K A^T``, standardised units."""

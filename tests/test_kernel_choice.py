@@ -137,7 +137,7 @@ def test_mixture_moments_agree_with_sampling():
     y = rng.normal(size=9)
     comps = [MixtureComponent("a", 0.3, 2.0, ShapleyPosterior(Hyperparameters(np.full(p, 0.5), 1.0, 1e-6), X, y)),
              MixtureComponent("b", 0.7, 1.0, ShapleyPosterior(Hyperparameters(np.array([0.2, 1, 3, .5]), 2.0, 1e-6), X, y))]
-    mix = MixturePosterior(comps)
+    mix = MixturePosterior(comps, jackknife=False)
     n = 400_000
     which = rng.random(n) < 0.3
     draws = np.empty((n, p))
@@ -148,27 +148,82 @@ def test_mixture_moments_agree_with_sampling():
     np.testing.assert_allclose(draws.mean(0), mix.mean, atol=5 * scale.max() / np.sqrt(n))
     np.testing.assert_allclose(np.cov(draws.T), mix.covariance, atol=0.02 * np.abs(mix.covariance).max())
     assert mix.primary.name == "b" and mix.weights == pytest.approx({"a": 0.3, "b": 0.7})
-    tiny = MixturePosterior([comps[0], MixtureComponent("c", 1e-14, 1.0, comps[1].posterior)])
+    tiny = MixturePosterior([comps[0], MixtureComponent("c", 1e-14, 1.0, comps[1].posterior)], jackknife=False)
     assert [c.name for c in tiny.components] == ["a"]
+
+
+def _dense_jackknife_var(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-player jackknife variance of the dense posterior mean, deleting one evaluation at a time.
+
+    The standardisation stays that of the full archive (the hyperparameters and units are frozen)."""
+    t = X.shape[0]
+    yt, mean, scale = standardize(y)
+    h1 = Hyperparameters(h.lengthscales, h.outputscale, h.noise, h.mean_constant)
+    p = X.shape[1]
+    A = shapley_operator(p)
+    K = dense_kernel(all_coalitions(p), h.lengthscales, h.outputscale)
+    idx = to_bitmask(X)
+    loo = []
+    for i in range(t):
+        keep = np.arange(t) != i
+        ki = idx[keep]
+        mu = h1.mean_constant + K[:, ki] @ np.linalg.solve(K[np.ix_(ki, ki)] + h.noise * np.eye(t - 1),
+                                                           yt[keep] - h1.mean_constant)
+        loo.append(scale * (A @ mu))
+    loo = np.asarray(loo)
+    return (t - 1) / t * np.sum((loo - loo.mean(0)) ** 2, axis=0)
+
+
+def test_jackknife_covariance_equals_explicit_deletions():
+    p = 5
+    rng = np.random.default_rng(11)
+    X = all_coalitions(p)[rng.choice(2**p, 15, replace=False)]
+    y = rng.normal(size=15)
+    h = Hyperparameters(rng.uniform(0.3, 2.0, p), 1.2, 1e-4, 0.1)
+    jk = ShapleyPosterior(h, X, y).jackknife_covariance()
+    np.testing.assert_allclose(np.diag(jk), _dense_jackknife_var(h, X, y), rtol=1e-6)
+    assert np.all(np.linalg.eigvalsh(jk) > -1e-12)
+
+
+def test_jackknife_inflation_keeps_correlations():
+    p = 5
+    rng = np.random.default_rng(12)
+    X = all_coalitions(p)[rng.choice(2**p, 15, replace=False)]
+    y = rng.normal(size=15)
+    post = ShapleyPosterior(Hyperparameters(np.full(p, 0.6), 1.0, 1e-6), X, y)
+    plain = MixturePosterior([MixtureComponent("a", 1.0, 1.0, post)], jackknife=False)
+    honest = MixturePosterior([MixtureComponent("a", 1.0, 1.0, post)])
+    jk_sd = np.sqrt(np.diag(post.jackknife_covariance()))
+    np.testing.assert_allclose(honest.std, np.maximum(plain.std, jk_sd), rtol=1e-10)
+    corr = lambda C: C / np.outer(np.sqrt(np.diag(C)), np.sqrt(np.diag(C)))  # noqa: E731
+    np.testing.assert_allclose(corr(honest.covariance), corr(plain.covariance), atol=1e-12)
+    np.testing.assert_array_equal(honest.mean, plain.mean)
 
 
 def test_default_loop_equals_dense_mixture():
     """The default read-out is the BIC-weighted mixture of the two kernels' dense Shapley posteriors,
-    each scaled by its LOO calibration (p = 6)."""
+    each scaled by its LOO calibration, with variances raised to the jackknife's (p = 6)."""
     p = 6
     game = _table_game(p, 4)
     loop = DesignLoop(game, 20, progress=False, seed=2)
     est = loop.run()
     assert est.info["surrogate"] == "auto" and set(est.info["kernel_weights"]) <= {"shared", "ard"}
-    means, covs, ws = [], [], []
+    means, covs, ws, jks = [], [], [], []
     for k in loop.kernel_fits:
         m, S = _dense_shapley_posterior(k.hyper, loop.X, loop.y)
         means.append(m)
         covs.append(k.tau * S)
         ws.append(k.weight)
+        jks.append(_dense_jackknife_var(k.hyper, loop.X, loop.y))
     ws = np.asarray(ws) / np.sum(ws)
+    keep = ws >= 1e-10
+    ws = ws[keep] / ws[keep].sum()
+    means, covs, jks = [x for x, k in zip(means, keep) if k], [x for x, k in zip(covs, keep) if k], \
+        [x for x, k in zip(jks, keep) if k]
     mean = sum(w * m for w, m in zip(ws, means))
     cov = sum(w * (S + np.outer(m - mean, m - mean)) for w, m, S in zip(ws, means, covs))
+    f = np.maximum(1.0, np.sqrt(sum(w * j for w, j in zip(ws, jks)) / np.diag(cov)))
+    cov = cov * np.outer(f, f)
     np.testing.assert_allclose(est.values, mean, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(est.covariance, cov, rtol=1e-6, atol=1e-9 * np.abs(cov).max())
     np.testing.assert_allclose(est.std, np.sqrt(np.diag(cov)), rtol=1e-6, atol=1e-9)
