@@ -48,8 +48,11 @@ def objective_identity(objective: Any, objective_id: str | None = None) -> Any:
 
 
 def inner_seed(seed: int, row: np.ndarray, scope: str, stream: int = 0) -> int:
-    """Seed of one inner run: per study (``scope='study'``, shared draws) or per coalition."""
+    """Seed of one inner run: per study (``scope='study'``, shared draws; stream 0 is ``seed``
+    itself) or per coalition (a hash of the seed, the stream and the coalition's bits)."""
     if scope == "study":
+        if stream == 0:  # the study seed itself: the same draws as HyperSHAP's searcher with that seed
+            return int(seed)
         digest = hashlib.sha256(f"{int(seed)}|stream={int(stream)}".encode()).digest()
         return int.from_bytes(digest[:4], "little")
     if scope == "coalition":
@@ -81,8 +84,8 @@ class HPOGame:
             raise GameError("give the baseline to HPSpace or to the game, not both")
         self.objective = objective
         self.objective_id = objective_id
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise GameError(f"seed must be an integer, got {seed!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+            raise GameError(f"seed must be an integer in [0, 2^32) (ConfigSpace's range), got {seed!r}")
         self.seed = int(seed)
         self.n_players = self.space.n_players
         self.n_objective_calls = 0

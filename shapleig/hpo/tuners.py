@@ -16,6 +16,7 @@ run is one evaluation of the baseline, however many trials).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -131,9 +132,11 @@ class OptunaSearch:
             return samplers.TPESampler(seed=seed)
         if self.sampler == "random":
             return samplers.RandomSampler(seed=seed)
-        if self.sampler == "qmc":
-            return samplers.QMCSampler(seed=seed, warn_independent_sampling=False)
-        return samplers.GPSampler(seed=seed)
+        with warnings.catch_warnings():  # QMC and GP samplers are "experimental" in Optuna
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            if self.sampler == "qmc":
+                return samplers.QMCSampler(seed=seed, warn_independent_sampling=False)
+            return samplers.GPSampler(seed=seed)
 
     def search(self, objective: ScoreCache, space: HPSpace, row: np.ndarray, seed: int) -> np.ndarray:
         optuna = require_optuna()
