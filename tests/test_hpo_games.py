@@ -258,3 +258,17 @@ def test_resume_after_kill_repeats_no_finished_tuning_run(tmp_path):
     assert resumed.info["n_store_hits"] == len(done)
     assert resumed_game.n_objective_calls == whole.n_objective_calls - finished_calls
     np.testing.assert_allclose(resumed.values, reference.values, rtol=0, atol=1e-9)
+
+
+def test_readme_hpo_example_runs():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "shapleig.hpo" in b)
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    est, game = namespace["est"], namespace["game"]
+    assert est.evaluations == 6 and est.values.shape == (3,) and game.names == ["depth", "loss", "lr"]
+    # 6 of the 8 coalitions of a 3-player game: close to the exact values
+    np.testing.assert_allclose(est.values, shapleig.exact_shapley(game), atol=0.05)
