@@ -183,7 +183,7 @@ def cmd_hpi(args: argparse.Namespace) -> int:
         study = study_from_args(args)
     except (ValueError, ImportError, ShapleigError) as exc:
         raise UsageError(str(exc)) from exc
-    study.run(progress=True, log=print)
+    study.run(log=print)
     return 0
 
 

@@ -251,7 +251,7 @@ class Study:
     jobs: int
     settings: dict[str, Any]
 
-    def run(self, *, progress: bool = True, log: Any = print) -> StudyResult:
+    def run(self, *, log: Any = print) -> StudyResult:
         """Estimate (resuming from ``OUT/evaluations.sqlite``), write table, plot and summary."""
         from shapleig import EvaluationStore, ExecutorEvaluator
 
@@ -453,11 +453,10 @@ def prepare_study(
     return Study(game, estimator, spec_m.label, n_eval, int(seed), out, jobs, settings)
 
 
-def run_study(model: Any = "lightgbm", dataset: str = "diabetes", *, progress: bool = True,
-              log: Any = print, **options: Any) -> StudyResult:
+def run_study(model: Any = "lightgbm", dataset: str = "diabetes", *, log: Any = print, **options: Any) -> StudyResult:
     """:func:`prepare_study` then :meth:`Study.run`: the hyperparameters' Shapley values with error
     bars, the table, the plot and a resumable store in ``out``."""
-    return prepare_study(model, dataset, **options).run(progress=progress, log=log)
+    return prepare_study(model, dataset, **options).run(log=log)
 
 
 # --------------------------------------------------------------------------------------------
