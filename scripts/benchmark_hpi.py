@@ -12,8 +12,8 @@ time of one evaluation against each method's selection time per evaluation.
 fitted to as many true objective calls as ShaplEIG's 8p run needed, then exact Shapley values of
 the same tunability game on the surrogate) with ShaplEIG's, both against the true values.
 
-    OMP_NUM_THREADS=1 python scripts/benchmark_hpi.py --jobs 2            # ~10 min on 2 cores, first run
-    OMP_NUM_THREADS=1 python scripts/benchmark_hpi.py --hypershap        # rerun: tables come from the cache
+    OMP_NUM_THREADS=1 python scripts/benchmark_hpi.py --jobs 2 --hypershap   # ~20 min on 2 cores, first run
+    OMP_NUM_THREADS=1 python scripts/benchmark_hpi.py                       # rerun: tables come from the cache
 """
 
 from __future__ import annotations
