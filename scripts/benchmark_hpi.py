@@ -19,8 +19,6 @@ the same tunability game on the surrogate) with ShaplEIG's, both against the tru
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import sys
 import time
 from pathlib import Path
@@ -41,11 +39,14 @@ METHODS = ("shapleig", "shapleig:ard=false", "permutation", "kernelshap", "lever
 
 
 def build_game(dataset: str, args: argparse.Namespace):
-    """The tunability game of one dataset and the folder of its enumeration store."""
-    key = hashlib.sha256(json.dumps([dataset, args.inner_budget, args.folds, args.game_seed]).encode()).hexdigest()[:10]
-    folder = Path(args.cache) / f"tunability-lightgbm-{dataset}-{key}"
+    """The tunability game of one dataset and the folder of its enumeration store (named by the
+    game's fingerprint, so a changed game never meets an old store)."""
+    from shapleig.game import game_fingerprint
+
     study = prepare_study("lightgbm", dataset, study="tunability", inner_budget=args.inner_budget,
-                          n_folds=args.folds, seed=args.game_seed, budget="2p", method="permutation", out=folder)
+                          n_folds=args.folds, seed=args.game_seed, budget="2p", method="permutation",
+                          out=Path(args.cache))
+    folder = Path(args.cache) / f"tunability-lightgbm-{dataset}-{game_fingerprint(study.game)[:10]}"
     return study.game, folder
 
 

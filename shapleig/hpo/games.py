@@ -67,6 +67,9 @@ class HPOGame:
     """
 
     study: ClassVar[str] = ""
+    # bumped whenever a change to this module changes values (e.g. the seeding rules), so that
+    # evaluation stores written before are refused instead of mixed in
+    definition: ClassVar[int] = 1
 
     def __init__(
         self,
@@ -115,7 +118,7 @@ class HPOGame:
 
     def params(self) -> dict[str, Any]:
         """Everything that determines the values (hashed into evaluation-store fingerprints)."""
-        return {"study": self.study, "seed": self.seed, **self.space.params(),
+        return {"study": self.study, "definition": self.definition, "seed": self.seed, **self.space.params(),
                 "objective": objective_identity(self.objective, self.objective_id), **self._game_params()}
 
     def __repr__(self) -> str:
