@@ -113,7 +113,7 @@ class DataSpec:
         if path.suffix.lower() != ".csv" or not path.is_file():
             raise ValueError(f"dataset {dataset!r} is neither a bundled dataset {DATASETS} nor an existing .csv file")
         if not target:
-            raise ValueError(f"a CSV dataset needs the name of its target column (target= / --target)")
+            raise ValueError("a CSV dataset needs the name of its target column (target= / --target)")
         head = pd.read_csv(path, nrows=5)
         if target not in head.columns:
             raise ValueError(f"{path} has no column {target!r}; columns: {list(head.columns)}")
