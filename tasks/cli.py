@@ -7,6 +7,7 @@
     shapleig plot results.parquet --out fig.png
     shapleig demo [--out DIR] [--budgets ...] [--seeds N] [--quick]
     shapleig explain --model model.txt --data X.csv --row 3 --budget 40 [--plot fig.png]
+    shapleig hpi [--model lightgbm] [--dataset diabetes] [--study tunability] [--budget 4p] [--quick]
 
 Bad input (unknown task or method, bad options, budgets below a method's minimum, an unwritable
 output path, a corrupt table) is reported before any evaluation, with exit status 2.
@@ -179,6 +180,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_hpi(args: argparse.Namespace) -> int:
+    from tasks.hpi import study_from_args
+
+    try:
+        study = study_from_args(args)
+    except (ValueError, ImportError, ShapleigError) as exc:
+        raise UsageError(str(exc)) from exc
+    study.run(log=print)
+    return 0
+
+
 def _writable(path: Path) -> Path:
     from tasks.harness import check_output_path
 
@@ -254,6 +266,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", nargs="+", default=None, help=f"default: {' '.join(DEMO_METHODS)}")
     _add_run_options(p, demo=True)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser(
+        "hpi",
+        help="hyperparameter importance of a model on a dataset (ablation, tunability, sensitivity, optimizer bias)",
+        description=(
+            "Shapley values of a model's hyperparameters for one study type, each v(S) a real "
+            "cross-validated evaluation (a whole tuning run for tunability), under a budget. Writes "
+            "OUT/shapley.csv, OUT/shapley.parquet, OUT/shapley.png, OUT/study.json and the resumable "
+            "store OUT/evaluations.sqlite (rerun the same command to resume)."
+        ),
+    )
+    from tasks.hpi import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=cmd_hpi)
 
     from tasks.explain_cli import add_explain_parser  # imports this module: registered last
 

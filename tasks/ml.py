@@ -135,6 +135,23 @@ def _check_metric(dataset: str, metric: str | None) -> str:
     return metric
 
 
+def lightgbm_model(regression: bool, params: dict[str, Any], seed: int):
+    """A deterministic single-threaded LightGBM estimator (§8 settings) with ``params`` on top."""
+    import lightgbm as lgb
+
+    cls = lgb.LGBMRegressor if regression else lgb.LGBMClassifier
+    fixed = dict(deterministic=True, force_row_wise=True, n_jobs=1, random_state=seed, verbose=-1)
+    return cls(**{**params, **fixed})
+
+
+def cv_folds(x: np.ndarray, y: np.ndarray, regression: bool, n_folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``n_folds`` shuffled (train, test) index splits seeded by ``seed``; stratified for classes."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    splitter = (KFold if regression else StratifiedKFold)(n_folds, shuffle=True, random_state=seed)
+    return [(tr, te) for tr, te in splitter.split(x, y)]
+
+
 class MLGame:
     """Base: lazy data, deterministic LightGBM fits, enumeration with an on-disk cached table.
 
@@ -194,20 +211,10 @@ class MLGame:
 
     def _model(self, params: dict[str, Any]):
         """A deterministic LightGBM estimator (docs/games.md §8 settings) with ``params`` on top of defaults."""
-        import lightgbm as lgb
-
-        cls = lgb.LGBMRegressor if DATASET_TASK[self.dataset] == "regression" else lgb.LGBMClassifier
-        fixed = dict(deterministic=True, force_row_wise=True, n_jobs=1, random_state=self.seed, verbose=-1)
-        return cls(**{**params, **fixed})
+        return lightgbm_model(DATASET_TASK[self.dataset] == "regression", params, self.seed)
 
     def _folds(self, x: np.ndarray, y: np.ndarray, n_folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        from sklearn.model_selection import KFold, StratifiedKFold
-
-        if DATASET_TASK[self.dataset] == "regression":
-            splitter = KFold(n_folds, shuffle=True, random_state=self.seed)
-        else:
-            splitter = StratifiedKFold(n_folds, shuffle=True, random_state=self.seed)
-        return [(tr, te) for tr, te in splitter.split(x, y)]
+        return cv_folds(x, y, DATASET_TASK[self.dataset] == "regression", n_folds, self.seed)
 
     def _fit_score(self, params: dict[str, Any], x_tr, y_tr, x_te, y_te, classes) -> float:
         model = self._model(params)

@@ -1,0 +1,209 @@
+"""Hyperparameter-importance games over a ConfigSpace space and a black-box objective.
+
+Players are the space's hyperparameters; ``objective(config: dict) -> float`` is a score (higher
+is better) that must be deterministic, e.g. a cross-validation with fixed folds and model seed.
+Players outside a coalition S stay at the baseline configuration (default: the space's defaults).
+
+======================  ==========================================================================
+game                    v(S)
+======================  ==========================================================================
+``AblationGame``        score of the configuration with the target's values on S
+``TunabilityGame``      best score of one tuning run over S (inner tuner, fixed trial budget)
+``SensitivityGame``     variance (ddof 0) of the score over a fixed seeded sample varying S
+``OptimizerBiasGame``   best(optimizer on S) - max(best(optimizer), best(each ensemble member))
+======================  ==========================================================================
+
+Each v(S) is a deterministic function of the study seed and S: inner runs are seeded with the
+study seed (shared draws) or with a hash of the seed and S's bits (adaptive tuners), never with a
+counter, so a coalition has one value whichever process or order evaluates it. The games are
+plain picklable objects (given a picklable objective), so an ``ExecutorEvaluator`` runs one tuning
+run per worker, and their ``params()`` identify them to evaluation stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from ..coalitions import as_coalition_matrix
+from ..errors import GameError
+from .space import HPSpace, coalition_seed
+from .tuners import Objective, RandomSearch, ScoreCache
+
+STUDIES = ("ablation", "tunability", "sensitivity", "optimizer-bias")
+
+
+def objective_identity(objective: Any, objective_id: str | None = None) -> Any:
+    """What identifies an objective: ``objective_id`` if given, else its ``params()`` when it has
+    them, else its module and qualified name (a function's code is not hashed: give an id when a
+    changed function must not reuse a store)."""
+    if objective_id is not None:
+        return str(objective_id)
+    if callable(getattr(objective, "params", None)):
+        return {"class": f"{type(objective).__module__}.{type(objective).__qualname__}", **objective.params()}
+    target = objective if hasattr(objective, "__qualname__") else type(objective)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+
+
+def inner_seed(seed: int, row: np.ndarray, scope: str, stream: int = 0) -> int:
+    """Seed of one inner run: per study (``scope='study'``, shared draws; stream 0 is ``seed``
+    itself) or per coalition (a hash of the seed, the stream and the coalition's bits)."""
+    if scope == "study":
+        if stream == 0:  # the study seed itself: the same draws as HyperSHAP's searcher with that seed
+            return int(seed)
+        digest = hashlib.sha256(f"{int(seed)}|stream={int(stream)}".encode()).digest()
+        return int.from_bytes(digest[:4], "little")
+    if scope == "coalition":
+        return coalition_seed(int(seed) * 1_000_003 + int(stream), row)
+    raise GameError(f"unknown seed scope {scope!r}")
+
+
+class HPOGame:
+    """Base: players = the space's hyperparameters; ``__call__`` evaluates ``bool[m, p]`` row by row.
+
+    ``n_objective_calls`` counts objective evaluations made in this process (a study's real cost).
+    """
+
+    study: ClassVar[str] = ""
+    # bumped whenever a change to this module changes values (e.g. the seeding rules), so that
+    # evaluation stores written before are refused instead of mixed in
+    definition: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        space: Any,
+        objective: Objective,
+        *,
+        baseline: Mapping[str, Any] | None = None,
+        seed: int = 0,
+        objective_id: str | None = None,
+    ):
+        if not callable(objective):
+            raise GameError(f"objective must be callable config -> score, got {type(objective).__name__}")
+        self.space = space if isinstance(space, HPSpace) else HPSpace(space, baseline)
+        if isinstance(space, HPSpace) and baseline is not None:
+            raise GameError("give the baseline to HPSpace or to the game, not both")
+        self.objective = objective
+        self.objective_id = objective_id
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+            raise GameError(f"seed must be an integer in [0, 2^32) (ConfigSpace's range), got {seed!r}")
+        self.seed = int(seed)
+        self.n_players = self.space.n_players
+        self.n_objective_calls = 0
+
+    @property
+    def names(self) -> list[str]:
+        return self.space.names
+
+    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        """Values ``float64[m]`` of ``bool[m, p]`` coalitions (one inner run per row)."""
+        z = as_coalition_matrix(coalitions, self.n_players)
+        return np.array([self.value(row) for row in z], dtype=np.float64)
+
+    def value(self, row: np.ndarray) -> float:
+        """v(S) of one coalition ``row`` (bool[p])."""
+        cache = ScoreCache(self.objective)
+        try:
+            return float(self._value(np.asarray(row, dtype=bool), cache))
+        finally:
+            self.n_objective_calls += cache.calls
+
+    def _value(self, row: np.ndarray, cache: ScoreCache) -> float:
+        raise NotImplementedError
+
+    def _game_params(self) -> dict[str, Any]:
+        return {}
+
+    def params(self) -> dict[str, Any]:
+        """Everything that determines the values (hashed into evaluation-store fingerprints)."""
+        return {"study": self.study, "definition": self.definition, "seed": self.seed, **self.space.params(),
+                "objective": objective_identity(self.objective, self.objective_id), **self._game_params()}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.names}, seed={self.seed})"
+
+
+class AblationGame(HPOGame):
+    """v(S) = objective(target on S, baseline elsewhere); ``target``: ``{name: value}``."""
+
+    study = "ablation"
+
+    def __init__(self, space: Any, objective: Objective, target: Mapping[str, Any], **kwargs: Any):
+        super().__init__(space, objective, **kwargs)
+        self.target = self.space.configuration(target, what="target")
+        self._target_vector = self.space.to_vector(self.target)
+
+    def configuration(self, row: np.ndarray) -> dict[str, Any]:
+        """The configuration of coalition ``row``: target on S, baseline elsewhere."""
+        return self.space.from_vector(self.space.blend(row, self._target_vector))
+
+    def _value(self, row: np.ndarray, cache: ScoreCache) -> float:
+        return cache.score(self.configuration(row))
+
+    def _game_params(self) -> dict[str, Any]:
+        return {"target": self.target}
+
+
+class TunabilityGame(HPOGame):
+    """v(S) = best score of one run of ``tuner`` over S (default: ``RandomSearch(20)``)."""
+
+    study = "tunability"
+
+    def __init__(self, space: Any, objective: Objective, tuner: Any = None, **kwargs: Any):
+        super().__init__(space, objective, **kwargs)
+        self.tuner = tuner if tuner is not None else RandomSearch(20)
+
+    def _value(self, row: np.ndarray, cache: ScoreCache) -> float:
+        seed = inner_seed(self.seed, row, self.tuner.seed_scope)
+        return float(np.max(self.tuner.search(cache, self.space, row, seed)))
+
+    def _game_params(self) -> dict[str, Any]:
+        return {"tuner": self.tuner.params()}
+
+
+class SensitivityGame(HPOGame):
+    """v(S) = variance (ddof 0) of the score over ``n_samples`` seeded draws varying only S."""
+
+    study = "sensitivity"
+
+    def __init__(self, space: Any, objective: Objective, n_samples: int = 20, **kwargs: Any):
+        super().__init__(space, objective, **kwargs)
+        self.sampler = RandomSearch(n_samples)
+
+    def _value(self, row: np.ndarray, cache: ScoreCache) -> float:
+        seed = inner_seed(self.seed, row, self.sampler.seed_scope)
+        return float(np.var(self.sampler.search(cache, self.space, row, seed)))
+
+    def _game_params(self) -> dict[str, Any]:
+        return {"n_samples": self.sampler.n_trials}
+
+
+class OptimizerBiasGame(HPOGame):
+    """v(S) = best(optimizer) - max(best(optimizer), best of each ensemble member), all tuning S.
+
+    Always <= 0: how far the optimizer of interest falls behind the best of the ensemble. Each
+    tuner has its own seed stream (index 0 for the optimizer, k for the k-th member).
+    """
+
+    study = "optimizer-bias"
+
+    def __init__(self, space: Any, objective: Objective, optimizer: Any, ensemble: Sequence[Any], **kwargs: Any):
+        super().__init__(space, objective, **kwargs)
+        if not ensemble:
+            raise GameError("the optimizer-bias game needs a non-empty ensemble of tuners")
+        self.optimizer = optimizer
+        self.ensemble = list(ensemble)
+
+    def _value(self, row: np.ndarray, cache: ScoreCache) -> float:
+        def best(tuner: Any, stream: int) -> float:
+            seed = inner_seed(self.seed, row, tuner.seed_scope, stream)
+            return float(np.max(tuner.search(cache, self.space, row, seed)))
+
+        mine = best(self.optimizer, 0)
+        others = [best(t, k + 1) for k, t in enumerate(self.ensemble)]
+        return mine - max([mine, *others])
+
+    def _game_params(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.params(), "ensemble": [t.params() for t in self.ensemble]}

@@ -1,0 +1,106 @@
+"""Hyperparameter-importance studies from a model and a dataset (tasks.hpi, ``shapleig hpi``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("ConfigSpace")
+
+from shapleig.errors import GameError  # noqa: E402
+from tasks import cli  # noqa: E402
+from tasks.hpi import CVObjective, DataSpec, prepare_study, run_study  # noqa: E402
+
+
+def test_quick_cli_writes_table_plot_and_store_and_resumes(tmp_path, capsys):
+    out = tmp_path / "quick"
+    assert cli.main(["hpi", "--quick", "--out", str(out)]) == 0
+    for name in ("shapley.csv", "shapley.parquet", "shapley.png", "evaluations.sqlite", "study.json"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0
+    table = pd.read_csv(out / "shapley.csv")
+    assert list(table["hyperparameter"]) == ["learning_rate", "n_estimators", "num_leaves", "subsample"]
+    assert np.isfinite(table["shapley"]).all() and (table["std"] > 0).all()
+    summary = json.loads((out / "study.json").read_text())
+    assert summary["evaluations"] == 12 and summary["from_store"] == 0
+    # the same command again: every value from the store, no objective call, same table
+    assert cli.main(["hpi", "--quick", "--out", str(out)]) == 0
+    again = json.loads((out / "study.json").read_text())
+    assert again["from_store"] == 12 and again["objective_calls_this_process"] == 0
+    pd.testing.assert_frame_equal(pd.read_csv(out / "shapley.csv"), table)
+    # another seed on the same folder is refused before anything is evaluated
+    assert _exit_code(["hpi", "--quick", "--out", str(out), "--seed", "1"]) == 2
+    assert "written for game" in capsys.readouterr().err
+
+
+def _exit_code(argv) -> int:
+    try:
+        return cli.main(argv)
+    except SystemExit as exc:
+        return int(exc.code)
+
+
+def test_csv_dataset_user_space_and_ablation(tmp_path):
+    from sklearn.datasets import load_breast_cancer
+
+    x, y = load_breast_cancer(return_X_y=True)
+    frame = pd.DataFrame(x[:200, :6], columns=[f"f{i}" for i in range(6)])
+    frame["label"] = np.where(y[:200] == 1, "benign", "malignant")
+    csv = tmp_path / "cancer.csv"
+    frame.to_csv(csv, index=False)
+    from ConfigSpace import ConfigurationSpace, Float, Integer
+
+    space = ConfigurationSpace(seed=0)  # small forests keep the fits cheap
+    space.add([Integer("n_estimators", (5, 30), default=10), Float("max_features", (0.1, 1.0), default=1.0),
+               Integer("min_samples_leaf", (1, 20), default=1)])
+    path = tmp_path / "space.json"
+    space.to_json(path)
+    result = run_study(
+        "random_forest", str(csv), target="label", space=str(path), study="ablation",
+        target_config={"n_estimators": 25, "max_features": 0.3, "min_samples_leaf": 5},
+        budget=8, method="permutation", n_folds=2, out=tmp_path / "abl", log=None,
+    )
+    assert result.estimate.evaluations <= 8
+    assert set(result.table.columns) >= {"hyperparameter", "shapley", "std", "baseline", "target"}
+    assert result.table["std"].isna().all()  # permutation sampling has no posterior std
+    assert list(result.table["target"]) == ["0.3", "5", "25"]
+    assert np.isfinite(result.estimate.values).all()
+    summary = json.loads(result.files["summary"].read_text())
+    assert summary["dataset"] == "cancer.csv" and summary["metric"] == "neg_log_loss"
+
+
+def test_cv_objective_is_deterministic_and_picklable():
+    import pickle
+
+    obj = CVObjective("lightgbm", DataSpec.make("wine"), n_folds=2, seed=0)
+    cfg = {"n_estimators": 10, "num_leaves": 4}
+    a = obj(cfg)
+    b = pickle.loads(pickle.dumps(obj))(cfg)
+    assert a == b and obj.metric == "neg_log_loss" and a < 0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(dataset="nope"), "neither a bundled dataset"),
+    (dict(hyperparameters=["learning_rate", "depth"]), "no hyperparameters"),
+    (dict(budget="1p"), "needs budget"),
+    (dict(budget=10_000), "exceeds"),
+    (dict(study="fanova"), "unknown study"),
+    (dict(method="nosuch"), "unknown method"),
+    (dict(metric="r2", dataset="wine"), "does not fit"),
+    (dict(tuner="optuna-anneal"), "unknown Optuna sampler"),
+    (dict(tuner="smac"), "unknown tuner"),
+])
+def test_bad_input_named_before_any_evaluation(tmp_path, kwargs, message):
+    options = dict(budget="2p", out=tmp_path / "o", hyperparameters=["learning_rate", "num_leaves", "subsample"])
+    options.update(kwargs)
+    dataset = options.pop("dataset", "diabetes")
+    with pytest.raises((ValueError, GameError), match=message):
+        prepare_study("lightgbm", dataset, **options)
+    assert not (tmp_path / "o" / "evaluations.sqlite").exists()
+
+
+def test_cli_bad_input_exits_2(tmp_path, capsys):
+    assert _exit_code(["hpi", "--dataset", str(tmp_path / "x.csv"), "--out", str(tmp_path)]) == 2
+    assert "neither a bundled dataset" in capsys.readouterr().err
