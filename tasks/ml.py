@@ -136,7 +136,7 @@ def _check_metric(dataset: str, metric: str | None) -> str:
 
 
 def lightgbm_model(regression: bool, params: dict[str, Any], seed: int):
-    """A deterministic single-threaded LightGBM estimator (§8 settings) with ``params`` on top."""
+    """A deterministic single-threaded LightGBM estimator (docs/games.md §8 settings) with ``params`` on top."""
     import lightgbm as lgb
 
     cls = lgb.LGBMRegressor if regression else lgb.LGBMClassifier
