@@ -103,7 +103,7 @@ def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_
         loop = DesignLoop(game, t, refit=AdaptiveRefit(threshold=threshold), fit_engine="numpy", ard=False,
                           pool_size=pool_size, seed=seed, progress=False)
         loop.run()
-        out["n_fits"] = len(loop.fits)
+        out["n_fits"] = loop.n_refits
         out["run_s_per_it"] = loop.timings["selection_s"] / max(loop.iteration, 1)
     else:
         out["n_fits"] = backstop_fits(T) + int(round(out["trigger_rate"] * T))

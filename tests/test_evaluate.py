@@ -206,7 +206,7 @@ def test_batch_of_4_with_refits_equals_sequential_refitting_every_4_steps(proces
                          evaluator=ExecutorEvaluator(process_pool))
     a, b = every_4th.run(), batched.run()
     # after the design, before the batches at it = 4, 8, 12 (it = 0 follows the design fit), final
-    assert len(every_4th.fits) == len(batched.fits) == 1 + 3 + 1
+    assert every_4th.n_refits == batched.n_refits == 1 + 3 + 1
     np.testing.assert_array_equal(every_4th.X, batched.X)
     np.testing.assert_allclose(b.values, a.values, rtol=1e-8, atol=1e-10)
 

@@ -47,7 +47,7 @@ def test_adaptive_schedule_refits_at_backstop_and_on_evidence():
     assert loop.refit_name == "adaptive"
     backstop = [it for it in range(loop.iteration) if refit_schedule("geometric")(it)]
     # at least the backstop's fits (+ the design fit and the final refit), fewer than every step
-    assert len(backstop) <= len(loop.fits) - 1 < loop.iteration
+    assert len(backstop) <= loop.n_refits - 1 < loop.iteration
     assert np.all(np.isfinite(est.values))
 
 
@@ -56,7 +56,7 @@ def test_adaptive_threshold_extremes():
     tiny.run()
     every = DesignLoop(_game(), 30, refit="every", progress=False, fit_engine="numpy")
     every.run()
-    assert len(tiny.fits) == len(every.fits)  # any residual beats a vanishing threshold
+    assert tiny.n_refits == every.n_refits  # any residual beats a vanishing threshold
     with pytest.raises(ValueError, match="threshold"):
         AdaptiveRefit(threshold=0.0)
 
