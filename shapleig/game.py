@@ -116,11 +116,14 @@ def check_game_values(values: Any, coalitions: np.ndarray) -> np.ndarray:
     return v
 
 
-def check_budget(budget: Any, minimum: int = 1, method: str | None = None) -> int:
-    """Return ``budget`` as an int, or raise :class:`BudgetError` if it is not an int >= minimum."""
+def check_budget(budget: Any, minimum: int | None = 1, method: str | None = None) -> int:
+    """Return ``budget`` as an int, or raise :class:`BudgetError` if it is not an int >= minimum.
+
+    ``minimum=None`` checks the type only (callers that state a method's own minimum next).
+    """
     if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, np.integer)):
         raise BudgetError(f"budget must be an integer number of evaluations, got {budget!r}")
-    if budget < minimum:
+    if minimum is not None and budget < minimum:
         who = f"{method} needs" if method else "needs"
         raise BudgetError(f"budget {budget} is too small: {who} at least {minimum} evaluations")
     return int(budget)

@@ -262,6 +262,10 @@ def show_value(value: Any, where: str = "", opaque: list[str] | None = None) -> 
         text = repr(value.item() if isinstance(value, np.generic) else value)
         if len(text) <= _SHOWN:
             return text
+    if isinstance(value, (list, tuple)) and all(v is None or isinstance(v, (bool, int, float, str)) for v in value):
+        text = repr(value)
+        if len(text) <= _SHOWN:
+            return text
     kind = type(value).__name__
     if isinstance(value, np.ndarray):
         kind = f"ndarray {value.dtype}{list(value.shape)}"
