@@ -284,8 +284,10 @@ def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, s
     elif isinstance(fn, types.FunctionType) and not _is_library(fn):
         out = {
             f"{prefix}.code": f"{_qualname(fn)} #{digest_value(fn.__code__)[:12]}",
-            f"{prefix}.defaults": show_value((fn.__defaults__, fn.__kwdefaults__), prefix, opaque),
+            f"{prefix}.defaults": show_value(fn.__defaults__, prefix, opaque),
         }
+        if fn.__kwdefaults__:
+            out[f"{prefix}.kwdefaults"] = show_value(fn.__kwdefaults__, prefix, opaque)
         for name, value in closure_values(fn).items():
             out[f"{prefix}.closure.{name}"] = show_value(value, f"{prefix}.{name}", opaque)
         for name, value in global_values(fn).items():
@@ -373,4 +375,4 @@ def _label(key: str) -> str:
                          ("fn.global.", "global "), ("fn.", "fn ")):
         if key.startswith(prefix):
             return word + key[len(prefix):]
-    return key.replace("_", " ") if key in ("n_players", "game_id", "store.game_id") else key
+    return {"store.game_id": "store game_id"}.get(key, key)

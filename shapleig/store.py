@@ -54,6 +54,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -223,6 +224,10 @@ class EvaluationStore:
             except OSError as exc:
                 raise StoreError(f"cannot create the folder of evaluation store {self.path}: {exc}") from exc
             self._check_header()
+            for target in (self.path, parent):  # WAL needs to create files beside the store
+                if os.path.exists(target) and not os.access(target, os.W_OK):
+                    raise StoreError(f"evaluation store {self.path} cannot be opened for writing: {target} "
+                                     f"is read-only; copy the store to a writable folder to resume from it")
         try:
             # isolation_level=None: we open each transaction ourselves and commit it at once.
             # check_same_thread=False: callbacks and the heartbeat run on other threads; the lock
@@ -407,6 +412,9 @@ class EvaluationStore:
                 [fingerprint, *chunk],
             ).fetchall()
             for code, value in rows:
+                if not isinstance(value, (float, int)):  # e.g. a blob: never decoded, refused
+                    raise StoreError(f"evaluation store {self.path} holds a non-numeric value "
+                                     f"({type(value).__name__}) for coalition {code}; refusing to use it")
                 stored.setdefault(code, float(value))
         return stored
 
@@ -543,28 +551,44 @@ class EvaluationStore:
             except sqlite3.Error:
                 logger.warning("evaluation store %s: could not release claims (they expire)", self.path)
             self._claimed -= set(codes)
+            self._claims_done()
 
     def _start_heartbeat(self) -> None:
-        if self._heartbeat is not None and self._heartbeat.is_alive():
-            return
-        self._stop.clear()
-        self._heartbeat = threading.Thread(target=self._beat, name="shapleig-store-heartbeat", daemon=True)
-        self._heartbeat.start()
+        with self._lock:
+            if self._heartbeat is not None and self._heartbeat.is_alive():
+                return
+            interval = self.lease_seconds / 4
+            self._heartbeat = threading.Thread(target=EvaluationStore._beat, args=(weakref.ref(self), self._stop, interval),
+                                               name="shapleig-store-heartbeat", daemon=True)
+            self._heartbeat.start()
 
-    def _beat(self) -> None:
-        """Refresh this process's claims while it holds any, so others know it is alive."""
-        while not self._stop.wait(self.lease_seconds / 4):
-            with self._lock:
-                if self._conn is None:
+    def _claims_done(self) -> None:
+        """Called (under the lock) when this object holds no more claims: end the heartbeat."""
+        if not self._claimed:
+            self._stop.set()
+
+    @staticmethod
+    def _beat(ref: "weakref.ref[EvaluationStore]", stop: threading.Event, interval: float) -> None:
+        """Refresh this process's claims while it holds any, so others know it is alive. Ends when
+        it holds none (the next claim starts a new thread) or the store is gone; it keeps only a
+        weak reference, so an unused store is still closed by garbage collection."""
+        while True:
+            stop.wait(interval)
+            store = ref()
+            if store is None:
+                return
+            with store._lock:
+                stop.clear()
+                if store._conn is None or not store._claimed:
+                    store._heartbeat = None
                     return
-                if not self._claimed:
-                    continue
                 try:
-                    with self._conn:
-                        self._conn.execute("BEGIN IMMEDIATE")
-                        self._conn.execute("UPDATE claims SET heartbeat = ? WHERE owner = ?", (time.time(), _owner()))
+                    with store._conn:
+                        store._conn.execute("BEGIN IMMEDIATE")
+                        store._conn.execute("UPDATE claims SET heartbeat = ? WHERE owner = ?", (time.time(), _owner()))
                 except sqlite3.Error as exc:  # the run itself reports write problems
-                    logger.warning("evaluation store %s: heartbeat failed: %s", self.path, exc)
+                    logger.warning("evaluation store %s: heartbeat failed: %s", store.path, exc)
+            del store
 
     # -- writing ----------------------------------------------------------------------------
     def append(
@@ -620,6 +644,7 @@ class EvaluationStore:
                 ) from exc
             if status == "ok":
                 self._claimed.discard(code)
+                self._claims_done()
 
     # -- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:
