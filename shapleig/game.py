@@ -206,6 +206,7 @@ class BudgetedGame:
         self.n_requests = 0  # coalitions asked for, repeats included
         self.n_cache_hits = 0
         self.n_store_hits = 0  # charged coalitions whose value came from the store
+        self.n_waited = 0  # of those, coalitions this run waited for while another process evaluated them
         self.n_game_evaluations = 0  # charged coalitions whose value came from the game
         self.n_failed_attempts = 0  # attempts that raised or returned NaN/inf
 
@@ -263,6 +264,7 @@ class BudgetedGame:
         values = np.full(k, np.nan)
         known = np.zeros(k, dtype=bool)
         from_store = 0
+        waited: set[int] = set()  # coalitions another process was evaluating when we asked
         try:
             if self.store is None:
                 self._evaluate_into(fresh, np.arange(k), values, known)
@@ -276,6 +278,7 @@ class BudgetedGame:
                 if mine.any():
                     self._evaluate_into(fresh, pending[mine], values, known)
                 pending = pending[busy]
+                waited |= set(pending.tolist())
                 if pending.size:
                     self.store.wait_for_others(fresh[pending])
         finally:
@@ -286,6 +289,7 @@ class BudgetedGame:
             for i in np.flatnonzero(known):
                 self._record(keys[i], fresh[i], float(values[i]))
             self.n_store_hits += from_store
+            self.n_waited += len(waited)
             self.n_game_evaluations += int(known.sum()) - from_store
 
     def _evaluate_into(
@@ -341,6 +345,7 @@ class BudgetedGame:
             "n_requests": self.n_requests,
             "n_cache_hits": self.n_cache_hits,
             "n_store_hits": self.n_store_hits,
+            "n_waited": self.n_waited,
             "n_game_evaluations": self.n_game_evaluations,
             "n_failed_attempts": self.n_failed_attempts,
         }
