@@ -160,7 +160,9 @@ class BudgetedGame:
                  looked up there: stored values are reused without calling the game but still
                  charged to the budget. Every new evaluation (and every failed attempt) is
                  appended and committed as it arrives, before the call returns. A store written
-                 for a different game is refused (``StoreMismatchError``).
+                 for a different game is refused (``StoreMismatchError``, naming what differs).
+                 A coalition another process is evaluating on the same store is waited for, not
+                 evaluated again (it counts as a store hit; ``n_waited`` in the accounting).
     evaluator:   how uncached, unstored coalitions are evaluated (``shapleig.evaluate``). Default:
                  ``SerialEvaluator()`` in-process; with a store, ``SerialEvaluator(chunk_size=1)``
                  so that each value is committed as soon as it is computed.
