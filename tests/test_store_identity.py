@@ -208,3 +208,48 @@ class _Payload:
 
     def __reduce__(self):
         return (Path.touch, (Path(self.path),))
+
+
+def test_a_table_rewritten_in_place_is_another_game(tmp_path):
+    from tasks.tables import TableGame, save_table
+
+    from shapleig.coalitions import all_coalitions
+
+    Z = all_coalitions(3)
+    path = tmp_path / "t.npz"
+    save_table(path, Z, Z.sum(axis=1).astype(float))
+    first = TableGame.from_npz(path)
+    BudgetedGame(first, 4, store=tmp_path / "s.sqlite")(Z[:2])
+    save_table(path, Z, 2.0 * Z.sum(axis=1))
+    msg = _refusal(TableGame.from_npz(path), tmp_path / "s.sqlite")
+    assert "values: ndarray float64[8] #" in msg
+    # the same values in another file under another name: the same game, its values are reused
+    save_table(tmp_path / "copy.npz", Z, Z.sum(axis=1).astype(float))
+    again = BudgetedGame(TableGame.from_npz(tmp_path / "copy.npz", name="renamed"), 4, store=tmp_path / "s.sqlite")
+    again(Z[:2])
+    assert again.accounting()["n_store_hits"] == 2
+
+
+def test_function_identity_is_stable_across_processes(tmp_path, monkeypatch):
+    import os
+    import subprocess
+
+    (tmp_path / "stable_game_module.py").write_text(
+        "import numpy as np\n"
+        "WEIGHTS = {'a': np.arange(5.0), 'b': {'x', 'y', 'z'}}\n"
+        "def make(scale):\n"
+        "    def fn(Z):\n"
+        "        return scale * (Z @ WEIGHTS['a']) + (1.0 if 'x' in {'x', 'q'} else 0.0)\n"
+        "    return fn\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("stable_game_module")
+    here = game_fingerprint(FunctionGame(mod.make(2.0), 5))
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import stable_game_module as m;"
+            "from shapleig import FunctionGame; from shapleig.game import game_fingerprint;"
+            "print(game_fingerprint(FunctionGame(m.make(2.0), 5)))")
+    for hashseed in ("1", "2"):
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PYTHONHASHSEED": hashseed}
+        out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True,
+                             check=True)
+        assert out.stdout.strip() == here
