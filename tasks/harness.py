@@ -134,6 +134,8 @@ def check_results_path(path: str | os.PathLike[str]) -> Path:
     """A writable results path ending in ``.parquet`` (the table is always written as parquet, so
     another extension such as ``.csv`` is refused rather than silently holding parquet)."""
     out = Path(path).expanduser()
+    if out.is_dir():
+        return check_output_path(out)  # names the problem: a folder
     if out.suffix.lower() not in RESULT_SUFFIXES:
         raise ValueError(f"results file {out}: the results table is written as parquet; give a name "
                          f"ending in .parquet (got {out.suffix or 'no extension'})")
