@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-_MAX_DEPTH = 8  # nesting limit for the state walk; deeper objects are digested by type name
+_MAX_DEPTH = 40  # nesting limit for the state walk; deeper objects make the game opaque
 _SHOWN = 40  # readable values up to this many characters are shown in messages as they are
 _LIBRARY_ROOTS = tuple(
     p for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")} if p
@@ -71,8 +71,8 @@ class _Digest:
         if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes, np.generic)):
             self.text(type(obj).__name__, repr(obj) if not isinstance(obj, bytes) else obj)
             return
-        if depth > _MAX_DEPTH:
-            self.text("deep", _qualname(type(obj)))
+        if depth > _MAX_DEPTH:  # never identify by type name alone: that could collide silently
+            self.opaque.append(f"{where or 'game'} (nested more than {_MAX_DEPTH} levels deep)")
             return
         key = id(obj)
         if key in self._active:
