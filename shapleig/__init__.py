@@ -19,6 +19,8 @@ from .errors import (
     GameError,
     NonFiniteValueError,
     ShapleigError,
+    StoreBusyError,
+    StoreError,
     StoreMismatchError,
 )
 from .estimate import BaseEstimator, Estimator, ShapleyEstimate
@@ -61,6 +63,8 @@ __all__ = [
     "NonFiniteValueError",
     "ShapleigError",
     "ShapleyEstimate",
+    "StoreBusyError",
+    "StoreError",
     "StoreMismatchError",
     "all_coalitions",
     "exact_shapley",

@@ -33,3 +33,13 @@ class NonFiniteValueError(EvaluationFailedError, GameError):
 
 class StoreMismatchError(ShapleigError, ValueError):
     """An evaluation store written for one game was opened for a different game."""
+
+
+class StoreError(ShapleigError, RuntimeError):
+    """An evaluation store cannot be opened, read or written (not a store, damaged, read-only,
+    disk full); what was already committed is kept."""
+
+
+class StoreBusyError(StoreError):
+    """Another live process is evaluating coalitions of this store and the store was opened with
+    ``wait=False``."""

@@ -118,7 +118,7 @@ class BaseEstimator(abc.ABC):
         or returns NaN/inf is retried ``max_retries`` times before the run stops naming it.
         """
         p = check_game(game, self.min_players)
-        budget = check_budget(budget)
+        budget = check_budget(budget, minimum=None)  # the method's own minimum is stated below
         minimum = self.min_budget(p)
         if budget < minimum:
             raise BudgetError(

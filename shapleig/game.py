@@ -10,8 +10,6 @@ as it arrives; with an executor-backed evaluator it evaluates a batch concurrent
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
@@ -33,25 +31,39 @@ class Game(Protocol):
 
 
 class FunctionGame:
-    """Wrap ``fn: bool[m, p] -> float[m]`` as a :class:`Game` with ``n_players = p``."""
+    """Wrap ``fn: bool[m, p] -> float[m]`` as a :class:`Game` with ``n_players = p``.
 
-    def __init__(self, fn: Callable[[np.ndarray], Any], n_players: int, name: str | None = None):
+    game_id: optional label of what ``fn`` computes, part of the game's identity in evaluation
+             stores. The identity is built from ``fn``'s content (code, defaults, closure, the
+             module globals it reads); give a ``game_id`` when the values also depend on something
+             the identity cannot see (a file ``fn`` reads, a remote service).
+    """
+
+    def __init__(self, fn: Callable[[np.ndarray], Any], n_players: int, name: str | None = None,
+                 game_id: str | None = None):
         if not callable(fn):
             raise GameError(f"fn must be callable, got {type(fn).__name__}")
         self.fn = fn
         self.n_players = check_n_players(n_players)
         self.name = name or getattr(fn, "__name__", "function")
+        self.game_id = None if game_id is None else str(game_id)
 
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
         return np.asarray(self.fn(coalitions), dtype=np.float64)
 
-    def fingerprint(self) -> str:
-        """Identity for evaluation stores: the function's module and qualified name, name, p."""
-        fn_id = f"{getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', '?')}"
-        return f"FunctionGame|{fn_id}|{self.name}|n_players={self.n_players}"
+    def identity(self) -> dict[str, str]:
+        """Identity components for evaluation stores (:mod:`shapleig.identity`): the function's
+        content and the ``game_id``; the display name does not count."""
+        from .identity import function_identity
+
+        out = function_identity(self.fn)
+        if self.game_id is not None:
+            out["game_id"] = self.game_id
+        return out
 
     def __repr__(self) -> str:
-        return f"FunctionGame({self.name}, n_players={self.n_players})"
+        extra = f", game_id={self.game_id!r}" if self.game_id is not None else ""
+        return f"FunctionGame({self.name}, n_players={self.n_players}{extra})"
 
 
 def check_n_players(n_players: Any, minimum: int = 2) -> int:
@@ -104,17 +116,17 @@ def check_game_values(values: Any, coalitions: np.ndarray) -> np.ndarray:
     return v
 
 
-def check_budget(budget: Any, minimum: int = 1, method: str | None = None) -> int:
-    """Return ``budget`` as an int, or raise :class:`BudgetError` if it is not an int >= minimum."""
+def check_budget(budget: Any, minimum: int | None = 1, method: str | None = None) -> int:
+    """Return ``budget`` as an int, or raise :class:`BudgetError` if it is not an int >= minimum.
+
+    ``minimum=None`` checks the type only (callers that state a method's own minimum next).
+    """
     if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, np.integer)):
         raise BudgetError(f"budget must be an integer number of evaluations, got {budget!r}")
-    if budget < minimum:
+    if minimum is not None and budget < minimum:
         who = f"{method} needs" if method else "needs"
         raise BudgetError(f"budget {budget} is too small: {who} at least {minimum} evaluations")
     return int(budget)
-
-
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def describe_game(game: Any) -> str:
@@ -123,44 +135,16 @@ def describe_game(game: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}(n_players={getattr(game, 'n_players', '?')})"
 
 
-def _canonical(obj: Any) -> str:
-    """Deterministic text for parameters: dicts sorted by key, arrays hashed in full (their repr
-    elides long arrays), memory addresses removed."""
-    if isinstance(obj, dict):
-        items = sorted((str(k), _canonical(v)) for k, v in obj.items())
-        return "{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
-    if isinstance(obj, (list, tuple)):
-        return "[" + ",".join(_canonical(v) for v in obj) + "]"
-    if isinstance(obj, np.ndarray):
-        if obj.dtype == object:
-            return _canonical(obj.tolist())
-        digest = hashlib.sha256(np.ascontiguousarray(obj).tobytes()).hexdigest()
-        return f"ndarray({obj.dtype},{obj.shape},{digest})"
-    return _ADDRESS.sub("", repr(obj))
-
-
 def game_fingerprint(game: Any, game_id: str | None = None) -> str:
     """A stable hex digest (32 chars) identifying ``game`` across processes and runs.
 
-    Evaluation stores use it to refuse values logged for a different game. The identity hashed is:
-
-    1. ``game.fingerprint()`` when the game defines it (it should change whenever values would);
-    2. otherwise ``module.Class``, ``n_players`` and the game's ``params()`` (dicts, lists,
-       scalars; numpy arrays are hashed in full) when it has that method, else ``repr(game)``
-       (memory addresses such as ``at 0x7f..`` are removed, so a default ``object`` repr reduces
-       to the class name);
-
-    followed by ``game_id`` when given. Two games that this cannot tell apart (e.g. the same class
-    with parameters hidden from its repr) need distinct ``game_id`` values.
+    The digest of :func:`shapleig.identity.game_identity`: the game's content (its ``identity()``,
+    ``fingerprint()``, ``params()`` or, failing those, its attributes, digested in full), followed
+    by ``game_id`` when given. Evaluation stores use it to refuse values logged for another game.
     """
-    if callable(getattr(game, "fingerprint", None)):
-        identity = f"fingerprint={game.fingerprint()}"
-    else:
-        params = game.params() if callable(getattr(game, "params", None)) else game
-        identity = f"{describe_game(game)}|{_canonical(params)}"
-    if game_id is not None:
-        identity += f"|game_id={game_id}"
-    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
+    from .identity import game_identity, identity_digest
+
+    return identity_digest(game_identity(game, game_id))
 
 
 class BudgetedGame:
@@ -172,11 +156,13 @@ class BudgetedGame:
     evaluated coalitions is kept in request order (``history()``), whatever order concurrent
     results arrive in, so a run is reproducible.
 
-    store:       optional ``EvaluationStore`` (``shapleig.store``). Uncached coalitions are first
+    store:       optional ``EvaluationStore`` (``shapleig.store``), or a path to open one at. Uncached coalitions are first
                  looked up there: stored values are reused without calling the game but still
                  charged to the budget. Every new evaluation (and every failed attempt) is
                  appended and committed as it arrives, before the call returns. A store written
-                 for a different game is refused (``StoreMismatchError``).
+                 for a different game is refused (``StoreMismatchError``, naming what differs).
+                 A coalition another process is evaluating on the same store is waited for, not
+                 evaluated again (it counts as a store hit; ``n_waited`` in the accounting).
     evaluator:   how uncached, unstored coalitions are evaluated (``shapleig.evaluate``). Default:
                  ``SerialEvaluator()`` in-process; with a store, ``SerialEvaluator(chunk_size=1)``
                  so that each value is committed as soon as it is computed.
@@ -205,6 +191,10 @@ class BudgetedGame:
         if is_bool or not isinstance(max_retries, (int, np.integer)) or max_retries < 0:
             raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
         self.max_retries = int(max_retries)
+        if store is not None:
+            from .store import open_store  # lazy: store.py imports this module
+
+            store = open_store(store)
         self.store = store
         self.fingerprint: str | None = store.bind(game) if store is not None else None
         if evaluator is None:
@@ -218,6 +208,7 @@ class BudgetedGame:
         self.n_requests = 0  # coalitions asked for, repeats included
         self.n_cache_hits = 0
         self.n_store_hits = 0  # charged coalitions whose value came from the store
+        self.n_waited = 0  # of those, coalitions this run waited for while another process evaluated them
         self.n_game_evaluations = 0  # charged coalitions whose value came from the game
         self.n_failed_attempts = 0  # attempts that raised or returned NaN/inf
 
@@ -266,25 +257,41 @@ class BudgetedGame:
         return np.array([self._cache[k] for k in keys], dtype=np.float64)
 
     def _charge(self, keys: list[bytes], fresh: np.ndarray) -> None:
-        """Obtain values for the uncached ``fresh`` (``bool[k, p]``) and record them in order."""
+        """Obtain values for the uncached ``fresh`` (``bool[k, p]``) and record them in order.
+
+        With a store: stored values are reused; the rest are claimed in the store and evaluated
+        here, except coalitions another live process is evaluating, whose values are waited for.
+        """
         k = fresh.shape[0]
         values = np.full(k, np.nan)
         known = np.zeros(k, dtype=bool)
-        if self.store is not None:
-            found, stored = self.store.lookup(fresh)
-            values[found] = stored[found]
-            known |= found
-        todo = np.flatnonzero(~known)
-        from_store = int(known.sum())
+        from_store = 0
+        waited: set[int] = set()  # coalitions another process was evaluating when we asked
         try:
-            if todo.size:
-                self._evaluate_into(fresh, todo, values, known)
+            if self.store is None:
+                self._evaluate_into(fresh, np.arange(k), values, known)
+                return
+            pending = np.arange(k)
+            while pending.size:
+                found, stored, mine, busy = self.store.claim(fresh[pending])
+                values[pending[found]] = stored[found]
+                known[pending[found]] = True
+                from_store += int(found.sum())
+                if mine.any():
+                    self._evaluate_into(fresh, pending[mine], values, known)
+                pending = pending[busy]
+                waited |= set(pending.tolist())
+                if pending.size:
+                    self.store.wait_for_others(fresh[pending])
         finally:
+            if self.store is not None and not known.all():
+                self.store.release(fresh[~known])  # others may evaluate what we could not
             # Keep whatever arrived, in request order, even when an evaluation failed for good:
             # it was paid for, and a resumed run will find it in the store anyway.
             for i in np.flatnonzero(known):
                 self._record(keys[i], fresh[i], float(values[i]))
             self.n_store_hits += from_store
+            self.n_waited += len(waited)
             self.n_game_evaluations += int(known.sum()) - from_store
 
     def _evaluate_into(
@@ -340,6 +347,7 @@ class BudgetedGame:
             "n_requests": self.n_requests,
             "n_cache_hits": self.n_cache_hits,
             "n_store_hits": self.n_store_hits,
+            "n_waited": self.n_waited,
             "n_game_evaluations": self.n_game_evaluations,
             "n_failed_attempts": self.n_failed_attempts,
         }

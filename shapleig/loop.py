@@ -172,7 +172,7 @@ class DesignLoop:
         elif budget is None:
             raise BudgetError("budget is required")
         else:
-            budget = check_budget(budget)
+            budget = check_budget(budget, minimum=None)  # ShaplEIG's own minimum is stated below
         if budget < min_budget(p):
             raise BudgetError(
                 f"budget {budget} is too small: ShaplEIG with p = {p} needs more than p + 1 = {p + 1} "

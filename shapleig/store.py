@@ -6,10 +6,24 @@ charged to the budget) and appends each evaluation, and each failed attempt, in 
 transaction as soon as it arrives. A run killed at any point and started again with the same seed
 therefore replays the stored values and continues where it stopped, ending with the same estimate.
 
-A store belongs to one game: the first ``BudgetedGame`` that uses it records the game's
-fingerprint (:func:`shapleig.game.game_fingerprint`, plus the store's ``game_id``), and any other
-game is refused with :class:`~shapleig.errors.StoreMismatchError`. Rows are never updated or
-deleted.
+**Identity.** A store belongs to one game: the first ``BudgetedGame`` that uses it records the
+game's identity (:func:`shapleig.identity.game_identity`: its code, parameters or state, digested
+by content, plus the store's ``game_id``) and its fingerprint. Any other game is refused with
+:class:`~shapleig.errors.StoreMismatchError` naming what differed, unless the store is opened with
+``accept_game_change=True`` (you vouch that the values are the same). ``verify=True`` re-evaluates
+one stored coalition when a run resumes and refuses the store if the value changed.
+
+**Concurrency.** The file is in WAL mode with a busy timeout, so several processes can read and
+write it. Before a coalition is evaluated, the process claims it (table ``claims``, in the same
+transaction that checks the log); another process that needs it waits for its value instead of
+paying for it again (or raises :class:`~shapleig.errors.StoreBusyError` with ``wait=False``).
+A claim held by a dead process on this host, or not refreshed for ``lease_seconds`` (the owner
+refreshes its claims from a background thread), is taken over.
+
+**Files.** A file that is not an SQLite database, is damaged, or is a database of something else
+is refused with :class:`~shapleig.errors.StoreError`; so is a store that cannot be written
+(read-only) when it is opened, and a write that fails (disk full) stops the run with an error
+naming the value that was not stored. Rows are only ever inserted; nothing is unpickled.
 
 Table ``evaluations`` (one row per attempt):
 
@@ -25,24 +39,33 @@ attempt        1 for the first try of the coalition in that run, 2 for its first
 error          what went wrong, for failed attempts
 =============  =====================================================================
 
-Table ``meta`` holds ``fingerprint``, ``game`` (a readable description), ``n_players``,
-``game_id`` and ``created``.
+Table ``meta`` holds ``fingerprint``, ``identity`` (JSON of the identity components), ``game`` (a
+readable description), ``n_players``, ``game_id`` and ``created``. Table ``claims`` holds the
+coalitions being evaluated right now: ``coalition``, ``owner``, ``host``, ``pid``, ``heartbeat``.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import socket
 import sqlite3
 import threading
 import time
+import uuid
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
 
-from .coalitions import as_coalition_matrix
-from .errors import StoreMismatchError
-from .game import check_game, describe_game, game_fingerprint
+from .coalitions import as_coalition_matrix, format_coalition
+from .errors import GameError, StoreBusyError, StoreError, StoreMismatchError
+from .game import as_value_vector, check_game, describe_game
+from .identity import game_identity, identity_differences, identity_digest, opaque_parts
+
+logger = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,7 +81,19 @@ CREATE TABLE IF NOT EXISTS evaluations (
     error TEXT
 );
 CREATE INDEX IF NOT EXISTS evaluations_ok ON evaluations (coalition) WHERE status = 'ok';
+CREATE TABLE IF NOT EXISTS claims (
+    coalition TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    heartbeat REAL NOT NULL
+);
 """
+_TABLES = {
+    "meta": {"key", "value"},
+    "evaluations": {"id", "fingerprint", "coalition", "value", "seconds", "time", "status", "attempt", "error"},
+}
+_SQLITE_HEADER = b"SQLite format 3\x00"
 
 _LOOKUP_CHUNK = 500  # SQLite limits the number of bound parameters per statement
 
@@ -86,32 +121,176 @@ def _decode(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("ascii"), dtype=np.uint8) == ord("1")
 
 
+_HOST = socket.gethostname()
+_OWNERS: dict[int, str] = {}
+
+
+def _owner() -> str:
+    """This process's claim token: host, pid and a random part (pids repeat across containers)."""
+    pid = os.getpid()
+    if pid not in _OWNERS:
+        _OWNERS[pid] = f"{_HOST}:{pid}:{uuid.uuid4().hex[:12]}"
+    return _OWNERS[pid]
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` on this host is running (a zombie counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def open_store(store: Any) -> "EvaluationStore":
+    """``store`` itself if it is an :class:`EvaluationStore`, else a store opened at that path."""
+    if isinstance(store, EvaluationStore):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        return EvaluationStore(store)
+    raise TypeError(f"store must be an EvaluationStore or a file path, got {type(store).__name__}")
+
+
 class EvaluationStore:
     """Append-only SQLite log of one game's evaluated coalitions (``path``: file, or ``":memory:"``).
 
-    game_id: optional label hashed into the game fingerprint, for games that the automatic
-             fingerprint cannot tell apart (e.g. the same class with different hidden data).
+    game_id:            optional label added to the game's identity, for games whose values depend
+                        on something the automatic identity cannot see (a file the game reads).
+    accept_game_change: reuse the store even if the game's identity differs from the one that
+                        wrote it (a warning lists the differences); you vouch for the values.
+    verify:             when the store already holds values, re-evaluate its first stored coalition
+                        once on binding and refuse the store if the value differs (relative
+                        tolerance ``verify_rtol``); costs one extra game evaluation per resume.
+    wait:               when another live process is evaluating a coalition this run needs, wait
+                        for its value (True) or raise :class:`StoreBusyError` (False).
+    timeout:            seconds to wait for SQLite locks held by other processes.
+    lease_seconds:      a claim not refreshed for this long (its process hung or its host died)
+                        is taken over; claims of dead processes on this host are taken at once.
 
-    Pass it to ``DesignLoop(..., store=...)``, ``estimate(..., store=...)`` or
+    Pass it (or just a path) to ``DesignLoop(..., store=...)``, ``estimate(..., store=...)`` or
     ``BudgetedGame(..., store=...)``. Usable as a context manager; picklable (reopens by path).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, game_id: str | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        game_id: str | None = None,
+        accept_game_change: bool = False,
+        verify: bool = False,
+        verify_rtol: float = 1e-9,
+        wait: bool = True,
+        timeout: float = 60.0,
+        lease_seconds: float = 120.0,
+    ):
         self.path = os.fspath(path)
         self.game_id = None if game_id is None else str(game_id)
-        self._lock = threading.Lock()
+        self.accept_game_change = bool(accept_game_change)
+        self.verify = bool(verify)
+        self.verify_rtol = float(verify_rtol)
+        self.wait = bool(wait)
+        self.timeout = float(timeout)
+        self.lease_seconds = float(lease_seconds)
+        if not self.lease_seconds > 0 or not self.timeout >= 0:
+            raise ValueError(f"lease_seconds must be > 0 and timeout >= 0, got {lease_seconds}, {timeout}")
+        self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        self._verified = False
+        self._claimed: set[str] = set()  # coalitions this object has claimed and not yet stored
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
         self._connect()
 
+    def _settings(self) -> dict[str, Any]:
+        return {"game_id": self.game_id, "accept_game_change": self.accept_game_change, "verify": self.verify,
+                "verify_rtol": self.verify_rtol, "wait": self.wait, "timeout": self.timeout,
+                "lease_seconds": self.lease_seconds}
+
+    # -- opening ----------------------------------------------------------------------------
     def _connect(self) -> None:
-        if self.path != ":memory:":
+        memory = self.path == ":memory:"
+        if not memory:
+            if os.path.isdir(self.path):
+                raise StoreError(f"evaluation store path {self.path} is a folder; give a file name such as runs.sqlite")
             parent = os.path.dirname(os.path.abspath(self.path))
-            os.makedirs(parent, exist_ok=True)
-        # isolation_level=None: we open each transaction ourselves and commit it at once.
-        # check_same_thread=False: callbacks may run on executor threads; self._lock serialises.
-        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA synchronous = FULL")  # a committed value survives a crash
-        self._conn.executescript(_SCHEMA)
+            try:
+                os.makedirs(parent, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder of evaluation store {self.path}: {exc}") from exc
+            self._check_header()
+            for target in (self.path, parent):  # WAL needs to create files beside the store
+                if os.path.exists(target) and not os.access(target, os.W_OK):
+                    raise StoreError(f"evaluation store {self.path} cannot be opened for writing: {target} "
+                                     f"is read-only; copy the store to a writable folder to resume from it")
+        try:
+            # isolation_level=None: we open each transaction ourselves and commit it at once.
+            # check_same_thread=False: callbacks and the heartbeat run on other threads; the lock
+            # serialises them.
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open evaluation store {self.path}: {exc}") from exc
+        try:
+            self._check_contents(conn)
+            conn.execute("PRAGMA synchronous = FULL")  # a committed value survives a crash
+            if not memory:
+                conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
+            conn.executescript(_SCHEMA)
+            conn.execute("BEGIN IMMEDIATE")  # a read-only file or folder fails here, not mid-run
+            conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(self._explain(exc, "cannot be opened for writing")) from exc
+        self._conn = conn
+
+    def _check_header(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                head = f.read(len(_SQLITE_HEADER))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot read evaluation store {self.path}: {exc}") from exc
+        if head and head != _SQLITE_HEADER:
+            raise StoreError(
+                f"{self.path} is not an evaluation store: it is not an SQLite database "
+                f"(it starts with {head[:8]!r}); refusing to use or overwrite it"
+            )
+
+    def _check_contents(self, conn: sqlite3.Connection) -> None:
+        """Refuse a damaged database, or one that holds something other than a store."""
+        try:
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+            check = conn.execute("PRAGMA quick_check").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not a readable evaluation store (damaged or truncated?): {exc}") from exc
+        if [tuple(r) for r in check] != [("ok",)]:
+            problems = "; ".join(str(r[0]) for r in check[:3])
+            raise StoreError(f"evaluation store {self.path} is damaged (SQLite integrity check: {problems})")
+        if not tables:
+            return
+        for name, columns in _TABLES.items():
+            have = {r[1] for r in conn.execute(f"PRAGMA table_info({name})")} if name in tables else set()
+            if not columns <= have:
+                raise StoreError(
+                    f"{self.path} is an SQLite database but not an evaluation store (its tables: "
+                    f"{sorted(tables)}); refusing to write into it. Give a new file name."
+                )
+
+    def _explain(self, exc: sqlite3.Error, doing: str) -> str:
+        text = str(exc)
+        why = ""
+        if "readonly" in text or "read-only" in text:
+            why = " (the file or its folder is read-only)"
+        elif "full" in text:
+            why = " (the disk is full or the database reached its size limit)"
+        return f"evaluation store {self.path} {doing}: {text}{why}"
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -133,35 +312,84 @@ class EvaluationStore:
     def bind(self, game: Any) -> str:
         """Claim the store for ``game`` (first use) or check that it belongs to it.
 
-        Returns the fingerprint. Raises :class:`StoreMismatchError` naming both games when the
-        store was written for a different game.
+        Returns the store's fingerprint. Raises :class:`StoreMismatchError` naming what differs
+        when the store was written for a different game (unless ``accept_game_change``), and
+        :class:`GameError` when the game's identity cannot be digested and no ``game_id`` is set.
+        With ``verify``, re-evaluates one stored coalition the first time (see the class doc).
         """
         p = check_game(game)
-        fingerprint = game_fingerprint(game, self.game_id)
-        description = describe_game(game) + (f" [game_id={self.game_id}]" if self.game_id else "")
-        with self._lock, self.conn:
-            self.conn.execute("BEGIN IMMEDIATE")  # two processes binding at once: one wins
-            meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
-            if not meta:
-                self.conn.executemany(
-                    "INSERT INTO meta (key, value) VALUES (?, ?)",
-                    [
-                        ("fingerprint", fingerprint),
-                        ("game", description),
-                        ("n_players", str(p)),
-                        ("game_id", self.game_id or ""),
-                        ("created", repr(time.time())),
-                    ],
-                )
-                return fingerprint
-        if meta["fingerprint"] != fingerprint or int(meta["n_players"]) != p:
-            raise StoreMismatchError(
-                f"the evaluation store at {self.path} was written for game {meta['game']} "
-                f"(fingerprint {meta['fingerprint']}); refusing to use it for game {description} "
-                f"(fingerprint {fingerprint}). Use a new store path for this game, or the same "
-                f"game and game_id that wrote it."
+        identity = game_identity(game, self.game_id)
+        opaque = opaque_parts(identity)
+        if opaque and self.game_id is None and "game_id" not in identity:
+            raise GameError(
+                f"cannot tell this game apart from others for the evaluation store {self.path}: "
+                f"{opaque} cannot be digested. Give the game an explicit identity: "
+                f"FunctionGame(fn, n_players, game_id=...) or EvaluationStore(path, game_id=...)"
             )
-        return fingerprint
+        fingerprint = identity_digest(identity)
+        description = describe_game(game) + (f" [game_id={self.game_id}]" if self.game_id else "")
+        with self._lock:
+            try:
+                with self.conn:
+                    self.conn.execute("BEGIN IMMEDIATE")  # two processes binding at once: one wins
+                    meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+                    if not meta:
+                        self.conn.executemany(
+                            "INSERT INTO meta (key, value) VALUES (?, ?)",
+                            [
+                                ("fingerprint", fingerprint),
+                                ("identity", json.dumps(identity, sort_keys=True)),
+                                ("game", description),
+                                ("n_players", str(p)),
+                                ("game_id", self.game_id or ""),
+                                ("created", repr(time.time())),
+                            ],
+                        )
+                        return fingerprint
+            except sqlite3.Error as exc:
+                raise StoreError(self._explain(exc, "could not record the game")) from exc
+        stored = meta["fingerprint"]
+        if int(meta["n_players"]) != p:
+            raise StoreMismatchError(
+                f"the evaluation store at {self.path} was written for game {meta['game']}; refusing "
+                f"to use it for game {description}: n_players {meta['n_players']} vs {p}. Use a new store path."
+            )
+        if stored != fingerprint:
+            old = json.loads(meta["identity"]) if "identity" in meta else None
+            diffs = identity_differences(old, identity) if old is not None else [
+                "the store was written by an older version that did not record what identifies a game"]
+            if not self.accept_game_change:
+                raise StoreMismatchError(
+                    f"the evaluation store at {self.path} was written for game {meta['game']} "
+                    f"(fingerprint {stored}); refusing to use it for game {description} "
+                    f"(fingerprint {fingerprint}). What differs: {'; '.join(diffs)}. Use a new store "
+                    f"path for this game; or, if the values are the same, open the store with "
+                    f"EvaluationStore(path, accept_game_change=True)."
+                )
+            logger.warning("evaluation store %s: reusing values of a different game identity (%s)",
+                           self.path, "; ".join(diffs))
+        if self.verify and not self._verified:
+            self._verify_one(game)
+        return stored
+
+    def _verify_one(self, game: Any) -> None:
+        """Re-evaluate the first stored coalition; :class:`StoreMismatchError` if it changed."""
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT coalition, value FROM evaluations WHERE status = 'ok' ORDER BY id LIMIT 1").fetchone()
+        if row is None:
+            self._verified = True
+            return
+        z = _decode(row[0])[None, :]
+        now = float(as_value_vector(game(z.copy()), 1)[0])
+        stored = float(row[1])
+        if not np.isclose(now, stored, rtol=self.verify_rtol, atol=self.verify_rtol * 1e-3):
+            raise StoreMismatchError(
+                f"the evaluation store at {self.path} holds {stored!r} for coalition "
+                f"{format_coalition(z[0])}, but the game now returns {now!r}: the game changed since "
+                f"the store was written (or is not deterministic). Use a new store path."
+            )
+        self._verified = True
 
     def _require_bound(self) -> tuple[str, int]:
         meta = self.meta()
@@ -172,27 +400,34 @@ class EvaluationStore:
         return meta["fingerprint"], int(meta["n_players"])
 
     # -- reading ----------------------------------------------------------------------------
+    def _stored(self, fingerprint: str, codes: list[str]) -> dict[str, float]:
+        """``{code: value}`` of the stored successful evaluations among ``codes`` (first wins)."""
+        stored: dict[str, float] = {}
+        for s in range(0, len(codes), _LOOKUP_CHUNK):
+            chunk = sorted(set(codes[s : s + _LOOKUP_CHUNK]))
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(
+                "SELECT coalition, value FROM evaluations WHERE status = 'ok' "
+                f"AND fingerprint = ? AND coalition IN ({marks}) ORDER BY id",
+                [fingerprint, *chunk],
+            ).fetchall()
+            for code, value in rows:
+                if not isinstance(value, (float, int)):  # e.g. a blob: never decoded, refused
+                    raise StoreError(f"evaluation store {self.path} holds a non-numeric value "
+                                     f"({type(value).__name__}) for coalition {code}; refusing to use it")
+                stored.setdefault(code, float(value))
+        return stored
+
     def lookup(self, coalitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Stored values of ``coalitions`` (``bool[m, p]``): ``(found bool[m], values float64[m])``.
 
-        ``values`` is NaN where not found. If a coalition was stored twice (two runs racing on
-        one file), the first value wins, so every reader sees the same value.
+        ``values`` is NaN where not found. If a coalition was stored twice, the first value wins,
+        so every reader sees the same value.
         """
         fingerprint, p = self._require_bound()
-        z = as_coalition_matrix(coalitions, p)
-        codes = [_encode(row) for row in z]
-        stored: dict[str, float] = {}
+        codes = [_encode(row) for row in as_coalition_matrix(coalitions, p)]
         with self._lock:
-            for s in range(0, len(codes), _LOOKUP_CHUNK):
-                chunk = sorted(set(codes[s : s + _LOOKUP_CHUNK]))
-                marks = ",".join("?" * len(chunk))
-                rows = self.conn.execute(
-                    "SELECT coalition, value FROM evaluations WHERE status = 'ok' "
-                    f"AND fingerprint = ? AND coalition IN ({marks}) ORDER BY id",
-                    [fingerprint, *chunk],
-                ).fetchall()
-                for code, value in rows:
-                    stored.setdefault(code, float(value))
+            stored = self._stored(fingerprint, codes)
         found = np.array([c in stored for c in codes], dtype=bool)
         values = np.array([stored.get(c, np.nan) for c in codes], dtype=np.float64)
         return found, values
@@ -225,6 +460,136 @@ class EvaluationStore:
     def __iter__(self) -> Iterator[StoredEvaluation]:
         return iter(self.records())
 
+    # -- claims: one process pays for each coalition ----------------------------------------
+    def _claim_is_live(self, owner: str, host: str, pid: int, heartbeat: float, now: float) -> bool:
+        if owner == _owner():
+            return False  # ours (e.g. left over by an interrupted call): take it again
+        if host == _HOST and (pid == os.getpid() or not _pid_alive(pid)):
+            return False  # its process is gone (our pid now means that process died)
+        return now - heartbeat <= self.lease_seconds
+
+    def claim(self, coalitions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Look ``coalitions`` (``bool[m, p]``) up and claim the missing ones, in one transaction.
+
+        Returns ``(found, values, mine, busy)`` (``bool[m]``, ``float64[m]``, ``bool[m]``,
+        ``bool[m]``): stored values; coalitions this process now owns and must evaluate (and then
+        :meth:`append`); coalitions another live process is evaluating. With ``wait=False`` a
+        busy coalition raises :class:`StoreBusyError` instead.
+        """
+        fingerprint, p = self._require_bound()
+        codes = [_encode(row) for row in as_coalition_matrix(coalitions, p)]
+        mine_codes: set[str] = set()
+        busy_codes: dict[str, tuple] = {}
+        with self._lock:
+            try:
+                with self.conn:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    stored = self._stored(fingerprint, codes)
+                    now = time.time()
+                    for code in dict.fromkeys(c for c in codes if c not in stored):
+                        row = self.conn.execute(
+                            "SELECT owner, host, pid, heartbeat FROM claims WHERE coalition = ?", (code,)
+                        ).fetchone()
+                        if row is not None and self._claim_is_live(*row, now):
+                            busy_codes[code] = row
+                            continue
+                        self.conn.execute(
+                            "INSERT OR REPLACE INTO claims (coalition, owner, host, pid, heartbeat) "
+                            "VALUES (?, ?, ?, ?, ?)", (code, _owner(), _HOST, os.getpid(), now))
+                        mine_codes.add(code)
+                    if busy_codes and not self.wait:
+                        raise StoreBusyError(self._busy_message(busy_codes))
+            except sqlite3.Error as exc:
+                raise StoreError(self._explain(exc, "could not record which coalitions this run evaluates")) from exc
+            self._claimed |= mine_codes
+        if mine_codes:
+            self._start_heartbeat()
+        found = np.array([c in stored for c in codes], dtype=bool)
+        values = np.array([stored.get(c, np.nan) for c in codes], dtype=np.float64)
+        mine = np.array([c in mine_codes for c in codes], dtype=bool)
+        busy = np.array([c in busy_codes for c in codes], dtype=bool)
+        if busy_codes:
+            logger.info(self._busy_message(busy_codes) + "; waiting for its values")
+        return found, values, mine, busy
+
+    def _busy_message(self, busy: dict[str, tuple]) -> str:
+        code, (_, host, pid, heartbeat) = next(iter(busy.items()))
+        more = f" (and {len(busy) - 1} more coalitions)" if len(busy) > 1 else ""
+        return (f"evaluation store {self.path}: coalition {format_coalition(_decode(code))}{more} is being "
+                f"evaluated by process {pid} on host {host} (alive {time.time() - heartbeat:.0f} s ago)")
+
+    def wait_for_others(self, coalitions: np.ndarray, poll: float = 0.05, max_poll: float = 1.0) -> None:
+        """Sleep until at least one of ``coalitions`` is stored or no longer claimed by a live process."""
+        fingerprint, p = self._require_bound()
+        codes = [_encode(row) for row in as_coalition_matrix(coalitions, p)]
+        while True:
+            time.sleep(poll)
+            poll = min(2 * poll, max_poll)
+            with self._lock:
+                if self._stored(fingerprint, codes):
+                    return
+                now = time.time()
+                for code in codes:
+                    row = self.conn.execute(
+                        "SELECT owner, host, pid, heartbeat FROM claims WHERE coalition = ?", (code,)).fetchone()
+                    if row is None or not self._claim_is_live(*row, now):
+                        return
+
+    def release(self, coalitions: np.ndarray) -> None:
+        """Drop this process's claims on ``coalitions`` (after a failure: others may evaluate them)."""
+        _, p = self._require_bound()
+        codes = [_encode(row) for row in as_coalition_matrix(coalitions, p)]
+        codes = [c for c in codes if c in self._claimed]
+        if not codes or self._conn is None:
+            return
+        with self._lock:
+            try:
+                with self.conn:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    self.conn.executemany("DELETE FROM claims WHERE coalition = ? AND owner = ?",
+                                          [(c, _owner()) for c in codes])
+            except sqlite3.Error:
+                logger.warning("evaluation store %s: could not release claims (they expire)", self.path)
+            self._claimed -= set(codes)
+            self._claims_done()
+
+    def _start_heartbeat(self) -> None:
+        with self._lock:
+            if self._heartbeat is not None and self._heartbeat.is_alive():
+                return
+            interval = self.lease_seconds / 4
+            self._heartbeat = threading.Thread(target=EvaluationStore._beat, args=(weakref.ref(self), self._stop, interval),
+                                               name="shapleig-store-heartbeat", daemon=True)
+            self._heartbeat.start()
+
+    def _claims_done(self) -> None:
+        """Called (under the lock) when this object holds no more claims: end the heartbeat."""
+        if not self._claimed:
+            self._stop.set()
+
+    @staticmethod
+    def _beat(ref: "weakref.ref[EvaluationStore]", stop: threading.Event, interval: float) -> None:
+        """Refresh this process's claims while it holds any, so others know it is alive. Ends when
+        it holds none (the next claim starts a new thread) or the store is gone; it keeps only a
+        weak reference, so an unused store is still closed by garbage collection."""
+        while True:
+            stop.wait(interval)
+            store = ref()
+            if store is None:
+                return
+            with store._lock:
+                stop.clear()
+                if store._conn is None or not store._claimed:
+                    store._heartbeat = None
+                    return
+                try:
+                    with store._conn:
+                        store._conn.execute("BEGIN IMMEDIATE")
+                        store._conn.execute("UPDATE claims SET heartbeat = ? WHERE owner = ?", (time.time(), _owner()))
+                except sqlite3.Error as exc:  # the run itself reports write problems
+                    logger.warning("evaluation store %s: heartbeat failed: %s", store.path, exc)
+            del store
+
     # -- writing ----------------------------------------------------------------------------
     def append(
         self,
@@ -236,7 +601,12 @@ class EvaluationStore:
         attempt: int = 1,
         error: str | None = None,
     ) -> None:
-        """Log one attempt for ``coalition`` (``bool[p]``) and commit it before returning."""
+        """Log one attempt for ``coalition`` (``bool[p]``) and commit it before returning.
+
+        A successful value also drops this process's claim on the coalition in the same
+        transaction. :class:`StoreError` if the write fails (disk full, read-only): the message
+        carries the value that could not be stored.
+        """
         fingerprint, p = self._require_bound()
         row = as_coalition_matrix(coalition, p)
         if row.shape[0] != 1:
@@ -247,18 +617,40 @@ class EvaluationStore:
             value = float(value)
         else:
             value = None  # SQLite cannot hold NaN; the error column says what came back
-        with self._lock, self.conn:
-            self.conn.execute("BEGIN")
-            self.conn.execute(
-                "INSERT INTO evaluations "
-                "(fingerprint, coalition, value, seconds, time, status, attempt, error) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (fingerprint, _encode(row[0]), value, float(seconds), time.time(), status,
-                 int(attempt), error),
-            )
+        code = _encode(row[0])
+        with self._lock:
+            try:
+                with self.conn:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    self.conn.execute(
+                        "INSERT INTO evaluations "
+                        "(fingerprint, coalition, value, seconds, time, status, attempt, error) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (fingerprint, code, value, float(seconds), time.time(), status, int(attempt), error),
+                    )
+                    if status == "ok":
+                        self.conn.execute("DELETE FROM claims WHERE coalition = ? AND owner = ?", (code, _owner()))
+            except sqlite3.IntegrityError:
+                raise
+            except sqlite3.Error as exc:
+                try:
+                    n = self.conn.execute("SELECT COUNT(*) FROM evaluations WHERE status = 'ok'").fetchone()[0]
+                except sqlite3.Error:
+                    n = "earlier"
+                raise StoreError(
+                    self._explain(exc, "could not be written")
+                    + f". The {n} evaluations stored before are kept; the {status} result "
+                    f"{value!r} of coalition {format_coalition(row[0])} was NOT stored."
+                ) from exc
+            if status == "ok":
+                self._claimed.discard(code)
+                self._claims_done()
 
     # -- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:
+        self._stop.set()
+        if self._conn is not None and self._claimed:
+            self.release(np.stack([_decode(c) for c in self._claimed]))
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -273,13 +665,11 @@ class EvaluationStore:
     def __getstate__(self) -> dict[str, Any]:
         if self.path == ":memory:":
             raise TypeError("an in-memory EvaluationStore cannot be pickled; use a file path")
-        return {"path": self.path, "game_id": self.game_id}
+        return {"path": self.path, **self._settings()}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.path, self.game_id = state["path"], state["game_id"]
-        self._lock = threading.Lock()
-        self._conn = None
-        self._connect()
+        state = dict(state)
+        self.__init__(state.pop("path"), **state)  # type: ignore[misc]
 
     def __repr__(self) -> str:
         state = "closed" if self._conn is None else f"{len(self)} evaluations"

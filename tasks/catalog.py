@@ -190,6 +190,8 @@ def _suite_tasks(name: str) -> list[Task] | None:
     suite, _, selector = name.partition("/")
     if suite not in TABLE_SUITES:
         return None
+    if re.fullmatch(r"first=0+", selector):
+        raise ValueError(f"task {name!r}: first=n selects the first n tables; n must be at least 1")
     files = suite_files(suite)
     desc = TABLE_SUITES[suite][2]
     if not selector:

@@ -132,7 +132,13 @@ def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Pa
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from tasks.harness import check_results_path
+
     tasks, methods = _split(args.tasks), list(args.methods)
+    try:
+        check_results_path(args.out)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     _run(args, tasks, methods, Path(args.out), cache=Path(args.cache) if args.cache else None,
          title="shapleig run")
     return 0
@@ -142,8 +148,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from tasks import harness, plots
 
     try:
+        out = harness.check_output_path(plots.check_figure_path(args.out))
         df = harness.read_results(args.results)
-        out = harness.check_output_path(args.out)
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     if args.by not in df.columns:
@@ -191,6 +197,35 @@ def cmd_hpi(args: argparse.Namespace) -> int:
     return 0
 
 
+def _jobs(text: str) -> int:
+    """``--jobs``: a positive number of workers, or -1 for one per core (joblib's convention)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs takes an integer, got {text!r}") from None
+    if n == 0 or n < -1:
+        raise argparse.ArgumentTypeError(f"--jobs {n}: give a positive number of workers, or -1 for all cores")
+    return n
+
+
+# options whose values are never negative: a value such as -2p is reported as such, instead of
+# argparse taking it for an unknown option
+_NON_NEGATIVE = {"--budgets": "budgets must be positive, e.g. 32 or 4p",
+                 "--seeds": "seeds are non-negative integers: a count (3), a list (0,1,2) or a range (0-4)"}
+
+
+def _check_negative_values(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    option = None
+    for token in argv:
+        if token.startswith("--"):
+            option = token.split("=", 1)[0]
+            value = token.split("=", 1)[1] if "=" in token else None
+        else:
+            value = token
+        if option in _NON_NEGATIVE and value is not None and value[:1] == "-" and value[1:2].isdigit():
+            parser.error(f"{option} {value}: {_NON_NEGATIVE[option]}")
+
+
 def _writable(path: Path) -> Path:
     from tasks.harness import check_output_path
 
@@ -204,7 +239,7 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
                    help="budgets: integers or multiples of p (2p 4p); commas allowed")
     p.add_argument("--seeds", nargs="+", default=None if demo else ["3"],
                    help="a count N (seeds 0..N-1), a list 0,1,2 or a range 0-4 (default: 3)")
-    p.add_argument("--jobs", type=int, default=1, help="parallel workers (joblib; default 1)")
+    p.add_argument("--jobs", type=_jobs, default=1, help="parallel workers (joblib; default 1, -1 = all cores)")
     p.add_argument("--option", action="append", metavar="METHOD:KEY=VALUE[,KEY=VALUE]",
                    help="options for every method of that name ('gp:' = all GP arms); repeatable")
     p.add_argument("--refit", default=None,
@@ -290,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _check_negative_values(parser, argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -72,8 +72,12 @@ def parse_budgets(items: Iterable[str | int]) -> list[str]:
     out: list[str] = []
     for item in items:
         for part in filter(None, (s.strip() for s in str(item).split(","))):
+            if re.fullmatch(r"-\d*\.?\d+p?", part):
+                raise ValueError(f"budget {part}: budgets must be positive, e.g. 32 or 4p")
             if not re.fullmatch(r"\d+|\d*\.?\d+p", part):
                 raise ValueError(f"bad budget {part!r}: write an integer (32) or a multiple of p (4p)")
+            if float(part.rstrip("p")) == 0:
+                raise ValueError(f"budget {part}: budgets must be positive, e.g. 32 or 4p")
             if part not in out:
                 out.append(part)
     if not out:
@@ -112,7 +116,8 @@ def parse_seeds(items: Iterable[str | int] | int) -> list[int]:
         for part in filter(None, (s.strip() for s in item.split(","))):
             m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
             if not m:
-                raise ValueError(f"bad seed {part!r}: write a count (3), a list (0,1,2) or a range (0-4)")
+                raise ValueError(f"bad seed {part!r}: seeds are non-negative integers; write a count (3), "
+                                 f"a list (0,1,2) or a range (0-4)")
             lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
             if hi < lo:
                 raise ValueError(f"bad seed range {part!r}")
@@ -138,6 +143,21 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
     if out.exists() and not os.access(out, os.W_OK):
         raise ValueError(f"output path {out} exists and is not writable")
     return out
+
+
+RESULT_SUFFIXES = (".parquet", ".pq")
+
+
+def check_results_path(path: str | os.PathLike[str]) -> Path:
+    """A writable results path ending in ``.parquet`` (the table is always written as parquet, so
+    another extension such as ``.csv`` is refused rather than silently holding parquet)."""
+    out = Path(path).expanduser()
+    if out.is_dir():
+        return check_output_path(out)  # names the problem: a folder
+    if out.suffix.lower() not in RESULT_SUFFIXES:
+        raise ValueError(f"results file {out}: the results table is written as parquet; give a name "
+                         f"ending in .parquet (got {out.suffix or 'no extension'})")
+    return check_output_path(out)
 
 
 def write_parquet(df: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
@@ -451,7 +471,7 @@ def run_benchmark(
         raise ValueError("n_jobs must be a positive number of workers (or -1 for all cores)")
     plan = build_plan(tasks, methods, budgets, seeds, method_options=method_options, gp_options=gp_options,
                       skip_small=skip_small)
-    out_path = check_output_path(out) if out is not None else None
+    out_path = check_results_path(out) if out is not None else None
     if cache_dir is not None and any(t.expensive for t in plan.tasks):
         check_output_path(Path(cache_dir) / "probe.npz")
     return execute_plan(plan, out=out_path, n_jobs=n_jobs, cache_dir=cache_dir, live=live,
@@ -537,6 +557,7 @@ __all__ = [
     "build_plan",
     "check_output_path",
     "package_versions",
+    "check_results_path",
     "execute_plan",
     "ground_truth",
     "parse_budgets",

@@ -18,6 +18,22 @@ if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn, not with this 
     from matplotlib.figure import Figure
 
 
+def check_figure_path(path: str | os.PathLike) -> Path:
+    """``path`` if matplotlib can write its format (by extension), else ``ValueError`` listing them."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    out = Path(path)
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    ext = out.suffix.lower().lstrip(".")
+    if ext not in formats:
+        raise ValueError(f"figure file {out}: unknown format {ext or '(no extension)'!r}; use one of "
+                         f"{', '.join('.' + f for f in formats)}")
+    return out
+
+
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
     if "error" in df.columns:
         df = df[df["error"].fillna("") == ""]

@@ -183,6 +183,11 @@ class TableGame:
     def params(self) -> dict[str, Any]:
         return {"game": "table", "name": self.name, "n_players": self.n_players, "source": self.source}
 
+    def identity(self) -> dict[str, Any]:
+        """Identity for evaluation stores: the values themselves (bit order), not the file name,
+        so a table rewritten in place with other values is a different game."""
+        return {"values": self._bitorder}
+
     def __repr__(self) -> str:
         return f"TableGame({self.name}, n_players={self.n_players})"
 

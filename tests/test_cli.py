@@ -108,3 +108,56 @@ def test_run_with_precision_target(tmp_path: Path, capsys) -> None:
     err = _fails(capsys, "run", "--tasks", "wvg-7", "--methods", "shapleig", "--budgets", "40", "--seeds", "1",
                  "--tol", "-1", "--out", str(out), "--quiet")
     assert "tol must be a positive" in err
+
+
+def test_each_bad_input_is_refused_before_anything_runs(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Every case exits 2 with a message naming the problem, and nothing is evaluated: the
+    ground truth and the estimators are never reached."""
+    from tasks import harness
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("evaluation started despite bad input")
+
+    monkeypatch.setattr(harness, "execute_plan", must_not_run)
+    monkeypatch.setattr(harness, "ground_truth", must_not_run)
+    out = str(tmp_path / "r.parquet")
+    base = ["run", "--tasks", "wvg-7", "--methods", "permutation", "--quiet"]
+    cases = [
+        (["--budgets", "10", "--jobs", "0", "--out", out], "--jobs 0: give a positive number of workers"),
+        (["--budgets", "10", "--jobs", "-3", "--out", out], "--jobs -3"),
+        (["--budgets", "-5", "--out", out], "--budgets -5: budgets must be positive"),
+        (["--budgets", "-2p", "--out", out], "--budgets -2p: budgets must be positive"),
+        (["--budgets", "10", "-2p", "--out", out], "--budgets -2p"),
+        (["--budgets", "0", "--out", out], "budget 0: budgets must be positive"),
+        (["--budgets", "0p", "--out", out], "budget 0p: budgets must be positive"),
+        (["--budgets", "10", "--seeds", "-1", "--out", out], "--seeds -1: seeds are non-negative integers"),
+        (["--budgets", "10", "--seeds", "1.5", "--out", out], "bad seed '1.5': seeds are non-negative integers"),
+        (["--budgets", "10", "--seeds", "0", "--out", out], "need at least one seed"),
+        (["--budgets", "10", "--out", str(tmp_path / "x.csv")], "written as parquet; give a name ending in .parquet"),
+        (["--budgets", "2", "--out", out], "at least"),
+    ]
+    for extra, message in cases:
+        err = _fails(capsys, *base, *extra)
+        assert message in err, (extra, err)
+        assert "Traceback" not in err
+    err = _fails(capsys, "run", "--tasks", "vit-9/first=0", "--methods", "permutation", "--budgets", "10",
+                 "--out", out)
+    assert "first=n selects the first n tables; n must be at least 1" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_plot_refuses_an_unknown_figure_format(tmp_path: Path, capsys) -> None:
+    from tasks.harness import results_frame, write_parquet
+
+    results = write_parquet(results_frame([]), tmp_path / "r.parquet")
+    err = _fails(capsys, "plot", str(results), "--out", str(tmp_path / "y.xyz"))
+    assert "unknown format 'xyz'" in err and ".png" in err and ".pdf" in err
+    assert not (tmp_path / "y.xyz").exists()
+
+
+def test_jobs_minus_one_is_accepted() -> None:
+    from tasks.cli import build_parser
+
+    args = build_parser().parse_args(["run", "--tasks", "wvg-7", "--methods", "permutation", "--budgets", "10",
+                                      "--jobs", "-1", "--out", "r.parquet"])
+    assert args.jobs == -1

@@ -55,3 +55,23 @@ def test_accounting_is_reported():
     assert est.info["accounting"] == "draws"
     est = baselines.get("permutation").estimate(FunctionGame(additive, 5), 30, seed=1)
     assert est.info["accounting"] == "distinct" and est.info["n_evaluations"] == est.evaluations
+
+
+def test_every_budget_error_states_the_methods_own_minimum():
+    """Budget 0 (or negative) names the method and its own minimum, e.g. ShaplEIG's p + 2."""
+    import re
+
+    import baselines
+    from shapleig import BudgetError, DesignLoop, FunctionGame, ShaplEIG
+
+    game = FunctionGame(lambda Z: Z.sum(axis=1).astype(float), 5)
+    for budget in (0, -3):
+        with pytest.raises(BudgetError, match=r"shapleig needs budget >= 7 for p = 5 \(the p \+ 1 = 6"):
+            ShaplEIG().estimate(game, budget, seed=0)
+        with pytest.raises(BudgetError, match=r"p \+ 1 = 6 evaluations \(the initial design\), i.e. at least 7"):
+            DesignLoop(game, budget, progress=False)
+    for name in baselines.NAMES:
+        method = baselines.get(name)
+        minimum = method.min_budget(5)
+        with pytest.raises(BudgetError, match=re.escape(f"needs budget >= {minimum} for p = 5")):
+            method.estimate(game, 0, seed=0)

@@ -141,6 +141,8 @@ def test_parallel_jobs_reproduce_serial_results() -> None:
         (dict(budgets=["3"]), "at least"),
         (dict(budgets=["200"]), "exceeds the 2^7 = 128"),
         (dict(seeds=["x"]), "bad seed 'x'"),
+        (dict(budgets=["-4"]), "budget -4: budgets must be positive"),
+        (dict(out="results.csv"), "written as parquet; give a name ending in .parquet"),
     ],
 )
 def test_bad_input_fails_before_any_evaluation(kwargs: dict, message: str, tmp_path: Path) -> None:

@@ -1,0 +1,378 @@
+"""Game identity for evaluation stores: what determines a game's values, as named digests.
+
+An evaluation store must never serve one game's values to another. :func:`game_identity` turns a
+game into a flat mapping ``component -> short text`` built from its *content*, and the store keeps
+that mapping next to its digest (:func:`identity_digest`), so a refusal can say what differed
+(:func:`identity_differences`: ``"param seed: 0 vs 1"``, ``"the code of fn changed"``).
+
+Components, in order of preference:
+
+- ``game.identity()`` when the game defines it (a dict; :class:`~shapleig.game.FunctionGame`
+  does: the function's code, defaults, closure and the globals it reads);
+- ``game.fingerprint()`` (any text that changes whenever the values would);
+- ``game.params()`` (the parameters of the project's games), one component per key;
+- otherwise the object's state: every attribute (``vars(game)`` or ``__getstate__``), one
+  component per attribute, so a seed hidden from ``repr`` (``SOUM(random_state=1)``) still counts.
+
+Values are digested by content: numpy arrays in full, random generators by their state, functions
+by their code object (bytes, constants, names), closure cells, defaults and the module globals they
+read; library functions and classes by their qualified name. What cannot be digested (an object
+with no state that refuses to pickle) is reported by :func:`opaque_parts`; such a game needs an
+explicit ``game_id``. Nothing here unpickles anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import random
+import sys
+import sysconfig
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+_MAX_DEPTH = 40  # nesting limit for the state walk; deeper objects make the game opaque
+_SHOWN = 40  # readable values up to this many characters are shown in messages as they are
+_LIBRARY_ROOTS = tuple(
+    p for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")} if p
+)
+
+
+def _is_library(fn: Any) -> bool:
+    """True for a function defined in the standard library or an installed package.
+
+    Those are identified by name (their code is versioned with the library); user code (a script,
+    ``__main__``, a notebook, a project folder) is digested by content.
+    """
+    name = getattr(fn, "__module__", None) or ""
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None) if module is not None else None
+    if name == "__main__" or path is None:
+        return False
+    return path.startswith(_LIBRARY_ROOTS)
+
+
+class _Digest:
+    """Feeds a canonical byte encoding of a Python value into a SHA-256 (cycle- and depth-safe)."""
+
+    def __init__(self) -> None:
+        self.h = hashlib.sha256()
+        self.opaque: list[str] = []
+        self._active: set[int] = set()
+
+    def text(self, tag: str, body: str | bytes = b"") -> None:
+        body = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+        self.h.update(f"{tag}:{len(body)}:".encode() + body)
+
+    def feed(self, obj: Any, depth: int = 0, where: str = "") -> None:
+        if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes, np.generic)):
+            self.text(type(obj).__name__, repr(obj) if not isinstance(obj, bytes) else obj)
+            return
+        if depth > _MAX_DEPTH:  # never identify by type name alone: that could collide silently
+            self.opaque.append(f"{where or 'game'} (nested more than {_MAX_DEPTH} levels deep)")
+            return
+        key = id(obj)
+        if key in self._active:
+            self.text("cycle")
+            return
+        self._active.add(key)
+        try:
+            self._feed(obj, depth + 1, where)
+        finally:
+            self._active.discard(key)
+
+    def _feed(self, obj: Any, depth: int, where: str) -> None:
+        if isinstance(obj, np.ndarray):
+            self.text("ndarray", f"{obj.dtype.str}{obj.shape}")
+            if obj.dtype.hasobject:
+                for item in obj.ravel().tolist():
+                    self.feed(item, depth, where)
+            else:
+                self.text("data", np.ascontiguousarray(obj).tobytes())
+            return
+        if isinstance(obj, dict):
+            self.text("dict", str(len(obj)))
+            for k, v in sorted(obj.items(), key=lambda kv: _sort_key(kv[0])):
+                self.feed(k, depth, where)
+                self.feed(v, depth, f"{where}[{k!r}]")
+            return
+        if isinstance(obj, (list, tuple)):
+            self.text(type(obj).__name__, str(len(obj)))
+            for i, v in enumerate(obj):
+                self.feed(v, depth, f"{where}[{i}]")
+            return
+        if isinstance(obj, (set, frozenset)):
+            self.text("set", ",".join(sorted(digest_value(v) for v in obj)))
+            return
+        if isinstance(obj, types.CodeType):
+            self._code(obj, depth, where)
+            return
+        if isinstance(obj, types.FunctionType):
+            self._function(obj, depth, where)
+            return
+        if isinstance(obj, types.MethodType):
+            self.text("method")
+            self.feed(obj.__func__, depth, where)
+            self.feed(obj.__self__, depth, where + ".__self__")
+            return
+        if isinstance(obj, types.ModuleType):
+            self.text("module", obj.__name__)
+            return
+        if isinstance(obj, type) or isinstance(obj, (types.BuiltinFunctionType, np.ufunc)):
+            self.text("named", _qualname(obj))
+            return
+        if isinstance(obj, np.random.Generator):
+            self.text("Generator")
+            self.feed(obj.bit_generator.state, depth, where)
+            return
+        if isinstance(obj, np.random.RandomState):
+            self.text("RandomState")
+            self.feed(obj.get_state(legacy=False), depth, where)
+            return
+        if isinstance(obj, np.random.BitGenerator):
+            self.text("BitGenerator")
+            self.feed(obj.state, depth, where)
+            return
+        if isinstance(obj, random.Random):
+            self.text("Random")
+            self.feed(obj.getstate(), depth, where)
+            return
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(obj, torch.Tensor):
+            self.text("tensor")
+            self.feed(obj.detach().cpu().numpy(), depth, where)
+            return
+        pandas = sys.modules.get("pandas")
+        if pandas is not None and isinstance(obj, (pandas.DataFrame, pandas.Series, pandas.Index)):
+            self.text(type(obj).__name__)
+            self.feed(np.asarray(pandas.util.hash_pandas_object(obj, index=True)), depth, where)
+            self.feed([str(c) for c in getattr(obj, "columns", [])], depth, where)
+            return
+        self._object(obj, depth, where)
+
+    def _code(self, code: types.CodeType, depth: int, where: str) -> None:
+        # the instructions, constants and names; not file names or line numbers (moving a
+        # function in its file does not change its values)
+        self.text("code", code.co_code)
+        self.feed(code.co_names, depth, where)
+        self.feed(code.co_varnames, depth, where)
+        self.feed(code.co_consts, depth, where)
+
+    def _function(self, fn: types.FunctionType, depth: int, where: str) -> None:
+        self.text("function", _qualname(fn))
+        if _is_library(fn):
+            return
+        self._code(fn.__code__, depth, where)
+        self.feed(fn.__defaults__, depth, where)
+        self.feed(fn.__kwdefaults__, depth, where)
+        for name, value in closure_values(fn).items():
+            self.feed(name, depth, where)
+            self.feed(value, depth, f"{where}.{name}")
+        for name, value in global_values(fn).items():
+            self.feed(name, depth, where)
+            self.feed(value, depth, f"{where}.{name}")
+
+    def _object(self, obj: Any, depth: int, where: str) -> None:
+        cls = type(obj)
+        self.text("object", _qualname(cls))
+        if callable(getattr(obj, "identity", None)) and not isinstance(obj, type):
+            self.feed(obj.identity(), depth, where)
+            return
+        state = object_state(obj)
+        if state is not None:
+            self.feed(state, depth, where)
+            return
+        try:  # an object without inspectable state: its pickle (never unpickled) says what it is
+            self.text("pickle", pickle.dumps(obj, protocol=4))
+        except Exception:  # noqa: BLE001 - any refusal to pickle makes it opaque
+            self.opaque.append(f"{where or 'game'} ({_qualname(cls)})")
+
+
+def _qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', None) or '?'}.{getattr(obj, '__qualname__', None) or type(obj).__name__}"
+
+
+def _sort_key(key: Any) -> str:
+    return f"{type(key).__name__}:{key!r}"
+
+
+def object_state(obj: Any) -> dict[str, Any] | None:
+    """The attributes that make up ``obj``: its own ``__getstate__`` if its class defines one
+    (e.g. LightGBM, scikit-learn), else ``vars(obj)`` plus ``__slots__``; None if it has none."""
+    cls = type(obj)
+    getstate = getattr(cls, "__getstate__", None)
+    if getstate is not None and getstate is not getattr(object, "__getstate__", None):
+        try:
+            state = obj.__getstate__()
+        except Exception:  # noqa: BLE001 - fall back to the attributes
+            state = None
+        if isinstance(state, dict):
+            return state
+        if state is not None:
+            return {"__getstate__": state}
+    out: dict[str, Any] = dict(getattr(obj, "__dict__", {}) or {})
+    for klass in cls.__mro__:
+        for name in getattr(klass, "__slots__", ()) or ():
+            if isinstance(name, str) and hasattr(obj, name) and name not in ("__dict__", "__weakref__"):
+                out[name] = getattr(obj, name)
+    return out if (out or hasattr(obj, "__dict__")) else None
+
+
+def closure_values(fn: types.FunctionType) -> dict[str, Any]:
+    """``{free variable name: value}`` of a function's closure (empty cells as a marker)."""
+    out: dict[str, Any] = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            out[name] = "<empty cell>"
+    return out
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def global_values(fn: types.FunctionType) -> dict[str, Any]:
+    """``{name: value}`` of the module globals the function's code (and nested code) reads."""
+    g = fn.__globals__
+    return {name: g[name] for name in sorted(_code_names(fn.__code__)) if name in g}
+
+
+def digest_value(value: Any, where: str = "", opaque: list[str] | None = None) -> str:
+    """SHA-256 hex digest of ``value``'s content (see the module docstring)."""
+    d = _Digest()
+    d.feed(value, 0, where)
+    if opaque is not None:
+        opaque.extend(d.opaque)
+    return d.h.hexdigest()
+
+
+def show_value(value: Any, where: str = "", opaque: list[str] | None = None) -> str:
+    """Short text for one identity component: the value itself when it is a small scalar or
+    string, else ``<type> #digest`` (12 hex digits)."""
+    if value is None or isinstance(value, (bool, int, float, str, np.generic)):
+        text = repr(value.item() if isinstance(value, np.generic) else value)
+        if len(text) <= _SHOWN:
+            return text
+    if isinstance(value, (list, tuple)) and all(v is None or isinstance(v, (bool, int, float, str)) for v in value):
+        text = repr(value)
+        if len(text) <= _SHOWN:
+            return text
+    kind = type(value).__name__
+    if isinstance(value, np.ndarray):
+        kind = f"ndarray {value.dtype}{list(value.shape)}"
+    elif isinstance(value, (list, tuple, dict)):
+        kind = f"{kind}[{len(value)}]"
+    return f"{kind} #{digest_value(value, where, opaque)[:12]}"
+
+
+def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, str]:
+    """Identity components of a callable: ``fn.code``, ``fn.defaults``, ``fn.closure.<name>``,
+    ``fn.global.<name>`` for a Python function; its state otherwise (a callable object)."""
+    opaque: list[str] = []
+    if isinstance(fn, types.MethodType):
+        out = function_identity(fn.__func__, prefix)
+        out[f"{prefix}.self"] = show_value(fn.__self__, f"{prefix}.self", opaque)
+    elif isinstance(fn, types.FunctionType) and not _is_library(fn):
+        out = {
+            f"{prefix}.code": f"{_qualname(fn)} #{digest_value(fn.__code__)[:12]}",
+            f"{prefix}.defaults": show_value(fn.__defaults__, prefix, opaque),
+        }
+        if fn.__kwdefaults__:
+            out[f"{prefix}.kwdefaults"] = show_value(fn.__kwdefaults__, prefix, opaque)
+        for name, value in closure_values(fn).items():
+            out[f"{prefix}.closure.{name}"] = show_value(value, f"{prefix}.{name}", opaque)
+        for name, value in global_values(fn).items():
+            out[f"{prefix}.global.{name}"] = show_value(value, f"{prefix}.{name}", opaque)
+    elif isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, np.ufunc, type)):
+        out = {f"{prefix}.name": _qualname(fn)}
+    else:
+        out = {f"{prefix}.class": _qualname(type(fn))}
+        out.update(_components(fn, f"{prefix}.", opaque))
+    if opaque:
+        out["opaque"] = "; ".join(opaque)
+    return out
+
+
+def _components(obj: Any, prefix: str, opaque: list[str]) -> dict[str, str]:
+    state = object_state(obj)
+    if state is None:
+        return {f"{prefix}pickle": show_value(obj, prefix.rstrip("."), opaque)}
+    return {f"{prefix}{k}": show_value(v, f"{prefix}{k}", opaque) for k, v in sorted(state.items(), key=lambda kv: str(kv[0]))}
+
+
+def game_identity(game: Any, game_id: str | None = None) -> dict[str, str]:
+    """The identity components of ``game`` (see the module docstring), plus ``game_id``.
+
+    Keys: ``class``, ``n_players`` and then ``identity.*`` / ``fingerprint`` / ``param.*`` /
+    ``state.*`` components; ``opaque`` lists parts that could not be digested.
+    """
+    out = {"class": _qualname(type(game)), "n_players": str(getattr(game, "n_players", "?"))}
+    opaque: list[str] = []
+    if callable(getattr(game, "identity", None)):
+        for k, v in game.identity().items():
+            out[str(k)] = v if isinstance(v, str) else show_value(v, str(k), opaque)
+    elif callable(getattr(game, "fingerprint", None)):
+        out["fingerprint"] = str(game.fingerprint())
+    elif callable(getattr(game, "params", None)):
+        params = game.params()
+        if isinstance(params, dict):
+            for k, v in params.items():
+                out[f"param.{k}"] = show_value(v, f"param {k}", opaque)
+        else:
+            out["params"] = show_value(params, "params", opaque)
+    else:
+        out.update(_components(game, "state.", opaque))
+    if opaque:
+        out["opaque"] = "; ".join(filter(None, [out.get("opaque", ""), *opaque]))
+    if game_id is not None:
+        out["store.game_id"] = str(game_id)
+    return out
+
+
+def opaque_parts(identity: dict[str, str]) -> str:
+    """The parts of a game its identity could not digest ('' if none)."""
+    return identity.get("opaque", "")
+
+
+def identity_digest(identity: dict[str, str]) -> str:
+    """The 32-hex-digit fingerprint of an identity mapping (order-independent)."""
+    text = json.dumps(identity, sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
+
+
+def identity_differences(stored: dict[str, str], current: dict[str, str], limit: int = 6) -> list[str]:
+    """Readable list of what differs between two identities (stored first): ``"param seed: 0 vs 1"``."""
+    out: list[str] = []
+    for key in sorted(set(stored) | set(current), key=lambda k: (k not in ("class", "n_players"), k)):
+        a, b = stored.get(key), current.get(key)
+        if a == b:
+            continue
+        label = _label(key)
+        if a is None:
+            out.append(f"{label}: only in the new game ({b})")
+        elif b is None:
+            out.append(f"{label}: only in the stored game ({a})")
+        elif key.endswith(".code"):
+            out.append(f"the code of {key[:-5]} changed ({a} vs {b})")
+        else:
+            out.append(f"{label}: {a} vs {b}")
+    if len(out) > limit:
+        out = out[:limit] + [f"... and {len(out) - limit} more"]
+    return out
+
+
+def _label(key: str) -> str:
+    for prefix, word in (("param.", "parameter "), ("state.", "attribute "), ("fn.closure.", "closure variable "),
+                         ("fn.global.", "global "), ("fn.", "fn ")):
+        if key.startswith(prefix):
+            return word + key[len(prefix):]
+    return {"store.game_id": "store game_id"}.get(key, key)
