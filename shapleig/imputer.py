@@ -154,13 +154,14 @@ class ImputerGame:
             out[start:start + z.shape[0]] = pred.reshape(z.shape[0], n_bg).mean(axis=1)
         return out
 
-    def fingerprint(self) -> str:
-        """Identity for evaluation stores: the model, output, background and instance."""
-        from .game import _canonical  # the same canonical form as every other fingerprint
+    def identity(self) -> dict[str, str]:
+        """Identity components for evaluation stores (:mod:`shapleig.identity`): the model's class,
+        the output read, the background rows and the instance explained."""
+        from .identity import digest_value
 
         model = getattr(self.predict, "__self__", self.predict)
-        return (f"ImputerGame|{type(model).__module__}.{type(model).__qualname__}|output={self.output}|"
-                f"{_canonical(self.background)}|{_canonical(self.x)}")
+        return {"model": f"{type(model).__module__}.{type(model).__qualname__}", "output": str(self.output),
+                "background": digest_value(self.background, "background"), "x": digest_value(self.x, "x")}
 
     def __repr__(self) -> str:
         return f"ImputerGame(n_players={self.n_players}, n_background={self.background.shape[0]})"

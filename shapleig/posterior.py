@@ -249,7 +249,8 @@ class ShapleyPosterior:
 
         Deleting observation i (hyperparameters frozen) moves the mean by
         ``Delta_i = -Psi_X K^-1 e_i * [K^-1 r]_i / [K^-1]_ii`` (the closed-form leave-one-out update);
-        the jackknife covariance is ``(t-1)/t sum_i (Delta_i - mean)(Delta_i - mean)^T``. It measures
+        the jackknife covariance is ``(1 - t/2^p) (t-1)/t sum_i (Delta_i - mean)(Delta_i - mean)^T``
+        (with the finite-population correction of sampling the 2^p coalitions). It measures
         how much the estimate leans on single evaluations, which the GP posterior cannot see when its
         kernel misdescribes the game. Beyond ``max_deletions`` observations a subset drawn by
         ``rng`` stands for all of them (its sum is scaled by t / m). Costs O(t^2 m).
@@ -268,7 +269,10 @@ class ShapleyPosterior:
         alpha = solve_triangular(self._L.T, self.innovations(), lower=False, check_finite=False)  # K^-1 r
         D = -(self._Yt.T @ Linv_E) * (alpha[idx] / q_diag)[None, :]  # Psi K^-1 e_i * alpha_i / Q_ii
         Dc = D - D.mean(axis=1, keepdims=True)
-        scale = (t - 1) / t * (t / idx.size)
+        # finite-population correction: the archive is a sample without replacement from the 2^p
+        # coalitions, so at the full budget nothing is left to vary (and phi is known exactly)
+        fpc = max(0.0, 1.0 - t / 2.0**p) if p < 1024 else 1.0
+        scale = (t - 1) / t * (t / idx.size) * fpc
         return self.y_scale**2 * scale * (Dc @ Dc.T)
 
     @property

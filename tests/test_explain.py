@@ -63,7 +63,7 @@ def test_imputer_game_matches_definition_and_batches_one_call(diabetes):
     np.testing.assert_allclose(small(Z), v, rtol=1e-12)
     assert seen == [(14, 4)] * 4 + [(7, 4)]
     # stores tell explanations of different rows apart
-    assert game.fingerprint() != ImputerGame(f, bg, x + 1.0).fingerprint() == ImputerGame(f, bg, x + 1.0).fingerprint()
+    assert game.identity() != ImputerGame(f, bg, x + 1.0).identity() == ImputerGame(f, bg, x + 1.0).identity()
 
 
 def test_linear_model_closed_form_and_exact_method():

@@ -171,7 +171,7 @@ def _dense_jackknife_var(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np
                                                            yt[keep] - h1.mean_constant)
         loo.append(scale * (A @ mu))
     loo = np.asarray(loo)
-    return (t - 1) / t * np.sum((loo - loo.mean(0)) ** 2, axis=0)
+    return (1 - t / 2**p) * (t - 1) / t * np.sum((loo - loo.mean(0)) ** 2, axis=0)
 
 
 def test_jackknife_covariance_equals_explicit_deletions():
