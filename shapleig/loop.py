@@ -23,6 +23,7 @@ from .errors import BudgetError
 from .estimate import ShapleyEstimate
 from .game import BudgetedGame, Game, check_budget, check_game
 from .posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, standardize
+from .seeding import resolve_seed
 from .surrogate import (
     NOISE_CONVENTIONS,
     FitResult,
@@ -160,7 +161,7 @@ class DesignLoop:
         self.pool_size = int(pool_size)
         self.max_candidates = max_candidates
         self.batch_size = int(batch_size)
-        self.seed = int(seed)
+        self.seed = resolve_seed(seed)  # None / Generator allowed, as in estimate()
         self.callbacks = tuple(callbacks)
         self.progress = bool(progress)
         self.noise = float(noise)
