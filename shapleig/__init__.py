@@ -35,6 +35,7 @@ _LAZY = {
     "EvaluationStore": "shapleig.store",
     "SerialEvaluator": "shapleig.evaluate",
     "ExecutorEvaluator": "shapleig.evaluate",
+    "ShapiqApproximator": "shapleig.shapiq_bridge",  # needs the extra shapleig[shapiq]
 }
 
 

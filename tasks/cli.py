@@ -62,12 +62,15 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    from tasks.methods import DESCRIPTIONS, method_names
+    from tasks.methods import DESCRIPTIONS, method_names, shapiq_method_names
 
     names = method_names()
     width = max(len(n) for n in names)
     for n in names:
         print(f"{n:<{width}}  {DESCRIPTIONS.get(n, '')}")
+    shapiq_names = shapiq_method_names()
+    print("\nshapiq:<Approximator>  shapiq's Shapley-value approximators, options as shapiq:NAME:key=value: "
+          + (", ".join(shapiq_names) if shapiq_names else "not available (pip install 'shapleig[shapiq]', Python >= 3.12)"))
     print("\noptions: name:key=value,key=value (e.g. shapleig:refit=decaying) or --option name:key=value")
     return 0
 
