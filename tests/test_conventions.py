@@ -132,7 +132,9 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_missing_shapiq_names_the_extra(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setitem(sys.modules, "shapiq", None)  # import shapiq -> ImportError
+    # import shapiq (and any of its already imported submodules) -> ImportError
+    for name in [m for m in sys.modules if m == "shapiq" or m.startswith("shapiq.")] + ["shapiq"]:
+        monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "shapleig.shapiq_bridge", raising=False)
     with pytest.raises(ImportError, match=r"shapleig\[shapiq\]"):
         baselines.get("shapiq:PolySHAP")
