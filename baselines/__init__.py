@@ -27,6 +27,9 @@ _REGISTRY: dict[str, str] = {
 }
 
 NAMES: tuple[str, ...] = tuple(_REGISTRY)
+# "shapiq:<Approximator>" names one of shapiq's approximators (baselines.shapiq_methods; the
+# optional extra shapleig[shapiq]); not in NAMES because they exist only where shapiq is installed.
+SHAPIQ_PREFIX = "shapiq:"
 
 
 def estimator_class(name: str) -> type:
@@ -38,8 +41,16 @@ def estimator_class(name: str) -> type:
 
 
 def get(name: str, **options: Any):
-    """Build the estimator registered under ``name`` with constructor ``options``."""
+    """Build the estimator registered under ``name`` with constructor ``options``.
+
+    ``shapiq:<Approximator>`` builds :class:`baselines.shapiq_methods.ShapiqMethod`; without
+    shapiq that raises ``ImportError`` naming the extra ``shapleig[shapiq]``.
+    """
+    if name.startswith(SHAPIQ_PREFIX):
+        from baselines.shapiq_methods import ShapiqMethod
+
+        return ShapiqMethod(name[len(SHAPIQ_PREFIX):], options=options)
     return estimator_class(name)(**options)
 
 
-__all__ = ["NAMES", "estimator_class", "get"]
+__all__ = ["NAMES", "SHAPIQ_PREFIX", "estimator_class", "get"]

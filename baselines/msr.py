@@ -87,7 +87,9 @@ class RegressionMSR(BaseEstimator):
     name: ClassVar[str] = "regression-msr"
 
     def __init__(self, lgbm_params: dict[str, Any] | None = None):
-        self.lgbm_params = dict(lgbm_params or {})
+        if lgbm_params is not None and not isinstance(lgbm_params, dict):
+            raise TypeError(f"lgbm_params must be a dict or None, got {type(lgbm_params).__name__}")
+        self.lgbm_params = lgbm_params  # kept as given (get_params / clone); copied at use
 
     def min_budget(self, n_players: int) -> int:
         """Empty, grand and one complementary pair."""
@@ -99,7 +101,7 @@ class RegressionMSR(BaseEstimator):
     def _surrogate(self, seed: int):
         from lightgbm import LGBMRegressor  # imported here: only this estimator needs LightGBM
 
-        params = {**DEFAULT_LGBM_PARAMS, **self.lgbm_params}
+        params = {**DEFAULT_LGBM_PARAMS, **(self.lgbm_params or {})}
         params.update(deterministic=True, force_row_wise=True, n_jobs=1, random_state=seed, verbose=-1)
         return LGBMRegressor(**params)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from shapleig.errors import GameError
 from tasks.tables import default_tables_dir, discover_tables
 
 
@@ -46,11 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     folders = [Path(f) for f in args.folders]
     if not folders:
-        root = default_tables_dir()
-        if root is None:
-            print("no table folder given and no shared tables found", file=sys.stderr)
+        try:
+            folders = [default_tables_dir()]
+        except GameError as exc:
+            print(exc, file=sys.stderr)
             return 1
-        folders = [root]
     profiles: dict[str, list[np.ndarray]] = defaultdict(list)
     for folder in folders:
         for spec in discover_tables(folder):

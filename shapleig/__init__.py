@@ -40,6 +40,7 @@ _LAZY = {
     "explain": "shapleig.imputer",
     "ImputerGame": "shapleig.imputer",
     "plot_explanation": "shapleig.plot",
+    "ShapiqApproximator": "shapleig.shapiq_bridge",  # needs the extra shapleig[shapiq]
 }
 
 

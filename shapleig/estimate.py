@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -11,6 +12,7 @@ import numpy as np
 
 from .errors import BudgetError
 from .game import BudgetedGame, Game, check_budget, check_game
+from .seeding import UNSET, SeedLike, resolve_seed
 
 
 @dataclass
@@ -24,9 +26,10 @@ class ShapleyEstimate:
     covariance:  float64[p, p] posterior covariance, or None.
     trace:       [(evaluations, values float64[p]), ...] after every step: an anytime curve.
     trace_std:   [(evaluations, std float64[p]), ...] alongside ``trace`` (methods with a posterior).
-    baseline:    v(empty) when it was evaluated, else None.
+    baseline:    v(empty) when it was evaluated, else None (also ``baseline_value``, shapiq's name).
     method:      registry name of the method.
-    info:        method-specific diagnostics (accounting mode, draws, cache hits, timings).
+    info:        method-specific diagnostics (accounting mode, draws, cache hits, timings) and
+                 ``seed``, the integer seed the run used (pass it back as ``seed`` to repeat it).
     """
 
     values: np.ndarray
@@ -43,6 +46,21 @@ class ShapleyEstimate:
     @property
     def n_players(self) -> int:
         return int(self.values.shape[0])
+
+    @property
+    def baseline_value(self) -> float | None:
+        """v(empty), the value the Shapley values are added to (shapiq's name for ``baseline``)."""
+        return self.baseline
+
+    def to_interaction_values(self) -> Any:
+        """This estimate as a shapiq ``InteractionValues`` (index "SV", max_order 1).
+
+        The empty interaction holds ``baseline_value`` (v(empty)) as in shapiq's own approximators,
+        so shapiq's force, waterfall and bar plots work. Needs the ``shapleig[shapiq]`` extra.
+        """
+        from .shapiq_bridge import to_interaction_values
+
+        return to_interaction_values(self)
 
     def values_at(self, evaluations: int) -> np.ndarray | None:
         """The latest trace entry with at most ``evaluations`` evaluations (None if none)."""
@@ -80,7 +98,7 @@ def _latest(trace: list[tuple[int, np.ndarray]], evaluations: int) -> np.ndarray
 class Estimator(Protocol):
     """``estimate(game, budget, *, seed=0) -> ShapleyEstimate``; budget = distinct coalitions."""
 
-    def estimate(self, game: Game, budget: int, *, seed: int = 0, **kwargs: Any) -> ShapleyEstimate: ...
+    def estimate(self, game: Game, budget: int, *, seed: SeedLike = 0, **kwargs: Any) -> ShapleyEstimate: ...
 
 
 class BaseEstimator(abc.ABC):
@@ -88,10 +106,45 @@ class BaseEstimator(abc.ABC):
 
     Subclasses set ``name``, may override :meth:`min_budget` and ``min_players``, and implement
     :meth:`_estimate`, which spends budget only through the :class:`BudgetedGame` it receives.
+    Constructor arguments are options stored under their own names, so :meth:`get_params` /
+    :meth:`set_params` (and ``sklearn.base.clone``) work; the number of players is never one of
+    them (it comes from the game).
     """
 
     name: ClassVar[str] = "estimator"
     min_players: ClassVar[int] = 2
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "BaseEstimator":
+        # shapiq's approximators take the number of players first (KernelSHAP(n=8)); here it comes
+        # from the game, so an integer first argument is that habit, not an option value.
+        if args and isinstance(args[0], (int, np.integer)) and not isinstance(args[0], (bool, np.bool_)):
+            raise TypeError(
+                f"{cls.__name__}({args[0]!r}, ...): the number of players is not a constructor "
+                f"argument here (shapiq's approximators take n first); it is read from the game at "
+                f"estimate(game, budget). Pass options by keyword, e.g. {cls.__name__}(); inside "
+                f"shapiq use shapleig.shapiq_bridge.ShapiqApproximator({cls.__name__}(), n={args[0]!r})"
+            )
+        return super().__new__(cls)
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        """The constructor's keyword names, in order (the estimator's parameters)."""
+        skip = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        params = inspect.signature(cls.__init__).parameters.values()
+        return [p.name for p in params if p.name != "self" and p.kind not in skip]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor options, as scikit-learn's ``get_params`` (``deep`` has no effect)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> "BaseEstimator":
+        """Change options (validated as in the constructor); unknown names raise ``ValueError``."""
+        names = self._param_names()
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no parameter(s) {unknown}; its parameters: {names}")
+        self.__init__(**{**self.get_params(), **params})
+        return self
 
     def min_budget(self, n_players: int) -> int:
         """Smallest budget the method accepts for ``n_players`` (its fixed phase)."""
@@ -106,19 +159,24 @@ class BaseEstimator(abc.ABC):
         game: Game,
         budget: int,
         *,
-        seed: int = 0,
+        seed: SeedLike = UNSET,
         store: Any = None,
         evaluator: Any = None,
         max_retries: int = 1,
+        random_state: SeedLike = UNSET,
     ) -> ShapleyEstimate:
         """Estimate the Shapley values of ``game`` with at most ``budget`` distinct evaluations.
 
+        ``seed`` (default 0): a non-negative int, None (fresh entropy) or a numpy Generator;
+        ``random_state`` is its scikit-learn/shapiq alias (see :func:`shapleig.seeding.resolve_seed`).
+        The integer seed used is recorded in ``info["seed"]``, so any run can be repeated.
         ``store`` (an ``EvaluationStore``) reuses and records values so a killed run resumes;
         ``evaluator`` runs new coalitions (e.g. on an executor); a coalition whose evaluation raises
         or returns NaN/inf is retried ``max_retries`` times before the run stops naming it.
         """
         p = check_game(game, self.min_players)
         budget = check_budget(budget, minimum=None)  # the method's own minimum is stated below
+        seed = resolve_seed(seed, random_state)
         minimum = self.min_budget(p)
         if budget < minimum:
             raise BudgetError(
@@ -139,7 +197,7 @@ class BaseEstimator(abc.ABC):
         own_cap = budgeted.budget
         budgeted.budget = budgeted.evaluations + budget
         try:
-            result = self._estimate(budgeted, int(seed))
+            result = self._estimate(budgeted, seed)
         finally:
             budgeted.budget = own_cap
         result.evaluations = budgeted.evaluations
@@ -149,6 +207,7 @@ class BaseEstimator(abc.ABC):
             # a method may report its own rule (e.g. the LSS paper's "draws" accounting)
             result.info.setdefault(key, value)
         result.info.setdefault("wall_s", time.perf_counter() - start)
+        result.info.setdefault("seed", seed)
         if result.baseline is None:
             empty = np.zeros((1, p), dtype=bool)
             if budgeted.is_cached(empty)[0]:

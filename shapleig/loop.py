@@ -25,6 +25,7 @@ from .game import BudgetedGame, Game, check_budget, check_game
 from .kernel_choice import KernelFit, fit_kernels, resolve_surrogate
 from .mixture import MixtureComponent, MixturePosterior
 from .posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, standardize
+from .seeding import resolve_seed
 from .surrogate import (
     FIT_ENGINES,
     NOISE_CONVENTIONS,
@@ -200,7 +201,7 @@ class DesignLoop:
         self.pool_size = int(pool_size)
         self.max_candidates = max_candidates
         self.batch_size = int(batch_size)
-        self.seed = int(seed)
+        self.seed = resolve_seed(seed)  # None / Generator allowed, as in estimate()
         self.callbacks = tuple(callbacks)
         self.progress = bool(progress)
         self.noise = float(noise)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Union
+
 import numpy as np
 
 
@@ -13,3 +15,63 @@ def spawn_generators(seed: int, n: int) -> list[np.random.Generator]:
 def spawn_seeds(seed: int, n: int) -> list[int]:
     """``n`` independent integer seeds (for torch, LightGBM, ...) derived from ``seed``."""
     return [int(s.generate_state(1, dtype=np.uint32)[0]) for s in np.random.SeedSequence(int(seed)).spawn(n)]
+
+
+# ------------------------------------------------------------------------------------------
+# The seed convention of every estimate() (README "Seeds"): one argument, ``seed``, with
+# ``random_state`` accepted as its scikit-learn / shapiq alias.
+SeedLike = Union[int, np.integer, np.random.Generator, None]
+
+# Largest seed drawn for None or a Generator: 63 bits keep it a non-negative int64 everywhere.
+_MAX_DRAWN_SEED = 2**63
+
+
+class _Unset:
+    """Marker for "argument not given" (distinguishes seed=None from no seed at all)."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+UNSET: Any = _Unset()
+
+
+def resolve_seed(seed: Any = UNSET, random_state: Any = UNSET, *, default: int = 0) -> int:
+    """The integer seed a run uses, from ``seed`` or its alias ``random_state``.
+
+    Accepted: a non-negative int (numpy ints too) is used as is; ``None`` draws a fresh seed from
+    OS entropy; a ``numpy.random.Generator`` draws one from the generator (advancing it, as
+    scikit-learn does). Either way the returned int repeats the run when passed back as ``seed``.
+    Neither given: ``default``. Both given and different: ``ValueError``. Anything else (floats,
+    bools, negative ints, strings, ``RandomState``) raises ``TypeError``/``ValueError`` naming it.
+    """
+    if seed is not UNSET and random_state is not UNSET and not _same_seed(seed, random_state):
+        raise ValueError(
+            f"seed={seed!r} and random_state={random_state!r} disagree; random_state is an alias "
+            f"of seed, give one of them"
+        )
+    value = seed if seed is not UNSET else random_state
+    if value is UNSET:
+        return int(default)
+    if value is None:
+        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] % _MAX_DRAWN_SEED)
+    if isinstance(value, np.random.Generator):
+        return int(value.integers(_MAX_DRAWN_SEED))
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(
+            f"seed must be a non-negative int, None (fresh entropy) or a numpy.random.Generator; "
+            f"got {value!r} ({type(value).__name__})"
+        )
+    if value < 0:
+        raise ValueError(f"seed must be a non-negative int, got {value}")
+    return int(value)
+
+
+def _same_seed(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    ints = (int, np.integer)
+    if isinstance(a, ints) and isinstance(b, ints) and not isinstance(a, (bool, np.bool_)) \
+            and not isinstance(b, (bool, np.bool_)):
+        return int(a) == int(b)
+    return False

@@ -155,25 +155,45 @@ def _ml(name: str) -> Task | None:
 
 # --------------------------------------------------------------------------------------------
 # tables
-def tables_dir() -> Path | None:
-    """Folder holding the precomputed tables (``SHAPLEIG_SHARED`` or the default), or None."""
+def tables_dir() -> Path:
+    """Folder holding the precomputed tables: the first found of ``table_search_path()``
+    (``SHAPLEIG_TABLES``, ``SHAPLEIG_SHARED``, ``../shared``, the shipped subset).
+
+    Raises ``GameError`` (a ``ValueError``) naming every path searched when none exists."""
     from tasks.tables import default_tables_dir
 
-    folder = default_tables_dir()
-    return Path(folder) if folder is not None else None
+    return default_tables_dir()
+
+
+def describe_table_search() -> list[str]:
+    """Lines for ``shapleig tasks``: each folder searched for the suites, which one is used, and
+    how to point elsewhere."""
+    from tasks.tables import TABLES_HINT, table_search_path
+
+    lines = ["table suites are looked for in (first existing folder wins):"]
+    locations = table_search_path()
+    used = next((loc for loc in locations if loc.exists), None)
+    for i, loc in enumerate(locations, 1):
+        mark = "used" if loc is used else ("exists" if loc.exists else "not found")
+        lines.append(f"  {i}. {loc.path}  [{loc.origin}; {mark}]")
+    if used is None:
+        lines.append("  none of them exists")
+    lines.append(f"to use other tables: {TABLES_HINT}")
+    return lines
 
 
 def suite_files(suite: str, folder: Path | None = None) -> list[Any]:
     """The tables (``TableSpec``) of a named suite in seed order; ``ValueError`` if missing."""
     from tasks.tables import discover_tables
 
+    from tasks.tables import TABLES_HINT, searched_text
+
     sub, prefix, _ = TABLE_SUITES[suite]
-    root = folder if folder is not None else tables_dir()
-    if root is None or not (Path(root) / sub).is_dir():
-        where = f"{root}/{sub}" if root is not None else sub
+    root = Path(folder) if folder is not None else tables_dir()
+    if not (root / sub).is_dir():
+        searched = "" if folder is not None else f" (table folders searched: {searched_text()})"
         raise ValueError(
-            f"table suite {suite!r} needs the folder {where}, which does not exist; "
-            f"set SHAPLEIG_SHARED or use table:<path>"
+            f"table suite {suite!r} needs the folder {root / sub}, which does not exist{searched}; {TABLES_HINT}"
         )
     specs = [t for t in discover_tables(Path(root) / sub) if t.path.parent == Path(root) / sub
              and t.path.name.startswith(prefix)]
@@ -201,7 +221,7 @@ def _suite_tasks(name: str) -> list[Task] | None:
         chosen = [t for t in files if t.seed is not None and lo <= t.seed <= hi]
         if not chosen:
             raise ValueError(f"task {name!r}: no table with that seed; suite {suite!r} has seeds "
-                             f"{[t.seed for t in files]}")
+                             f"{[t.seed for t in files]} in {files[0].path.parent}")
     elif m := re.fullmatch(r"first=(\d+)", selector):
         chosen = files[: int(m.group(1))]
     else:
@@ -292,6 +312,7 @@ def describe_tasks() -> list[dict[str, Any]]:
 __all__ = [
     "TABLE_SUITES",
     "Task",
+    "describe_table_search",
     "describe_tasks",
     "known_task_names",
     "resolve_task",

@@ -49,7 +49,7 @@ def _err(text: str) -> None:
 # --------------------------------------------------------------------------------------------
 # subcommands
 def cmd_tasks(args: argparse.Namespace) -> int:
-    from tasks.catalog import describe_tasks
+    from tasks.catalog import describe_table_search, describe_tasks
 
     rows = describe_tasks()
     width = max(len(r["name"]) for r in rows)
@@ -59,16 +59,20 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         "\nfamilies: shoe-<n>, soug-<n>[/seed=k], wvg-7-q<1..10>, hpi-<dataset>-<p>; a suite takes "
         "/seed=k, /seed=a-b or /first=n"
     )
+    print("\n" + "\n".join(describe_table_search()))
     return 0
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    from tasks.methods import DESCRIPTIONS, method_names
+    from tasks.methods import DESCRIPTIONS, method_names, shapiq_method_names
 
     names = method_names()
     width = max(len(n) for n in names)
     for n in names:
         print(f"{n:<{width}}  {DESCRIPTIONS.get(n, '')}")
+    shapiq_names = shapiq_method_names()
+    print("\nshapiq:<Approximator>  shapiq's Shapley-value approximators, options as shapiq:NAME:key=value: "
+          + (", ".join(shapiq_names) if shapiq_names else "not available (pip install 'shapleig[shapiq]', Python >= 3.12)"))
     print("\noptions: name:key=value,key=value (e.g. shapleig:refit=decaying) or --option name:key=value")
     return 0
 
@@ -259,10 +263,17 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars or notes")
 
 
+def _version() -> str:
+    from shapleig import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="shapleig", description="Shapley values of expensive games under a small evaluation budget."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("tasks", help="list the benchmark tasks")

@@ -55,6 +55,27 @@ def method_names() -> list[str]:
     return list(GP_ARMS) + [GP_LEVERAGE] + [n for n in baselines.NAMES if n not in GP_ARMS]
 
 
+def shapiq_method_names() -> list[str]:
+    """``shapiq:<Approximator>`` for each of shapiq's Shapley-value approximators; [] without shapiq."""
+    try:
+        from baselines.shapiq_methods import shapiq_approximators
+
+        return [baselines.SHAPIQ_PREFIX + n for n in shapiq_approximators()]
+    except ImportError:
+        return []
+
+
+def split_method(text: str) -> tuple[str, str]:
+    """``'name:opts'`` -> ``(name, opts)``; a shapiq method keeps its class in the name
+    (``'shapiq:PolySHAP:max_order=2'`` -> ``('shapiq:PolySHAP', 'max_order=2')``)."""
+    text = str(text).strip()
+    if text.startswith(baselines.SHAPIQ_PREFIX):
+        cls, _, rest = text[len(baselines.SHAPIQ_PREFIX):].partition(":")
+        return baselines.SHAPIQ_PREFIX + cls.strip(), rest
+    name, _, rest = text.partition(":")
+    return name.strip(), rest
+
+
 def parse_value(text: str) -> Any:
     """``'3' -> 3``, ``'0.5' -> 0.5``, ``'true' -> True``, ``'none' -> None``, else the string."""
     low = text.strip().lower()
@@ -119,11 +140,13 @@ class MethodSpec:
                 from shapleig import GPLeverage  # torch loads here, only when a GP arm is used
 
                 return GPLeverage(**self.options)
-            if self.name not in baselines.NAMES:
+            if self.name not in baselines.NAMES and not self.name.startswith(baselines.SHAPIQ_PREFIX):
                 raise ValueError(unknown_method_message(self.name))
             return baselines.get(self.name, **self.options)
         except TypeError as exc:
             raise ValueError(f"method {self.label!r}: bad options {self.options}: {exc}") from exc
+        except ImportError as exc:  # shapiq:<...> without the shapiq extra
+            raise ValueError(f"method {self.label!r}: {exc}") from exc
 
     def is_anytime(self, estimator: Any = None) -> bool:
         if self.anytime is not None:
@@ -153,16 +176,18 @@ def _build_gp_arm(name: str, options: Mapping[str, Any]) -> Any:
 
 
 def unknown_method_message(name: str) -> str:
-    return f"unknown method {name!r}; known methods: {', '.join(method_names())}"
+    return (f"unknown method {name!r}; known methods: {', '.join(method_names())}, "
+            f"and shapiq:<Approximator> (shapiq's methods, with the extra shapleig[shapiq])")
 
 
 def parse_method(text: str | MethodSpec) -> MethodSpec:
     """``'name'`` or ``'name:key=value,...'`` -> :class:`MethodSpec` (name checked, not built)."""
     if isinstance(text, MethodSpec):
         return text
-    name, _, rest = str(text).strip().partition(":")
-    name = name.strip()
-    if name not in method_names():
+    name, rest = split_method(text)
+    if name.startswith(baselines.SHAPIQ_PREFIX):
+        MethodSpec(name).build()  # names the missing extra or the unknown approximator
+    elif name not in method_names():
         raise ValueError(unknown_method_message(name))
     return MethodSpec(name, parse_options(rest, where=f" in {text!r}"))
 
@@ -182,9 +207,8 @@ def resolve_methods(
     if not specs:
         raise ValueError(f"no methods given; known methods: {', '.join(method_names())}")
     for text in extra_options:
-        target, sep, rest = str(text).partition(":")
-        target = target.strip()
-        if not sep:
+        target, rest = split_method(text)
+        if ":" not in str(text):
             raise ValueError(f"bad --option {text!r}: write method:key=value[,key=value]")
         opts = parse_options(rest, where=f" in --option {text!r}")
         hits = [i for i, s in enumerate(specs) if s.name == target or (target == "gp" and s.name in GP_ARMS)]
@@ -216,4 +240,6 @@ __all__ = [
     "parse_options",
     "parse_value",
     "resolve_methods",
+    "shapiq_method_names",
+    "split_method",
 ]

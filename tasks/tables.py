@@ -273,27 +273,72 @@ def discover_tables(folder: str | os.PathLike) -> list[TableSpec]:
     return sorted(specs, key=key)
 
 
-def default_tables_dir() -> Path | None:
-    """The shared table suite: env ``SHAPLEIG_TABLES``, else ``$SHAPLEIG_SHARED/data/games``,
-    else ``<repo>/../shared/data/games``; None when none of them is an existing directory."""
-    candidates = []
-    if os.environ.get("SHAPLEIG_TABLES"):
-        candidates.append(Path(os.environ["SHAPLEIG_TABLES"]))
-    if os.environ.get("SHAPLEIG_SHARED"):
-        candidates.append(Path(os.environ["SHAPLEIG_SHARED"]) / "data" / "games")
-    candidates.append(Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games")
-    for c in candidates:
-        if c.is_dir():
-            return c
-    return None
+# The subset shipped with the package (3 tables per suite; tasks/data/games/README.md).
+SHIPPED_TABLES_DIR = Path(__file__).resolve().parent / "data" / "games"
+# How to point the suites elsewhere (shown by `shapleig tasks` and in every "not found" error).
+TABLES_HINT = ("set SHAPLEIG_SHARED to a folder holding data/games (or the games folder itself), "
+               "or SHAPLEIG_TABLES to the games folder; or run a file or folder as table:<path>")
+
+
+@dataclass(frozen=True)
+class TableLocation:
+    """One place searched for the table suites: where it comes from, the folder, if it exists."""
+
+    origin: str
+    path: Path
+
+    @property
+    def exists(self) -> bool:
+        return self.path.is_dir()
+
+
+def table_search_path(environ: Any = None) -> list[TableLocation]:
+    """The folders searched for the suites, in order (``shapleig tasks`` prints them).
+
+    ``$SHAPLEIG_TABLES``; ``$SHAPLEIG_SHARED/data/games`` and ``$SHAPLEIG_SHARED`` itself (so it
+    may name the shared folder or the games folder); ``<repo>/../shared/data/games``; the shipped
+    subset. A variable that is set is authoritative: only its folders are searched.
+    """
+    env = os.environ if environ is None else environ
+    if env.get("SHAPLEIG_TABLES"):
+        return [TableLocation("$SHAPLEIG_TABLES", Path(env["SHAPLEIG_TABLES"]).expanduser())]
+    if env.get("SHAPLEIG_SHARED"):
+        shared = Path(env["SHAPLEIG_SHARED"]).expanduser()
+        return [TableLocation("$SHAPLEIG_SHARED/data/games", shared / "data" / "games"),
+                TableLocation("$SHAPLEIG_SHARED", shared)]
+    return [TableLocation("../shared beside the repository",
+                          Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games"),
+            TableLocation("shipped subset (3 tables per suite)", SHIPPED_TABLES_DIR)]
+
+
+def default_tables_dir(environ: Any = None) -> Path:
+    """The first existing folder of :func:`table_search_path`.
+
+    Raises :class:`GameError` naming every path searched when none exists (e.g. a
+    ``SHAPLEIG_SHARED`` that points at a wrong folder).
+    """
+    locations = table_search_path(environ)
+    for loc in locations:
+        if loc.exists:
+            return loc.path
+    raise GameError(f"no table folder found; searched: {searched_text(environ)}. To fix: {TABLES_HINT}")
+
+
+def searched_text(environ: Any = None) -> str:
+    """``'path (origin); ...'`` for every folder of :func:`table_search_path` (for error messages)."""
+    return "; ".join(f"{loc.path} ({loc.origin})" for loc in table_search_path(environ))
 
 
 __all__ = [
+    "SHIPPED_TABLES_DIR",
+    "TABLES_HINT",
     "TableGame",
+    "TableLocation",
     "TableSpec",
     "default_tables_dir",
     "discover_tables",
     "save_table",
     "size_major_order",
+    "table_search_path",
     "validate_table",
 ]

@@ -1,0 +1,97 @@
+"""shapiq's Shapley-value approximators as methods of this project (``shapiq:PolySHAP``, ...).
+
+:class:`ShapiqMethod` runs one of shapiq's ``SV_APPROXIMATORS`` under this project's interface and
+budget rule: every value goes through the ``BudgetedGame`` (a distinct coalition is charged once,
+nothing past the budget is evaluated), the seed becomes shapiq's ``random_state``, and the order-1
+entries of the returned ``InteractionValues`` are the estimate. Needs ``shapleig[shapiq]``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar
+
+from shapleig.estimate import BaseEstimator, ShapleyEstimate
+from shapleig.game import BudgetedGame
+from shapleig.seeding import spawn_seeds
+
+# Options that make an approximator estimate Shapley values where its own defaults do not
+# (shapiq's ProxySPEX defaults to k-SII of order 2; RegressionMSR has no default index).
+SV_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ProxySPEX": {"index": "SV", "max_order": 1},
+    "RegressionMSR": {"index": "SV"},
+}
+# Set from the game and the seed, never by the user.
+RESERVED = ("n", "random_state")
+# LightGBM/XGBoost surrogates inside some approximators take a signed 32-bit seed.
+_MAX_RANDOM_STATE = 2**31
+
+
+def shapiq_approximators() -> dict[str, type]:
+    """Name -> class of every usable shapiq Shapley-value approximator (placeholders of missing
+    shapiq extras left out). Raises ``ImportError`` naming ``shapleig[shapiq]`` without shapiq."""
+    import shapleig.shapiq_bridge  # noqa: F401  (raises the ImportError that names the extra)
+    from shapiq.approximator import SV_APPROXIMATORS
+
+    return {cls.__name__: cls for cls in SV_APPROXIMATORS if not hasattr(cls, "_import_error")}
+
+
+def shapiq_random_state(seed: int) -> int:
+    """shapiq's ``random_state`` for this project's seed: the seed itself when it fits in 31 bits
+    (so ``seed=k`` reproduces shapiq's ``random_state=k``), else a 31-bit seed derived from it."""
+    return seed if seed < _MAX_RANDOM_STATE else spawn_seeds(seed, 1)[0] % _MAX_RANDOM_STATE
+
+
+class ShapiqMethod(BaseEstimator):
+    """shapiq's approximator ``approximator`` (a class name, e.g. "PolySHAP") with ``options``
+    (constructor keywords other than ``n`` and ``random_state``, checked against its signature)."""
+
+    name: ClassVar[str] = "shapiq"
+
+    def __init__(self, approximator: str = "KernelSHAP", options: dict[str, Any] | None = None) -> None:
+        classes = shapiq_approximators()
+        if approximator not in classes:
+            raise ValueError(
+                f"unknown shapiq approximator {approximator!r}; choose one of: {', '.join(sorted(classes))}"
+            )
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        _check_options(classes[approximator], approximator, options or {})
+        self.approximator = approximator
+        self.options = options
+
+    @property
+    def label(self) -> str:
+        return f"shapiq:{self.approximator}"
+
+    def build(self, n_players: int, seed: int) -> Any:
+        """The shapiq approximator for ``n_players`` players seeded from ``seed``."""
+        cls = shapiq_approximators()[self.approximator]
+        kwargs = {**SV_DEFAULTS.get(self.approximator, {}), **(self.options or {})}
+        return cls(n=n_players, random_state=shapiq_random_state(seed), **kwargs)
+
+    def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
+        from shapleig.shapiq_bridge import SHAPIQ_VERSION, from_interaction_values
+
+        approx = self.build(game.n_players, seed)
+        iv = approx.approximate(budget=game.remaining, game=game)
+        est = from_interaction_values(iv, method=self.label)
+        est.info.update(shapiq_version=SHAPIQ_VERSION, random_state=shapiq_random_state(seed))
+        return est
+
+
+def _check_options(cls: type, name: str, options: dict[str, Any]) -> None:
+    reserved = sorted(set(options) & set(RESERVED))
+    if reserved:
+        raise ValueError(f"shapiq:{name}: {reserved} are set from the game and the seed, not as options")
+    # named parameters only: shapiq's approximators swallow unknown **kwargs, so a typo would be
+    # silently ignored there
+    skip = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    params = inspect.signature(cls.__init__).parameters
+    known = [n for n, p in params.items() if n not in ("self", *RESERVED) and p.kind not in skip]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(f"shapiq:{name} has no option(s) {unknown}; its options: {known}")
+
+
+__all__ = ["SV_DEFAULTS", "ShapiqMethod", "shapiq_approximators", "shapiq_random_state"]
