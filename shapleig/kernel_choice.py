@@ -61,6 +61,11 @@ def resolve_surrogate(surrogate: str | None, ard: bool | None) -> str:
     return surrogate
 
 
+def surrogate_ard(surrogate: str) -> bool | None:
+    """The ``ard`` switch equivalent to a surrogate mode: True (ARD), False (shared), None (auto)."""
+    return {"ard": True, "shared": False}.get(check_surrogate(surrogate))
+
+
 @dataclass(frozen=True)
 class KernelFit:
     """One fitted kernel of a surrogate mode.

@@ -11,7 +11,7 @@ import numpy as np
 from .design import DEFAULT_POOL_SIZE, leverage_design
 from .estimate import BaseEstimator, ShapleyEstimate
 from .game import BudgetedGame, Game
-from .kernel_choice import fit_kernels
+from .kernel_choice import fit_kernels, surrogate_ard
 from .loop import DesignLoop, check_gp_options, check_loop_options, check_tolerance, min_budget
 from .mixture import MixtureComponent, MixturePosterior
 from .posterior import ShapleyPosterior
@@ -96,9 +96,10 @@ class ShaplEIG(BaseEstimator):
         return cls(**options)
 
     @property
-    def ard(self) -> bool:
-        """True when the surrogate is the ARD kernel alone (the published setting)."""
-        return self.surrogate == "ard"
+    def ard(self) -> bool | None:
+        """The older switch as a parameter: True for the ARD kernel alone, False for the shared one,
+        None for the evidence-weighted pair (``surrogate="auto"``)."""
+        return surrogate_ard(self.surrogate)
 
     def estimate(self, game: Game, budget: int, *, tol: float | None = None, rtol: float | None = None,
                  **kwargs: Any) -> ShapleyEstimate:
@@ -181,6 +182,11 @@ class GPLeverage(BaseEstimator):
         self.noise_convention = noise_convention
         self.calibrate = bool(calibrate)
         self.threads = threads
+
+    @property
+    def ard(self) -> bool | None:
+        """True for the ARD kernel alone, False for the shared one, None for both (``"auto"``)."""
+        return surrogate_ard(self.surrogate)
 
     def min_budget(self, n_players: int) -> int:
         return 3

@@ -291,3 +291,12 @@ def test_tol_stops_at_first_step_meeting_the_target():
     for bad in (0, -1.0, float("nan"), "1e-3", True):
         with pytest.raises(ValueError, match="tol must be"):
             ShaplEIG().estimate(_table_game(p, 10), 20, tol=bad)
+
+
+def test_default_and_published_clone():
+    from sklearn.base import clone
+
+    for est in (ShaplEIG(), ShaplEIG.published(), ShaplEIG(surrogate="shared", tol=0.1)):
+        twin = clone(est)
+        assert twin.get_params() == est.get_params() and twin.surrogate == est.surrogate
+    assert ShaplEIG().ard is None and ShaplEIG(ard=False).surrogate == "shared"
