@@ -44,6 +44,26 @@ FIT_ENGINES = ("gpytorch", "numpy")
 _CHOLESKY_SIZE = 1 << 16
 
 
+_THREADPOOL_CONTROLLER = None
+
+
+def _threadpool_limiter() -> Callable:
+    """``limits -> context manager`` limiting the BLAS pools, from one cached threadpoolctl controller.
+
+    ``threadpool_limits`` rescans the loaded shared libraries on every call (~2 ms, i.e. about half
+    of a small game's whole selection time when the loop enters this twice per step); the
+    controller scans once. Libraries loaded later are not seen, as with any controller.
+    """
+    global _THREADPOOL_CONTROLLER
+    try:  # shipped with scikit-learn; without it only torch is limited
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover
+        return lambda limits: contextlib.nullcontext()
+    if _THREADPOOL_CONTROLLER is None:
+        _THREADPOOL_CONTROLLER = ThreadpoolController()
+    return lambda limits: _THREADPOOL_CONTROLLER.limit(limits=limits)
+
+
 @contextlib.contextmanager
 def compute_threads(n_threads: int | None = 1) -> Iterator[None]:
     """Limit torch intra-op and BLAS (threadpoolctl) threads to ``n_threads`` inside the block.
@@ -56,10 +76,7 @@ def compute_threads(n_threads: int | None = 1) -> Iterator[None]:
     if n_threads is None:
         yield
         return
-    try:  # shipped with scikit-learn; without it only torch is limited
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        threadpool_limits = lambda limits: contextlib.nullcontext()  # noqa: E731
+    threadpool_limits = _threadpool_limiter()
 
     old = torch.get_num_threads()
     if old != n_threads:
