@@ -24,9 +24,9 @@ from .estimate import ShapleyEstimate
 from .game import BudgetedGame, Game, check_budget, check_game
 from .posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, standardize
 from .surrogate import (
-    FIT_ENGINES,
     NOISE_CONVENTIONS,
     FitResult,
+    check_fit_engine,
     compute_threads,
     fit_hyperparameters,
     refit_schedule,
@@ -156,9 +156,7 @@ class DesignLoop:
         self.schedule = refit_schedule(refit, hand_over=hand_over)
         if hasattr(self.schedule, "bind"):  # stateful schedules (e.g. "adaptive") read this loop
             self.schedule = self.schedule.bind(self)
-        if fit_engine not in FIT_ENGINES:
-            raise ValueError(f"unknown fit engine {fit_engine!r}; choose one of {FIT_ENGINES}")
-        self.fit_engine = fit_engine
+        self.fit_engine = check_fit_engine(fit_engine)
 
         self.game = game if isinstance(game, BudgetedGame) else BudgetedGame(
             game, budget, store=store, evaluator=evaluator, max_retries=max_retries

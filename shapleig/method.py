@@ -13,7 +13,7 @@ from .game import BudgetedGame
 from .loop import DesignLoop, check_gp_options, check_loop_options, min_budget
 from .posterior import ShapleyPosterior
 from .seeding import spawn_generators, spawn_seeds
-from .surrogate import FIT_ENGINES, compute_threads, fit_hyperparameters
+from .surrogate import check_fit_engine, compute_threads, fit_hyperparameters
 
 
 class ShaplEIG(BaseEstimator):
@@ -61,9 +61,7 @@ class ShaplEIG(BaseEstimator):
         self.ard = bool(ard)
         self.hand_over = int(hand_over)
         self.callbacks = tuple(callbacks)
-        if fit_engine not in FIT_ENGINES:
-            raise ValueError(f"unknown fit engine {fit_engine!r}; choose one of {FIT_ENGINES}")
-        self.fit_engine = fit_engine
+        self.fit_engine = check_fit_engine(fit_engine)
 
     def min_budget(self, n_players: int) -> int:
         """``p + 2``: the p + 1 design coalitions and at least one acquisition."""

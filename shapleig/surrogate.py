@@ -40,6 +40,13 @@ NOISE_CONVENTIONS = ("standardized", "raw")
 MAX_FIT_ATTEMPTS = 5
 # "gpytorch": botorch's fit_gpytorch_mll (reference); "numpy": shapleig.fit (analytic gradient).
 FIT_ENGINES = ("gpytorch", "numpy")
+
+
+def check_fit_engine(engine: str) -> str:
+    """``engine`` if it names a fit engine (:data:`FIT_ENGINES`), else a ``ValueError`` naming it."""
+    if engine not in FIT_ENGINES:
+        raise ValueError(f"unknown fit engine {engine!r}; choose one of {FIT_ENGINES}")
+    return engine
 # botorch raises gpytorch's exact-Cholesky size limit to 4096; we set it explicitly above that.
 _CHOLESKY_SIZE = 1 << 16
 
@@ -288,8 +295,7 @@ def fit_hyperparameters(
     (see :func:`build_model`). ``engine="numpy"`` runs the same MAP objective in numpy/scipy with an
     analytic gradient (:mod:`shapleig.fit`; retries draw from a numpy generator seeded by ``seed``).
     """
-    if engine not in FIT_ENGINES:
-        raise ValueError(f"unknown fit engine {engine!r}; choose one of {FIT_ENGINES}")
+    check_fit_engine(engine)
     from botorch.exceptions.errors import ModelFittingError
     from botorch.fit import fit_gpytorch_mll
     from botorch.optim.fit import fit_gpytorch_mll_scipy
