@@ -1,4 +1,4 @@
-"""Selection cost per iteration and peak memory of ShaplEIG at large p (shared lengthscale, t = 4p).
+"""Selection cost per iteration and peak memory of ShaplEIG at large p (t = 4p; shared kernel or ``--ard``).
 
 For each p (one subprocess per p, so the peak RSS is that configuration's) on a synthetic game
 (linear + pairwise + one three-way term, as scripts/bench_fit.py), with the numpy fit engine:
@@ -8,8 +8,8 @@ For each p (one subprocess per p, so the peak RSS is that configuration's) on a 
 2. ``rebuild``: the Shapley posterior and the candidate state from scratch (what follows a refit);
 3. ``frozen``: W timed iterations with frozen hyperparameters (EIG over the pool, pick, exact
    conditioning, posterior extension by the new point);
-4. ``fit cold`` / ``fit warm``: one MAP fit on the final archive from the docs/math.md §3 initial values, and
-   one warm-started from the previous hyperparameters;
+4. ``fit cold``: the MAP fit of step 1 (from the docs/math.md §3 initial values, t - W points); ``fit warm``:
+   a fit on the final archive warm-started from those hyperparameters;
 
 and reports per iteration (seconds, game excluded):
 
@@ -62,7 +62,8 @@ def backstop_fits(iterations: int) -> int:
     return int(math.floor(math.log2(max(iterations - 1, 1)))) + 2
 
 
-def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_p: int, seed: int = 0) -> dict:
+def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_p: int, ard: bool = False,
+            seed: int = 0) -> dict:
     t = 4 * p
     T = t - (p + 1)
     rng = np.random.default_rng(seed)
@@ -75,8 +76,9 @@ def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_
         pool = candidate_pool(p, X[: p + 1], rng, pool_size)
         out["pool_s"] = time.perf_counter() - start
         out["pool"] = len(pool)
-        fit = fit_hyperparameters(X, y, seed=seed, ard=False, engine="numpy", threads=None)
+        fit = fit_hyperparameters(X, y, seed=seed, ard=ard, engine="numpy", threads=None)
         h = fit.hyper
+        out["fit_cold_s"] = fit.seconds
         start = time.perf_counter()
         post = ShapleyPosterior(h, X, y)
         cand = post.candidates(pool.W)
@@ -92,15 +94,12 @@ def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_
             triggered += bool(np.mean(z**2) > threshold)
         out["frozen_s"] = float(np.median(steps))
         out["trigger_rate"] = triggered / max(window, 1)
-        Xf, yf = post.X, post.y
-        cold = fit_hyperparameters(Xf, yf, seed=seed, ard=False, engine="numpy", threads=None)
-        warm = fit_hyperparameters(Xf, yf, seed=seed, ard=False, engine="numpy", threads=None, warm_start=h)
-        out["fit_cold_s"], out["fit_warm_s"] = cold.seconds, warm.seconds
-        out["warm_dobj"] = warm.neg_mll - cold.neg_mll
+        warm = fit_hyperparameters(post.X, post.y, seed=seed, ard=ard, engine="numpy", threads=None, warm_start=h)
+        out["fit_warm_s"] = warm.seconds
     out["every_s"] = out["fit_cold_s"] + out["rebuild_s"] + out["frozen_s"]
     if p <= full_run_max_p:
         game = FunctionGame(fn, p)
-        loop = DesignLoop(game, t, refit=AdaptiveRefit(threshold=threshold), fit_engine="numpy", ard=False,
+        loop = DesignLoop(game, t, refit=AdaptiveRefit(threshold=threshold), fit_engine="numpy", ard=ard,
                           pool_size=pool_size, seed=seed, progress=False)
         loop.run()
         out["n_fits"] = loop.n_refits
@@ -120,19 +119,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool-size", type=int, default=1024)
     ap.add_argument("--threshold", type=float, default=AdaptiveRefit().threshold)
     ap.add_argument("--full-run-max-p", type=int, default=64, help="run the whole adaptive loop up to this p")
+    ap.add_argument("--ard", action="store_true", help="one lengthscale per player (default: shared)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        r = measure(args.players[0], args.window, args.pool_size, args.threshold, args.full_run_max_p)
+        r = measure(args.players[0], args.window, args.pool_size, args.threshold, args.full_run_max_p, args.ard)
         print(json.dumps(r))
         return 0
-    print("# seconds per iteration (game excluded), one thread; shared lengthscale, numpy fit engine")
+    print(f"# seconds per iteration (game excluded), one thread; {'ARD' if args.ard else 'shared'} kernel, "
+          "numpy fit engine")
     print(f"{'p':>5} {'t':>5} {'pool':>5} | {'every':>8} {'frozen':>7} {'policy':>7} {'run s/it':>8} | "
           f"{'fit cold':>8} {'fit warm':>8} {'rebuild':>7} {'fits':>4} {'trig':>5} | {'peak MB':>7}")
     for p in args.players:
         cmd = [sys.executable, __file__, "--child", "--players", str(p), "--window", str(args.window),
                "--pool-size", str(args.pool_size), "--threshold", str(args.threshold),
-               "--full-run-max-p", str(args.full_run_max_p)]
+               "--full-run-max-p", str(args.full_run_max_p)] + (["--ard"] if args.ard else [])
         res = subprocess.run(cmd, capture_output=True, text=True, check=True)
         r = json.loads(res.stdout.strip().splitlines()[-1])
         print(f"{r['p']:>5} {r['t']:>5} {r['pool']:>5} | {r['every_s']:>8.3f} {r['frozen_s']:>7.3f} "

@@ -24,6 +24,7 @@ the integer Hamming distance matrix, O(t^2) per step on top of the factorisation
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,10 +39,9 @@ _MIN_LENGTHSCALE = 1e-6
 # the number of tries to 6.
 _JITTER0 = 1e-8
 _JITTER_TRIES = 6
-# scipy messages of an L-BFGS-B run stopped by its iteration/evaluation limits: botorch treats
-# these as a (stopped) success, every other non-success status triggers a retry.
-_STOPPED = ("ITERATIONS REACHED LIMIT", "EVALUATIONS EXCEEDS LIMIT", "TOTAL NO. OF F,G EVALUATIONS",
-            "TOTAL NO. of ITERATIONS", "TOTAL NO. OF ITERATIONS")
+# scipy messages of an L-BFGS-B run stopped by its iteration/evaluation limits (botorch's regex,
+# both scipy spellings): botorch treats these as a (stopped) success, any other failure retries.
+_STOPPED = re.compile("TOTAL NO. (of|OF) (ITERATIONS REACHED LIMIT|(f AND g|F,G) EVALUATIONS EXCEEDS LIMIT)")
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
@@ -187,7 +187,7 @@ class MapFit:
 def _run(problem: MapProblem, theta0: np.ndarray, options: dict | None) -> tuple[np.ndarray, float, bool, str, int]:
     res = minimize(problem.objective, theta0, jac=True, method="L-BFGS-B", options=options)
     msg = res.message if isinstance(res.message, str) else res.message.decode("ascii")
-    ok = bool(res.success) or any(key in msg for key in _STOPPED)
+    ok = bool(res.success) or _STOPPED.search(msg) is not None
     if not np.all(np.isfinite(res.x)) or not np.isfinite(res.fun):
         ok = False
     return np.asarray(res.x, dtype=np.float64), float(res.fun), ok, msg, int(res.nfev)

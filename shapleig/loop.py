@@ -27,9 +27,9 @@ from .mixture import MixtureComponent, MixturePosterior
 from .posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, standardize
 from .seeding import resolve_seed
 from .surrogate import (
-    FIT_ENGINES,
     NOISE_CONVENTIONS,
     FitResult,
+    check_fit_engine,
     compute_threads,
     refit_schedule,
     standardized_noise,
@@ -188,9 +188,7 @@ class DesignLoop:
         self.schedule = refit_schedule(refit, hand_over=hand_over)
         if hasattr(self.schedule, "bind"):  # stateful schedules (e.g. "adaptive") read this loop
             self.schedule = self.schedule.bind(self)
-        if fit_engine not in FIT_ENGINES:
-            raise ValueError(f"unknown fit engine {fit_engine!r}; choose one of {FIT_ENGINES}")
-        self.fit_engine = fit_engine
+        self.fit_engine = check_fit_engine(fit_engine)
 
         self.game = game if isinstance(game, BudgetedGame) else BudgetedGame(
             game, budget, store=store, evaluator=evaluator, max_retries=max_retries

@@ -16,7 +16,7 @@ from .loop import DesignLoop, check_gp_options, check_loop_options, check_tolera
 from .mixture import MixtureComponent, MixturePosterior
 from .posterior import ShapleyPosterior
 from .seeding import spawn_generators, spawn_seeds
-from .surrogate import FIT_ENGINES, compute_threads
+from .surrogate import check_fit_engine, compute_threads
 
 
 class ShaplEIG(BaseEstimator):
@@ -77,9 +77,7 @@ class ShaplEIG(BaseEstimator):
         self.rtol = rtol
         self.hand_over = int(hand_over)
         self.callbacks = tuple(callbacks)
-        if fit_engine not in FIT_ENGINES:
-            raise ValueError(f"unknown fit engine {fit_engine!r}; choose one of {FIT_ENGINES}")
-        self.fit_engine = fit_engine
+        self.fit_engine = check_fit_engine(fit_engine)
 
     @classmethod
     def published(cls, **overrides: Any) -> "ShaplEIG":

@@ -40,8 +40,35 @@ NOISE_CONVENTIONS = ("standardized", "raw")
 MAX_FIT_ATTEMPTS = 5
 # "gpytorch": botorch's fit_gpytorch_mll (reference); "numpy": shapleig.fit (analytic gradient).
 FIT_ENGINES = ("gpytorch", "numpy")
+
+
+def check_fit_engine(engine: str) -> str:
+    """``engine`` if it names a fit engine (:data:`FIT_ENGINES`), else a ``ValueError`` naming it."""
+    if engine not in FIT_ENGINES:
+        raise ValueError(f"unknown fit engine {engine!r}; choose one of {FIT_ENGINES}")
+    return engine
 # botorch raises gpytorch's exact-Cholesky size limit to 4096; we set it explicitly above that.
 _CHOLESKY_SIZE = 1 << 16
+
+
+_THREADPOOL_CONTROLLER = None
+
+
+def _threadpool_limiter() -> Callable:
+    """``limits -> context manager`` limiting the BLAS pools, from one cached threadpoolctl controller.
+
+    ``threadpool_limits`` rescans the loaded shared libraries on every call (~2 ms, i.e. about half
+    of a small game's whole selection time when the loop enters this twice per step); the
+    controller scans once. Libraries loaded later are not seen, as with any controller.
+    """
+    global _THREADPOOL_CONTROLLER
+    try:  # shipped with scikit-learn; without it only torch is limited
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover
+        return lambda limits: contextlib.nullcontext()
+    if _THREADPOOL_CONTROLLER is None:
+        _THREADPOOL_CONTROLLER = ThreadpoolController()
+    return lambda limits: _THREADPOOL_CONTROLLER.limit(limits=limits)
 
 
 @contextlib.contextmanager
@@ -56,10 +83,7 @@ def compute_threads(n_threads: int | None = 1) -> Iterator[None]:
     if n_threads is None:
         yield
         return
-    try:  # shipped with scikit-learn; without it only torch is limited
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        threadpool_limits = lambda limits: contextlib.nullcontext()  # noqa: E731
+    threadpool_limits = _threadpool_limiter()
 
     old = torch.get_num_threads()
     if old != n_threads:
@@ -271,8 +295,7 @@ def fit_hyperparameters(
     (see :func:`build_model`). ``engine="numpy"`` runs the same MAP objective in numpy/scipy with an
     analytic gradient (:mod:`shapleig.fit`; retries draw from a numpy generator seeded by ``seed``).
     """
-    if engine not in FIT_ENGINES:
-        raise ValueError(f"unknown fit engine {engine!r}; choose one of {FIT_ENGINES}")
+    check_fit_engine(engine)
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be a bool[t, p] coalition matrix, got shape {X.shape}")

@@ -124,3 +124,15 @@ def test_optimum_no_worse_than_gpytorch_on_a_table_game(ard):
     ref = fit_hyperparameters(X, y, seed=0, ard=ard)
     new = fit_hyperparameters(X, y, seed=0, ard=ard, engine="numpy")
     assert new.success and new.neg_mll <= ref.neg_mll + 1e-6
+
+
+def test_iteration_limit_counts_as_stopped_success():
+    """As botorch: an L-BFGS-B run stopped by maxiter is kept (no retry), other failures retry."""
+    from shapleig.fit import map_fit
+
+    X, y = _archive(20, 5, 1)
+    y_std, _, _ = standardize(y)
+    problem = MapProblem.build(X, y_std, 1e-6, True)
+    theta0 = problem.pack(0.0, np.log(2.0), np.full(5, 1.0))
+    fit = map_fit(problem, theta0, np.random.default_rng(0), options={"maxiter": 2})
+    assert fit.success and fit.attempts == 1 and "ITERATIONS" in fit.message.upper()
