@@ -100,8 +100,10 @@ class DesignLoop:
                       to its remaining evaluations and ``store``/``evaluator`` must be None).
     budget:           distinct evaluations to spend, empty and grand included; must exceed p + 1.
     acquisition:      ``"eig"`` (ShaplEIG), ``"uncertainty"`` (posterior variance) or ``"random"``.
-    refit:            schedule name (``"every"``, ``"decaying"``, ``"geometric"``, ``"never"``) or a
-                      callable ``it -> bool``; ``hand_over`` is the geometric schedule's offset.
+    refit:            schedule name: ``"adaptive"`` (default: the geometric schedule plus a refit
+                      whenever the new points are poorly predicted, :class:`~shapleig.surrogate.AdaptiveRefit`),
+                      ``"every"`` (the published setting), ``"decaying"``, ``"geometric"``, ``"never"``,
+                      or a callable ``it -> bool``; ``hand_over`` is the geometric schedule's offset.
     initial_design:   ``"leverage"`` (paired uniform-size) or ``"uniform"``.
     pool_size:        candidate pool size (exhaustive pool when 2^p - (p+1) <= pool_size).
     batch_size:       q coalitions selected per step (exact greedy batch under frozen hyperparameters).
@@ -137,7 +139,7 @@ class DesignLoop:
         game: Game | BudgetedGame,
         budget: int | None = None,
         acquisition: str = "eig",
-        refit: str | Callable[[int], bool] = "every",
+        refit: str | Callable[[int], bool] = "adaptive",
         initial_design: str = "leverage",
         pool_size: int = DEFAULT_POOL_SIZE,
         batch_size: int = 1,
