@@ -102,7 +102,7 @@ def test_budget_and_one_call_per_batch(batch_size):
 
 def test_same_seed_same_estimate():
     p, budget = 5, 12
-    runs = [DesignLoop(TableGame(_smooth_table(p, 2)), budget, seed=11, progress=False).run() for _ in range(2)]
+    runs = [DesignLoop(TableGame(_smooth_table(p, 2)), budget, seed=11, progress=False, refit="every").run() for _ in range(2)]
     np.testing.assert_array_equal(runs[0].values, runs[1].values)
     np.testing.assert_array_equal(runs[0].covariance, runs[1].covariance)
     assert runs[0].info["n_fits"] == budget - (p + 1) + 1  # every step + final refit
@@ -354,7 +354,7 @@ def test_shared_lengthscale_loop():
     ls = np.asarray(est.info["lengthscales"])
     assert ls.shape == (p,) and np.all(ls == ls[0])
     np.testing.assert_allclose(est.values, phi, atol=1e-6)
-    short = DesignLoop(TableGame(_smooth_table(p, 1)), 12, ard=False, progress=False, seed=3).run()
+    short = DesignLoop(TableGame(_smooth_table(p, 1)), 12, ard=False, progress=False, seed=3, refit="every").run()
     assert short.info["n_fits"] == 12 - (p + 1) + 1 and short.info["ard"] is False
     game = TableGame(_smooth_table(p, 1))
     for bad in ("no", 0):
