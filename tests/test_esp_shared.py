@@ -31,9 +31,9 @@ def test_shared_paths_equal_dense(p, lengthscale):
     A = shapley_operator(p)
     K = dense_kernel(Z, ls, s)
     AK = A @ K
-    np.testing.assert_allclose(shared_kernel_columns(Z, ls, s), AK, rtol=1e-10, atol=1e-13 * np.abs(AK).max())
+    np.testing.assert_allclose(shared_kernel_columns(Z, ls, s), AK, rtol=1e-10, atol=1e-12 * np.abs(AK).max())
     M = A @ K @ A.T
-    np.testing.assert_allclose(shared_prior_shapley_covariance(ls, s), M, rtol=1e-10, atol=1e-14 * np.abs(M).max())
+    np.testing.assert_allclose(shared_prior_shapley_covariance(ls, s), M, rtol=1e-10, atol=1e-12 * np.abs(M).max())  # the dense A K A^T sums 4^p terms
 
 
 @pytest.mark.parametrize("p", [5, 30, 200])
