@@ -38,7 +38,7 @@ class ShaplEIG(BaseEstimator):
     def __init__(
         self,
         acquisition: str = "eig",
-        refit: str | Callable[[int], bool] = "adaptive",
+        refit: str | Callable[[int], bool] = "every",
         initial_design: str = "leverage",
         pool_size: int = DEFAULT_POOL_SIZE,
         batch_size: int = 1,
