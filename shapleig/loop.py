@@ -140,7 +140,7 @@ class DesignLoop:
         game: Game | BudgetedGame,
         budget: int | None = None,
         acquisition: str = "eig",
-        refit: str | Callable[[int], bool] = "adaptive",
+        refit: str | Callable[[int], bool] = "every",
         initial_design: str = "leverage",
         pool_size: int = DEFAULT_POOL_SIZE,
         batch_size: int = 1,
