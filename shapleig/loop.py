@@ -473,14 +473,8 @@ class DesignLoop:
         """Final refit (if enabled and the last fit missed evaluations) and the final estimate."""
         if self.pool is None:
             raise RuntimeError("finish() before any step")
-        if self.final_refit and self._fitted_on != self.X.shape[0] and self.fixed_hyperparameters is None:
-            start = time.perf_counter()
-            with compute_threads(self.threads):
-                self._fit()
-            self.timings["selection_s"] += time.perf_counter() - start
-            # the final read-out replaces the last anytime entry at the same evaluation count
-            self.trace[-1] = (self.evaluations, self.estimate_values())
-            self.trace_std[-1] = (self.evaluations, self.estimate_std())
+        if self._final_refit_due():
+            self._final_refit()
         self._finished = True
         if self._bar is not None:
             self._bar.close()
@@ -514,17 +508,23 @@ class DesignLoop:
                 continue
             return self.finish()
 
-    def _target_holds_after_refit(self) -> bool:
-        """False when the target was met but the final refit's read-out no longer meets it."""
-        if self.target_evaluations is None or not self.final_refit or self.fixed_hyperparameters is not None \
-                or self._fitted_on == self.X.shape[0]:
-            return True
+    def _final_refit_due(self) -> bool:
+        return self.final_refit and self._fitted_on != self.X.shape[0] and self.fixed_hyperparameters is None
+
+    def _final_refit(self) -> None:
+        """Refit on the whole archive; the read-out replaces the last anytime entry (same evaluations)."""
         start = time.perf_counter()
         with compute_threads(self.threads):
             self._fit()
         self.timings["selection_s"] += time.perf_counter() - start
         self.trace[-1] = (self.evaluations, self.estimate_values())
         self.trace_std[-1] = (self.evaluations, self.estimate_std())
+
+    def _target_holds_after_refit(self) -> bool:
+        """False when the target was met but the final refit's read-out no longer meets it."""
+        if self.target_evaluations is None or not self._final_refit_due():
+            return True
+        self._final_refit()
         if float(np.max(self.estimate_std())) <= self.target_threshold():
             return True
         self.target_evaluations = None
