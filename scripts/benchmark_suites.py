@@ -3,8 +3,9 @@
 Suites: vit-9, vit-16, resnet-14, bike-dv-10, bike-dv-10-rf, california-dv-10, california-le-8,
 bike-ge-12, adult-fs-14; the first 3 tables of each in file-name order (the tables of
 ``../shared/data/anchors``: seeds 1, 10, 11); seeds 0..2; budgets 2p, 4p, 8p. Methods: the default
-``shapleig``, the GP arm with the shared kernel alone (``surrogate=shared``), the published setting
-(``shapleig-published``: the ARD kernel alone) and every baseline whose minimum budget fits.
+``shapleig``, the GP arm with the shared kernel alone (``surrogate=shared``), the default with
+adaptive refits (``refit=adaptive``), the published setting (``shapleig-published``: the ARD kernel
+alone) and every baseline whose minimum budget fits.
 
 Prints:
 - gm-MSE (geometric mean over tables x seeds) per (suite, budget) cell and method;
@@ -46,7 +47,7 @@ SUITES = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "califo
 TABLE_SEEDS = (1, 10, 11)  # the first three tables in file-name order (the anchors' tables)
 BUDGETS = ("2p", "4p", "8p")
 DEFAULT = "shapleig"
-GP_METHODS = ("shapleig", "shapleig:surrogate=shared", "shapleig-published")
+GP_METHODS = ("shapleig", "shapleig:surrogate=shared", "shapleig:refit=adaptive", "shapleig-published")
 ANCHORS = ROOT.parent / "shared" / "data" / "anchors" / "shapiq-1.8.0_public.csv"
 # anchor (game_type, p, model family) -> suite
 ANCHOR_SUITES = {
