@@ -23,7 +23,7 @@ from .errors import BudgetError
 from .estimate import ShapleyEstimate
 from .game import BudgetedGame, Game, check_budget, check_game
 from .kernel_choice import KernelFit, fit_kernels, resolve_surrogate
-from .mixture import MixtureComponent, MixturePosterior
+from .mixture import MixturePosterior, build_mixture
 from .posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, standardize
 from .seeding import resolve_seed
 from .surrogate import (
@@ -309,7 +309,8 @@ class DesignLoop:
     def _fit(self) -> None:
         if self.fixed_hyperparameters is not None:
             self._fitted_on = self.X.shape[0]
-            self._rebuild([("fixed", 1.0, 1.0, self.fixed_hyperparameters)])
+            # fixed hyperparameters are used verbatim: no LOO rescaling (the jackknife floor stays)
+            self._rebuild([("fixed", 1.0, self.fixed_hyperparameters)], taus={"fixed": 1.0})
             return
         # the loop already limits threads around every step (fit_kernels fits with threads=None)
         self.n_refits += 1
@@ -322,7 +323,6 @@ class DesignLoop:
             noise_convention=self.noise_convention,
             previous=self.kernel_fits,
             warm_start=self.warm_start,
-            calibrate=self.calibrate,
             engine=self.fit_engine,
         )
         for k in fits:
@@ -333,16 +333,16 @@ class DesignLoop:
                                len(self.fits), k.kernel, k.fit.message)
         self.kernel_fits = fits
         self._fitted_on = self.X.shape[0]
-        self._rebuild([(k.kernel, k.weight, k.tau, k.hyper) for k in fits])
+        self._rebuild([(k.kernel, k.weight, k.hyper) for k in fits])
 
-    def _rebuild(self, kernels: list[tuple[str, float, float, Hyperparameters]]) -> None:
+    def _rebuild(self, kernels: list[tuple[str, float, Hyperparameters]],
+                 taus: dict[str, float] | None = None) -> None:
         """Posteriors and candidate state from scratch (after a refit or a noise change).
 
-        ``kernels``: (name, weight, calibration factor, hyperparameters) of every kernel.
+        ``kernels``: (name, weight, hyperparameters) of every kernel; ``taus`` keeps given
+        calibration factors instead of computing them (see :func:`~shapleig.mixture.build_mixture`).
         """
-        self.mixture = MixturePosterior([
-            MixtureComponent(name, w, tau, ShapleyPosterior(h, self.X, self.y)) for name, w, tau, h in kernels
-        ], jackknife=self.calibrate)
+        self.mixture = build_mixture(kernels, self.X, self.y, calibrate=self.calibrate, taus=taus)
         self.posterior = self.mixture.primary.posterior
         self.hyper = self.posterior.hyper
         self._candidates = None  # built lazily: the final read-out does not need it
@@ -361,10 +361,10 @@ class DesignLoop:
         new = standardized_noise(self.noise, scale, "raw")
         if new != self.hyper.noise:
             self._rebuild([
-                (c.name, c.weight, c.tau, Hyperparameters(c.posterior.hyper.lengthscales, c.posterior.hyper.outputscale,
-                                                          new, c.posterior.hyper.mean_constant))
+                (c.name, c.weight, Hyperparameters(c.posterior.hyper.lengthscales, c.posterior.hyper.outputscale,
+                                                   new, c.posterior.hyper.mean_constant))
                 for c in self.mixture.components
-            ])
+            ], taus={c.name: c.tau for c in self.mixture.components})
 
     def _record(self) -> None:
         std = self.estimate_std()

@@ -11,10 +11,9 @@ import numpy as np
 from .design import DEFAULT_POOL_SIZE, leverage_design
 from .estimate import BaseEstimator, ShapleyEstimate
 from .game import BudgetedGame, Game
-from .kernel_choice import fit_kernels, surrogate_ard
+from .kernel_choice import fit_kernels, resolve_surrogate, surrogate_ard
 from .loop import DesignLoop, check_gp_options, check_loop_options, check_tolerance, min_budget
-from .mixture import MixtureComponent, MixturePosterior
-from .posterior import ShapleyPosterior
+from .mixture import build_mixture
 from .seeding import spawn_generators, spawn_seeds
 from .surrogate import check_fit_engine, compute_threads
 
@@ -71,7 +70,7 @@ class ShaplEIG(BaseEstimator):
         self.final_refit = bool(final_refit)
         self.progress = bool(progress)
         self.warm_start = bool(warm_start)
-        self.surrogate = check_gp_options(noise, noise_convention, ard, surrogate)
+        self.surrogate = resolve_surrogate(surrogate, ard)  # validated by check_loop_options above
         self.calibrate = bool(calibrate)
         self.tol = tol
         self.rtol = rtol
@@ -200,9 +199,8 @@ class GPLeverage(BaseEstimator):
         start = time.perf_counter()
         with compute_threads(self.threads):
             fits = fit_kernels(X, y, self.surrogate, seed=fit_seed, noise=self.noise,
-                               noise_convention=self.noise_convention, calibrate=self.calibrate)
-            post = MixturePosterior([MixtureComponent(k.kernel, k.weight, k.tau, ShapleyPosterior(k.hyper, X, y))
-                                     for k in fits], jackknife=self.calibrate)
+                               noise_convention=self.noise_convention)
+            post = build_mixture([(k.kernel, k.weight, k.hyper) for k in fits], X, y, calibrate=self.calibrate)
         primary = post.primary.posterior
         h = primary.hyper
         return ShapleyEstimate(

@@ -24,11 +24,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .posterior import ShapleyPosterior
+from .posterior import Hyperparameters, ShapleyPosterior
 
 # Kernels whose weight falls below this are dropped from the mixture until the next refit: their
 # contribution to mean and covariance is below rounding, and extending them costs time.
 MIN_WEIGHT = 1e-10
+# The calibration factor is clipped to this range: a few LOO residuals of an interpolating GP can
+# be extreme, and one factor rescales a kernel's whole covariance.
+TAU_RANGE = (1e-2, 1e4)
 # Up to this many observations the jackknife is recomputed at every read-out (O(t^3)); beyond, a
 # mixture extended between refits keeps the per-player inflation of the last computation.
 JACKKNIFE_EVERY_STEP = 1000
@@ -89,16 +92,21 @@ class MixturePosterior:
             self._mean = sum(c.weight * c.posterior.mean for c in self.components)
         return self._mean.copy()
 
+    def _gp_covariance(self) -> np.ndarray:
+        """Law of total covariance over the kernels, each scaled by its calibration factor."""
+        mu = self.mean
+        cov = np.zeros((self.n_players, self.n_players))
+        for c in self.components:
+            d = c.posterior.mean - mu
+            cov += c.weight * (c.tau * c.posterior.covariance + np.outer(d, d))
+        return 0.5 * (cov + cov.T)
+
     @property
     def covariance(self) -> np.ndarray:
-        """Mixture covariance of phi, float64[p, p]: calibrated within-kernel plus between-kernel."""
+        """Mixture covariance of phi, float64[p, p]: calibrated within-kernel plus between-kernel,
+        with each player's variance raised to the jackknife's where smaller (``jackknife=True``)."""
         if self._cov is None:
-            mu = self.mean
-            cov = np.zeros((self.n_players, self.n_players))
-            for c in self.components:
-                d = c.posterior.mean - mu
-                cov += c.weight * (c.tau * c.posterior.covariance + np.outer(d, d))
-            cov = 0.5 * (cov + cov.T)
+            cov = self._gp_covariance()
             if self.jackknife:
                 f = self.inflation(cov)
                 cov = cov * np.outer(f, f)
@@ -108,13 +116,9 @@ class MixturePosterior:
     def inflation(self, cov: np.ndarray | None = None) -> np.ndarray:
         """Per-player factor ``max(1, sd_jackknife / sd_gp)`` applied to the std, float64[p]."""
         if self._inflation is None:
-            if cov is None:
-                mu = self.mean
-                cov = sum(c.weight * (c.tau * c.posterior.covariance
-                                      + np.outer(c.posterior.mean - mu, c.posterior.mean - mu))
-                          for c in self.components)
+            gp_cov = self._gp_covariance() if cov is None else cov
             jk = sum(c.weight * np.diag(c.posterior.jackknife_covariance()) for c in self.components)
-            gp = np.clip(np.diag(cov), 0.0, None)
+            gp = np.clip(np.diag(gp_cov), 0.0, None)
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(gp > 0, np.sqrt(np.clip(jk, 0.0, None) / gp), 1.0)
             self._inflation = np.maximum(1.0, np.nan_to_num(ratio, nan=1.0, posinf=1.0))
@@ -131,3 +135,32 @@ class MixturePosterior:
         t = comps[0].posterior.X.shape[0]
         keep = self._inflation if (self.jackknife and t > JACKKNIFE_EVERY_STEP) else None
         return MixturePosterior(comps, jackknife=self.jackknife, inflation=keep)
+
+
+def loo_calibration(posterior: ShapleyPosterior) -> float:
+    """Leave-one-out estimate of the outputscale relative to the fitted one: ``mean z_i^2``, clipped.
+
+    ``z_i`` are the posterior's standardised LOO residuals (closed form, from its own Cholesky
+    factor). MAP hyperparameters with a fixed 1e-6 noise make the GP overconfident on games it
+    describes imperfectly; the residuals show by how much (Bachoc 2013).
+    """
+    z = posterior.loo_residuals()
+    if z.size == 0 or not np.all(np.isfinite(z)):
+        return 1.0
+    return float(np.clip(np.mean(z**2), *TAU_RANGE))
+
+
+def build_mixture(kernels: list[tuple[str, float, Hyperparameters]], X: np.ndarray, y: np.ndarray, *,
+                  calibrate: bool = True, taus: dict[str, float] | None = None) -> MixturePosterior:
+    """The Shapley posterior of weighted kernels ``(name, weight, hyperparameters)`` on archive ``(X, y)``.
+
+    ``calibrate=True`` (the default read-out) scales each kernel by :func:`loo_calibration` (or by
+    ``taus[name]`` when given, e.g. kept between refits) and floors variances at the jackknife's;
+    ``False`` is the raw MAP posterior of the published setting.
+    """
+    comps = []
+    for name, weight, hyper in kernels:
+        post = ShapleyPosterior(hyper, X, y)
+        tau = 1.0 if not calibrate else (taus[name] if taus is not None else loo_calibration(post))
+        comps.append(MixtureComponent(name, weight, tau, post))
+    return MixturePosterior(comps, jackknife=calibrate)

@@ -243,6 +243,37 @@ class ShapleyPosterior:
         shift = (self.y_mean - self._y0) / self.y_scale
         return (self._s0 / self.y_scale) * self._u - (shift + self.hyper.mean_constant) * self._e
 
+    def _deletions(self, max_deletions: int, rng: np.random.Generator | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Closed-form single deletions (hyperparameters frozen) from this posterior's Cholesky factor.
+
+        Returns ``(idx, L^-1 E, q, alpha)``: the deleted observations (all, or a subset of
+        ``max_deletions`` drawn by ``rng``, default seed 0), ``L^-1 e_i`` for each, ``q_i = [K^-1]_ii``
+        and ``alpha = K^-1 r`` (standardised units, r = y_tilde - c).
+        """
+        t = self.X.shape[0]
+        idx = np.arange(t)
+        if t > max_deletions:
+            rng = rng if rng is not None else np.random.default_rng(0)
+            idx = np.sort(rng.choice(t, int(max_deletions), replace=False))
+        E = np.zeros((t, idx.size))
+        E[idx, np.arange(idx.size)] = 1.0
+        Linv_E = _solve_lower(self._L, E)  # L^-1 e_i, so [K^-1]_ii = ||L^-1 e_i||^2
+        q = np.einsum("tm,tm->m", Linv_E, Linv_E)
+        alpha = solve_triangular(self._L.T, self.innovations(), lower=False, check_finite=False)  # K^-1 r
+        return idx, Linv_E, q, alpha
+
+    def loo_residuals(self, max_deletions: int = 1000, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Standardised leave-one-out residuals ``z_i = [K^-1 r]_i / sqrt([K^-1]_ii)``, float64[m].
+
+        Closed form, hyperparameters frozen; beyond ``max_deletions`` observations a subset drawn by
+        ``rng`` (m = that many). Under a calibrated model ``E[z_i^2] = 1``.
+        """
+        if self.X.shape[0] == 0:
+            return np.zeros(0)
+        idx, _, q, alpha = self._deletions(max_deletions, rng)
+        return alpha[idx] / np.sqrt(q)
+
     def jackknife_covariance(self, max_deletions: int = 1000,
                              rng: np.random.Generator | None = None) -> np.ndarray:
         """Jackknife covariance of the posterior mean of phi, float64[p, p], raw units.
@@ -258,16 +289,8 @@ class ShapleyPosterior:
         t, p = self.X.shape[0], self.n_players
         if t < 3:
             return np.zeros((p, p))
-        idx = np.arange(t)
-        if t > max_deletions:
-            rng = rng if rng is not None else np.random.default_rng(0)
-            idx = np.sort(rng.choice(t, int(max_deletions), replace=False))
-        E = np.zeros((t, idx.size))
-        E[idx, np.arange(idx.size)] = 1.0
-        Linv_E = _solve_lower(self._L, E)  # L^-1 e_i, so [K^-1]_ii = ||L^-1 e_i||^2
-        q_diag = np.einsum("tm,tm->m", Linv_E, Linv_E)
-        alpha = solve_triangular(self._L.T, self.innovations(), lower=False, check_finite=False)  # K^-1 r
-        D = -(self._Yt.T @ Linv_E) * (alpha[idx] / q_diag)[None, :]  # Psi K^-1 e_i * alpha_i / Q_ii
+        idx, Linv_E, q, alpha = self._deletions(max_deletions, rng)
+        D = -(self._Yt.T @ Linv_E) * (alpha[idx] / q)[None, :]  # Psi K^-1 e_i * alpha_i / Q_ii
         Dc = D - D.mean(axis=1, keepdims=True)
         # finite-population correction: the archive is a sample without replacement from the 2^p
         # coalitions, so at the full budget nothing is left to vary (and phi is known exactly)

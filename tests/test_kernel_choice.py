@@ -14,12 +14,10 @@ from shapleig.kernel_choice import (
     bic_log_evidence,
     evidence_weights,
     fit_kernels,
-    loo_calibration,
-    loo_residuals,
     resolve_surrogate,
 )
 from shapleig.loop import DesignLoop
-from shapleig.mixture import MixtureComponent, MixturePosterior
+from shapleig.mixture import MixtureComponent, MixturePosterior, build_mixture, loo_calibration
 from shapleig.posterior import Hyperparameters, ShapleyPosterior, standardize
 from shapleig.shapley import shapley_operator
 
@@ -33,6 +31,30 @@ def _table_game(p: int, seed: int, smooth: bool = True) -> FunctionGame:
     else:
         table = rng.normal(size=2**p)
     return FunctionGame(lambda X: table[to_bitmask(X)], p, name=f"table{seed}")
+
+
+def _random_archive(p: int, t: int, seed: int, **hyper) -> tuple[np.ndarray, np.ndarray, Hyperparameters]:
+    """t distinct coalitions, random values and hyperparameters (ARD lengthscales unless given)."""
+    rng = np.random.default_rng(seed)
+    X = all_coalitions(p)[rng.choice(2**p, t, replace=False)]
+    y = rng.normal(size=t)
+    h = Hyperparameters(hyper.get("lengthscales", rng.uniform(0.3, 2.0, p)), hyper.get("outputscale", 1.3),
+                        hyper.get("noise", 1e-4), hyper.get("mean_constant", 0.1))
+    return X, y, h
+
+
+def _dense_loo_residuals(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Leave-one-out GP predictions of each observation from the others, one by one (standardised)."""
+    t = X.shape[0]
+    yt, _, _ = standardize(y)
+    K = dense_kernel(X, h.lengthscales, h.outputscale) + h.noise * np.eye(t)
+    z = np.empty(t)
+    for i in range(t):
+        keep = np.arange(t) != i
+        k_i, Kk = K[keep, i], K[np.ix_(keep, keep)]
+        mean = h.mean_constant + k_i @ np.linalg.solve(Kk, yt[keep] - h.mean_constant)
+        z[i] = (yt[i] - mean) / np.sqrt(K[i, i] - k_i @ np.linalg.solve(Kk, k_i))
+    return z
 
 
 def _dense_shapley_posterior(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,36 +117,31 @@ def test_fit_kernels_bic_weights_and_modes():
 
 def test_loo_residuals_equal_explicit_leave_one_out():
     """The closed form equals refitting-free leave-one-out GP predictions computed one by one."""
-    p = 5
-    rng = np.random.default_rng(2)
-    X = all_coalitions(p)[rng.choice(2**p, 14, replace=False)]
-    y = rng.normal(size=14)
-    h = Hyperparameters(rng.uniform(0.3, 2.0, p), 1.4, 1e-4, 0.2)
-    z = loo_residuals(h, X, y)
-    yt, _, _ = standardize(y)
-    K = dense_kernel(X, h.lengthscales, h.outputscale) + h.noise * np.eye(14)
-    for i in range(14):
-        keep = np.arange(14) != i
-        k_i = K[keep, i]
-        Kk = K[np.ix_(keep, keep)]
-        mean = h.mean_constant + k_i @ np.linalg.solve(Kk, yt[keep] - h.mean_constant)
-        var = K[i, i] - k_i @ np.linalg.solve(Kk, k_i)
-        assert z[i] == pytest.approx((yt[i] - mean) / np.sqrt(var), rel=1e-7, abs=1e-9)
-    assert loo_calibration(h, X, y) == pytest.approx(float(np.clip(np.mean(z**2), 1e-2, 1e4)))
+    X, y, h = _random_archive(5, 14, 2)
+    post = ShapleyPosterior(h, X, y)
+    z = post.loo_residuals()
+    np.testing.assert_allclose(z, _dense_loo_residuals(h, X, y), rtol=1e-7, atol=1e-9)
+    assert loo_calibration(post) == pytest.approx(float(np.clip(np.mean(z**2), 1e-2, 1e4)))
 
 
-def test_loo_subset_beyond_limit(monkeypatch):
-    import shapleig.kernel_choice as kc
-
-    p = 5
-    rng = np.random.default_rng(3)
-    X = all_coalitions(p)[rng.choice(2**p, 20, replace=False)]
-    y = rng.normal(size=20)
-    h = Hyperparameters(np.full(p, 0.7), 1.0, 1e-4, 0.0)
-    full = loo_residuals(h, X, y)
-    monkeypatch.setattr(kc, "MAX_LOO_POINTS", 8)
-    sub = loo_residuals(h, X, y, np.random.default_rng(0))
+def test_loo_subset_beyond_limit():
+    X, y, h = _random_archive(5, 20, 3, lengthscales=np.full(5, 0.7))
+    post = ShapleyPosterior(h, X, y)
+    full = post.loo_residuals()
+    sub = post.loo_residuals(max_deletions=8, rng=np.random.default_rng(0))
     assert sub.shape == (8,) and np.all(np.isin(np.round(sub, 10), np.round(full, 10)))
+
+
+def test_build_mixture_calibrates_each_kernel():
+    X, y, h = _random_archive(5, 16, 4)
+    shared = Hyperparameters(np.full(5, 0.9), 1.1, 1e-4)
+    mix = build_mixture([("ard", 0.4, h), ("shared", 0.6, shared)], X, y)
+    for c in mix.components:
+        assert c.tau == loo_calibration(ShapleyPosterior(c.posterior.hyper, X, y))
+    raw = build_mixture([("ard", 0.4, h), ("shared", 0.6, shared)], X, y, calibrate=False)
+    assert [c.tau for c in raw.components] == [1.0, 1.0] and raw.jackknife is False
+    kept = build_mixture([("ard", 1.0, h)], X, y, taus={"ard": 2.5})
+    assert kept.components[0].tau == 2.5
 
 
 # -- the mixture posterior --------------------------------------------------------------------
@@ -175,22 +192,15 @@ def _dense_jackknife_var(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np
 
 
 def test_jackknife_covariance_equals_explicit_deletions():
-    p = 5
-    rng = np.random.default_rng(11)
-    X = all_coalitions(p)[rng.choice(2**p, 15, replace=False)]
-    y = rng.normal(size=15)
-    h = Hyperparameters(rng.uniform(0.3, 2.0, p), 1.2, 1e-4, 0.1)
+    X, y, h = _random_archive(5, 15, 11)
     jk = ShapleyPosterior(h, X, y).jackknife_covariance()
     np.testing.assert_allclose(np.diag(jk), _dense_jackknife_var(h, X, y), rtol=1e-6)
     assert np.all(np.linalg.eigvalsh(jk) > -1e-12)
 
 
 def test_jackknife_inflation_keeps_correlations():
-    p = 5
-    rng = np.random.default_rng(12)
-    X = all_coalitions(p)[rng.choice(2**p, 15, replace=False)]
-    y = rng.normal(size=15)
-    post = ShapleyPosterior(Hyperparameters(np.full(p, 0.6), 1.0, 1e-6), X, y)
+    X, y, h = _random_archive(5, 15, 12, lengthscales=np.full(5, 0.6), noise=1e-6, mean_constant=0.0)
+    post = ShapleyPosterior(h, X, y)
     plain = MixturePosterior([MixtureComponent("a", 1.0, 1.0, post)], jackknife=False)
     honest = MixturePosterior([MixtureComponent("a", 1.0, 1.0, post)])
     jk_sd = np.sqrt(np.diag(post.jackknife_covariance()))
@@ -212,7 +222,7 @@ def test_default_loop_equals_dense_mixture():
     for k in loop.kernel_fits:
         m, S = _dense_shapley_posterior(k.hyper, loop.X, loop.y)
         means.append(m)
-        covs.append(k.tau * S)
+        covs.append(np.clip(np.mean(_dense_loo_residuals(k.hyper, loop.X, loop.y) ** 2), 1e-2, 1e4) * S)
         ws.append(k.weight)
         jks.append(_dense_jackknife_var(k.hyper, loop.X, loop.y))
     ws = np.asarray(ws) / np.sum(ws)
