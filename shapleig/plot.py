@@ -106,11 +106,16 @@ def plot_explanation(
     if title is None:
         title = f"{est.method or 'estimate'}: {est.evaluations} evaluations"
     ax.set_title(title, fontsize=10)
+    return save_figure(fig, out)
+
+
+def save_figure(fig: Any, out: str | os.PathLike[str] | None, dpi: int = 130) -> Any:
+    """Write ``fig`` to ``out`` (parent folders created) when a path is given; return ``fig``."""
     if out is not None:
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=130)
+        fig.savefig(out, dpi=dpi)
     return fig
 
 
-__all__ = ["PLOT_KINDS", "plot_explanation"]
+__all__ = ["PLOT_KINDS", "plot_explanation", "save_figure"]

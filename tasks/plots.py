@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pandas as pd
 
+from shapleig.plot import save_figure
+
 if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn, not with this module
     from matplotlib.figure import Figure
 
@@ -155,11 +157,7 @@ def plot_mse(
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, fontsize=11)
-    if out is not None:
-        out = Path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=130)
-    return fig
+    return save_figure(fig, out)
 
 
 __all__ = ["budget_key", "mse_table", "plot_mse", "rank_table", "summarize"]
