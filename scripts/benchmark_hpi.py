@@ -35,7 +35,8 @@ from tasks.hpi import prepare_study  # noqa: E402
 from tasks.plots import mse_table, rank_table  # noqa: E402
 from tasks.tables import TableGame  # noqa: E402
 
-METHODS = ("shapleig", "shapleig:ard=false", "permutation", "kernelshap", "leverage-shap", "regression-msr")
+METHODS = ("shapleig", "shapleig:surrogate=shared", "shapleig-published", "permutation", "kernelshap", "leverage-shap",
+           "regression-msr")
 
 
 def build_game(dataset: str, args: argparse.Namespace):
