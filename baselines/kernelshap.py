@@ -23,8 +23,8 @@ from typing import ClassVar
 import numpy as np
 import scipy.linalg
 
-from shapleig.estimate import ShapleyEstimate
-from shapleig.game import BudgetedGame
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.runs.budget import BudgetedGame
 
 from .lss import DrawEstimator, evaluations_after_each_draw
 from .sampling import (

@@ -29,9 +29,10 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from shapleig.coalitions import random_subsets
-from shapleig.estimate import BaseEstimator, ShapleyEstimate
-from shapleig.game import BudgetedGame
+from shapleig.games.coalitions import random_subsets
+from shapleig.estimation.base import BaseEstimator
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.runs.budget import BudgetedGame
 
 from .sampling import (
     Draws,

@@ -3,7 +3,7 @@
 ``phi(v) = phi(f) + phi(v - f)`` (docs/baselines.md §9). Steps, all on ONE sample:
 
 1. Evaluate ``v(0)``, ``v(N)`` and ``budget - 2`` distinct proper coalitions from the paired
-   uniform-size sampler (:func:`shapleig.coalitions.sample_paired_uniform_size`); when the budget
+   uniform-size sampler (:func:`shapleig.games.coalitions.sample_paired_uniform_size`); when the budget
    covers all ``2^p`` coalitions they are all enumerated instead.
 2. Fit a LightGBM regressor ``f`` on the 0/1 coalition matrix (the reference uses XGBoost with its
    defaults; LightGBM is the allowed substitute, with leaves of a couple of samples so that tiny
@@ -32,9 +32,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from shapleig.coalitions import all_coalitions, coalition_keys, sample_paired_uniform_size
-from shapleig.estimate import BaseEstimator, ShapleyEstimate
-from shapleig.game import BudgetedGame
+from shapleig.games.coalitions import all_coalitions, coalition_keys, sample_paired_uniform_size
+from shapleig.estimation.base import BaseEstimator
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import spawn_generators, spawn_seeds
 
 from .treeshap import lightgbm_shapley_values

@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from shapleig.estimate import BaseEstimator, ShapleyEstimate
-from shapleig.game import BudgetedGame
+from shapleig.estimation.base import BaseEstimator
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.runs.budget import BudgetedGame
 
 from .permutation import TRACE_POINTS, full_table_size
 from .sampling import draw_within_budget

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from shapleig.coalitions import all_coalitions
-from shapleig.estimate import BaseEstimator, ShapleyEstimate
-from shapleig.game import BudgetedGame
-from shapleig.shapley import shapley_from_table
+from shapleig.games.coalitions import all_coalitions
+from shapleig.estimation.base import BaseEstimator
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.runs.budget import BudgetedGame
+from shapleig.games.exact import shapley_from_table
 
 from .sampling import draw_within_budget
 

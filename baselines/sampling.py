@@ -2,8 +2,8 @@
 
 All samplers return coalitions as ``bool[m, p]`` rows (player ``j`` in row ``r`` iff
 ``Z[r, j]``), are vectorised over ``m`` and take an explicit ``np.random.Generator``. They build
-on :func:`shapleig.coalitions.random_subsets` (one uniform subset per requested size); the paired
-uniform-size *without-replacement* sampler is :func:`shapleig.coalitions.sample_paired_uniform_size`
+on :func:`shapleig.games.coalitions.random_subsets` (one uniform subset per requested size); the paired
+uniform-size *without-replacement* sampler is :func:`shapleig.games.coalitions.sample_paired_uniform_size`
 and is not repeated here.
 
 Size distributions are ``float64[p + 1]`` arrays indexed by coalition size ``s = 0..p`` (entries
@@ -25,9 +25,9 @@ from typing import Callable
 import numpy as np
 from scipy.special import gammaln
 
-from shapleig.coalitions import coalition_keys, random_subsets
+from shapleig.games.coalitions import coalition_keys, random_subsets
 from shapleig.errors import CoalitionError
-from shapleig.game import BudgetedGame
+from shapleig.runs.budget import BudgetedGame
 
 SIZE_KINDS = ("uniform", "kernel")
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar
 
-from shapleig.estimate import BaseEstimator, ShapleyEstimate
-from shapleig.game import BudgetedGame
+from shapleig.estimation.base import BaseEstimator
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import spawn_seeds
 
 # Options that make an approximator estimate Shapley values where its own defaults do not
@@ -30,7 +31,7 @@ _MAX_RANDOM_STATE = 2**31
 def shapiq_approximators() -> dict[str, type]:
     """Name -> class of every usable shapiq Shapley-value approximator (placeholders of missing
     shapiq extras left out). Raises ``ImportError`` naming ``shapleig[shapiq]`` without shapiq."""
-    import shapleig.shapiq_bridge  # noqa: F401  (raises the ImportError that names the extra)
+    import shapleig.interop.shapiq_bridge  # noqa: F401  (raises the ImportError that names the extra)
     from shapiq.approximator import SV_APPROXIMATORS
 
     return {cls.__name__: cls for cls in SV_APPROXIMATORS if not hasattr(cls, "_import_error")}
@@ -71,7 +72,7 @@ class ShapiqMethod(BaseEstimator):
         return cls(n=n_players, random_state=shapiq_random_state(seed), **kwargs)
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
-        from shapleig.shapiq_bridge import SHAPIQ_VERSION, from_interaction_values
+        from shapleig.interop.shapiq_bridge import SHAPIQ_VERSION, from_interaction_values
 
         approx = self.build(game.n_players, seed)
         iv = approx.approximate(budget=game.remaining, game=game)

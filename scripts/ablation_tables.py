@@ -31,11 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-from shapleig.coalitions import to_bitmask
-from shapleig.loop import DesignLoop
-from shapleig.shapley import shapley_from_table
-from shapleig.posterior import Hyperparameters, ShapleyPosterior
-from shapleig.surrogate import FitResult, fit_hyperparameters, lengthscale_prior_params
+from shapleig.games.coalitions import to_bitmask
+from shapleig.design.loop import DesignLoop
+from shapleig.games.exact import shapley_from_table
+from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
+from shapleig.gp.priors import FitResult, lengthscale_prior_params
+from shapleig.gp.fitting import fit_hyperparameters
 
 GAMES = {
     "ViT-9": ("ImageClassifier_Game/9", "model_name=vit_9_patches_{i}.npz"),

@@ -1,4 +1,4 @@
-"""Time the ESP routines of shapleig.esp (and one EIG step of shapleig.posterior).
+"""Time the ESP routines of shapleig.gp.esp (and one EIG step of shapleig.gp.posterior).
 
 Usage: .venv/bin/python scripts/bench_esp.py [--players 8 16 32 64 100] [--coalitions 1024] [--repeats 3]
 
@@ -16,13 +16,8 @@ import time
 
 import numpy as np
 
-from shapleig.esp import (
-    prior_shapley_covariance,
-    prior_shapley_covariance_bivariate,
-    shapley_kernel_columns,
-    shapley_kernel_columns_integral,
-)
-from shapleig.posterior import Hyperparameters, ShapleyPosterior
+from shapleig.gp.esp import prior_shapley_covariance, prior_shapley_covariance_bivariate, shapley_kernel_columns, shapley_kernel_columns_integral
+from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
 
 
 def best_time(fn, repeats: int) -> float:

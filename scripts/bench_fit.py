@@ -1,4 +1,4 @@
-"""Speed and optimum of the MAP fit: numpy engine (shapleig.fit) against the gpytorch engine.
+"""Speed and optimum of the MAP fit: numpy engine (shapleig.gp.numpy_fit) against the gpytorch engine.
 
 For each (p, t) a leverage-design archive of a synthetic game (linear + pairwise + one three-way
 term, as scripts/bench_overhead.py) is fitted cold by both engines (ARD and shared lengthscale),
@@ -17,8 +17,9 @@ import time
 
 import numpy as np
 
-from shapleig.design import leverage_design
-from shapleig.surrogate import compute_threads, fit_hyperparameters
+from shapleig.design.initial import leverage_design
+from shapleig.threads import compute_threads
+from shapleig.gp.fitting import fit_hyperparameters
 
 
 def synthetic(X: np.ndarray, seed: int = 0) -> np.ndarray:

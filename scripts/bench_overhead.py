@@ -26,8 +26,8 @@ import tracemalloc
 
 import numpy as np
 
-from shapleig.game import FunctionGame
-from shapleig.loop import DesignLoop
+from shapleig.games.game import FunctionGame
+from shapleig.design.loop import DesignLoop
 
 
 def make_game(p: int, seed: int = 0) -> FunctionGame:

@@ -49,12 +49,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_fit import synthetic  # noqa: E402
 
-from shapleig.acquisition import select  # noqa: E402
-from shapleig.design import candidate_pool, leverage_design  # noqa: E402
-from shapleig.game import FunctionGame  # noqa: E402
-from shapleig.loop import DesignLoop  # noqa: E402
-from shapleig.posterior import ShapleyPosterior  # noqa: E402
-from shapleig.surrogate import AdaptiveRefit, compute_threads, fit_hyperparameters  # noqa: E402
+from shapleig.design.acquisition import select  # noqa: E402
+from shapleig.design.initial import candidate_pool, leverage_design  # noqa: E402
+from shapleig.games.game import FunctionGame  # noqa: E402
+from shapleig.design.loop import DesignLoop  # noqa: E402
+from shapleig.gp.posterior import ShapleyPosterior  # noqa: E402
+from shapleig.design.refit import AdaptiveRefit
+from shapleig.threads import compute_threads
+from shapleig.gp.fitting import fit_hyperparameters  # noqa: E402
 
 
 def backstop_fits(iterations: int) -> int:

@@ -42,7 +42,7 @@ METHODS = ("shapleig", "shapleig:surrogate=shared", "shapleig-published", "permu
 def build_game(dataset: str, args: argparse.Namespace):
     """The tunability game of one dataset and the folder of its enumeration store (named by the
     game's fingerprint, so a changed game never meets an old store)."""
-    from shapleig.game import game_fingerprint
+    from shapleig.runs.budget import game_fingerprint
 
     study = prepare_study("lightgbm", dataset, study="tunability", inner_budget=args.inner_budget,
                           n_folds=args.folds, seed=args.game_seed, budget="2p", method="permutation",

@@ -30,8 +30,8 @@ if str(ROOT) not in sys.path:  # run as a plain script from a checkout
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from shapleig.loop import DesignLoop  # noqa: E402
-from shapleig.mixture import MixtureComponent, MixturePosterior  # noqa: E402
+from shapleig.design.loop import DesignLoop  # noqa: E402
+from shapleig.gp.mixture import MixtureComponent, MixturePosterior  # noqa: E402
 from tasks.catalog import resolve_task  # noqa: E402
 
 SUITES = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "california-dv-10",

@@ -18,7 +18,7 @@ import numpy as np
 from baselines.owen import HalvedOwenSampling, OwenSampling
 from baselines.permutation import PermutationSampling
 from baselines.svarm import SVARM, StratifiedSVARM, StratifiedSVARMPlus
-from shapleig.game import FunctionGame
+from shapleig.games.game import FunctionGame
 
 COUNTS = [8, 12, 6, 14, 8, 9, 13, 10, 10, 10]
 LEVEL_VALUES = [

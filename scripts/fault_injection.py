@@ -128,7 +128,7 @@ def _evaluator(config: str, pool: Any = None, dask_client: Any = None) -> Any:
 # -- the run process --------------------------------------------------------------------------
 def run_to_be_killed(config: str, fault: str, point: int, detail: str, seed: int, folder: str) -> None:
     """Body of a trial's run process: set up the fault, signal ready, run until killed."""
-    import shapleig.kernel_choice  # the loop fits through kernel_choice.fit_kernels
+    import shapleig.gp.kernel_choice  # the loop fits through kernel_choice.fit_kernels
     from shapleig import BudgetedGame, EvaluationStore
 
     os.setpgid(0, 0)  # its own process group: pool workers orphaned by the kill are cleaned up with it
@@ -148,7 +148,7 @@ def run_to_be_killed(config: str, fault: str, point: int, detail: str, seed: int
     if fault in ("design", "batch"):
         kill_at = point
     elif fault == "refit":
-        real_fit, calls = shapleig.kernel_choice.fit_hyperparameters, [0]
+        real_fit, calls = shapleig.gp.kernel_choice.fit_hyperparameters, [0]
 
         def fit(*args: Any, **kwargs: Any) -> Any:
             calls[0] += 1
@@ -156,7 +156,7 @@ def run_to_be_killed(config: str, fault: str, point: int, detail: str, seed: int
                 threading.Timer(float(detail), _kill_run).start()  # fires while the fit runs
             return real_fit(*args, **kwargs)
 
-        shapleig.kernel_choice.fit_hyperparameters = fit
+        shapleig.gp.kernel_choice.fit_hyperparameters = fit
     elif fault == "write":
         seen = [0]
 
@@ -233,7 +233,7 @@ class Injector:
         self.rng = rng
         self.configs = configs
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["torch", "shapleig.method", "shapleig.store", "fault_injection"])
+        ctx.set_forkserver_preload(["torch", "shapleig.design.estimators", "shapleig.runs.store", "fault_injection"])
         self.ctx = ctx
         self.pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) if "pool" in configs else None
         self.dask = None

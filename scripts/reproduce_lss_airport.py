@@ -50,7 +50,7 @@ def airport_game():
         game = AirportGame()
         return game, game.exact_values()
     except ImportError:  # the games module is optional for this script
-        from shapleig.game import FunctionGame
+        from shapleig.games.game import FunctionGame
 
         costs = np.concatenate([np.full(k, float(c)) for c, k in AIRPORT_LEVELS])
         n = costs.shape[0]

@@ -10,8 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .coalitions import all_coalitions, from_bitmask, to_bitmask
-from .errors import (
+from shapleig.errors import (
     BudgetError,
     BudgetExhaustedError,
     CoalitionError,
@@ -23,24 +22,27 @@ from .errors import (
     StoreError,
     StoreMismatchError,
 )
-from .estimate import BaseEstimator, Estimator, ShapleyEstimate
-from .game import BudgetedGame, FunctionGame, Game
-from .shapley import exact_shapley, shapley_from_table, shapley_operator
+from shapleig.estimation.base import BaseEstimator, Estimator
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.coalitions import all_coalitions, from_bitmask, to_bitmask
+from shapleig.games.exact import exact_shapley, shapley_from_table, shapley_operator
+from shapleig.games.game import FunctionGame, Game
+from shapleig.runs.budget import BudgetedGame
 
 __version__ = "0.1.0"
 
 # name -> module that defines it; resolved on first attribute access.
 _LAZY = {
-    "ShaplEIG": "shapleig.method",
-    "GPLeverage": "shapleig.method",
-    "DesignLoop": "shapleig.loop",
-    "EvaluationStore": "shapleig.store",
-    "SerialEvaluator": "shapleig.evaluate",
-    "ExecutorEvaluator": "shapleig.evaluate",
-    "explain": "shapleig.imputer",
-    "ImputerGame": "shapleig.imputer",
-    "plot_explanation": "shapleig.plot",
-    "ShapiqApproximator": "shapleig.shapiq_bridge",  # needs the extra shapleig[shapiq]
+    "ShaplEIG": "shapleig.design.estimators",
+    "GPLeverage": "shapleig.design.estimators",
+    "DesignLoop": "shapleig.design.loop",
+    "EvaluationStore": "shapleig.runs.store",
+    "SerialEvaluator": "shapleig.runs.evaluators",
+    "ExecutorEvaluator": "shapleig.runs.evaluators",
+    "explain": "shapleig.explanation.explain",
+    "ImputerGame": "shapleig.explanation.imputer",
+    "plot_explanation": "shapleig.explanation.plot",
+    "ShapiqApproximator": "shapleig.interop.shapiq_bridge",  # needs the extra shapleig[shapiq]
 }
 
 

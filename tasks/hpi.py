@@ -385,7 +385,7 @@ def prepare_study(
     tuner: ``random`` or ``optuna-<tpe|random|qmc|gp>``; for optimizer bias it is the optimizer
     of interest and ``ensemble`` the other tuners.
     """
-    from shapleig.game import check_budget
+    from shapleig.games.game import check_budget
     from shapleig.hpo import (STUDIES, AblationGame, HPSpace, OptimizerBiasGame, SensitivityGame,
                               TunabilityGame, load_space, make_tuner)
     from tasks.harness import parse_budgets, resolve_budget

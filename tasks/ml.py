@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from shapleig.coalitions import all_coalitions, as_coalition_matrix
+from shapleig.games.coalitions import all_coalitions, as_coalition_matrix
 from shapleig.errors import GameError
 from .tables import TableGame, save_table
 

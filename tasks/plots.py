@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pandas as pd
 
-from shapleig.plot import save_figure
+from shapleig.explanation.plot import save_figure
 
 if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn, not with this module
     from matplotlib.figure import Figure

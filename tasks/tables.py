@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from shapleig.coalitions import as_coalition_matrix, to_bitmask
+from shapleig.games.coalitions import as_coalition_matrix, to_bitmask
 from shapleig.errors import GameError
-from shapleig.shapley import shapley_from_bitorder
+from shapleig.games.exact import shapley_from_bitorder
 
 REQUIRED_KEYS = ("values", "coalitions", "n_players")
 OPTIONAL_KEYS = ("normalization_value",)

@@ -17,9 +17,9 @@ import pytest
 from baselines.leverage import LeverageSHAP, _unrank_lex, distinct_subsets_of_size, solve_oversampling
 from baselines.msr import RegressionMSR, msr_residual_shapley
 from baselines.treeshap import lightgbm_shapley_values
-from shapleig.coalitions import all_coalitions, coalition_keys, sample_paired_uniform_size, to_bitmask
-from shapleig.game import FunctionGame
-from shapleig.shapley import exact_shapley, shapley_from_bitorder
+from shapleig.games.coalitions import all_coalitions, coalition_keys, sample_paired_uniform_size, to_bitmask
+from shapleig.games.game import FunctionGame
+from shapleig.games.exact import exact_shapley, shapley_from_bitorder
 
 
 def table_game(p: int, seed: int) -> tuple[FunctionGame, np.ndarray]:

@@ -48,10 +48,11 @@ from baselines.sampling import (
     size_distribution,
     uniform_subsets_of_size,
 )
-from shapleig.coalitions import all_coalitions, coalition_keys
+from shapleig.games.coalitions import all_coalitions, coalition_keys
 from shapleig.errors import BudgetError
-from shapleig.game import BudgetedGame, FunctionGame
-from shapleig.shapley import exact_shapley, shapley_from_table
+from shapleig.runs.budget import BudgetedGame
+from shapleig.games.game import FunctionGame
+from shapleig.games.exact import exact_shapley, shapley_from_table
 
 NAMES = ["lss", "s-lss", "srs-lss", "kernelshap", "unbiased-kernelshap"]
 UNBIASED = ["lss", "s-lss", "unbiased-kernelshap"]

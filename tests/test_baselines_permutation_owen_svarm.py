@@ -25,10 +25,10 @@ from baselines.svarm import (
     svarm_size_laws,
     warmup_cost,
 )
-from shapleig.coalitions import all_coalitions, coalition_keys, to_bitmask
+from shapleig.games.coalitions import all_coalitions, coalition_keys, to_bitmask
 from shapleig.errors import BudgetError, GameError
-from shapleig.game import FunctionGame
-from shapleig.shapley import exact_shapley, shapley_weights
+from shapleig.games.game import FunctionGame
+from shapleig.games.exact import exact_shapley, shapley_weights
 
 # Every estimator of this file, options included: (label, factory).
 ESTIMATORS = [

@@ -8,16 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from shapleig.coalitions import coalition_keys
-from shapleig.design import (
-    border_sizes,
-    candidate_pool,
-    initial_design,
-    leverage_design,
-    size_layer,
-    size_order,
-    uniform_design,
-)
+from shapleig.games.coalitions import coalition_keys
+from shapleig.design.initial import border_sizes, candidate_pool, initial_design, leverage_design, size_layer, size_order, uniform_design
 
 
 def _keys(Z: np.ndarray) -> list[bytes]:

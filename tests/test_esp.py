@@ -7,18 +7,10 @@ import itertools
 import numpy as np
 import pytest
 
-import shapleig.esp as esp
-from shapleig.coalitions import all_coalitions
-from shapleig.esp import (
-    hamming_kernel,
-    kernel_factors,
-    prior_shapley_covariance,
-    prior_shapley_covariance_bivariate,
-    shapley_kernel_columns,
-    shapley_kernel_columns_integral,
-    shapley_kernel_columns_reference,
-)
-from shapleig.shapley import shapley_operator
+import shapleig.gp.esp as esp
+from shapleig.games.coalitions import all_coalitions
+from shapleig.gp.esp import hamming_kernel, kernel_factors, prior_shapley_covariance, prior_shapley_covariance_bivariate, shapley_kernel_columns, shapley_kernel_columns_integral, shapley_kernel_columns_reference
+from shapleig.games.exact import shapley_operator
 
 from _dense_reference import dense_kernel
 

@@ -1,20 +1,14 @@
-"""Shared-lengthscale fast paths of shapleig.esp against the general (ARD) routes and dense 2^p."""
+"""Shared-lengthscale fast paths of shapleig.gp.esp against the general (ARD) routes and dense 2^p."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-import shapleig.esp as esp
-from shapleig.coalitions import all_coalitions
-from shapleig.esp import (
-    is_shared,
-    prior_shapley_covariance,
-    shapley_kernel_columns,
-    shared_kernel_columns,
-    shared_prior_shapley_covariance,
-)
-from shapleig.shapley import shapley_operator
+import shapleig.gp.esp as esp
+from shapleig.games.coalitions import all_coalitions
+from shapleig.gp.esp import is_shared, prior_shapley_covariance, shapley_kernel_columns, shared_kernel_columns, shared_prior_shapley_covariance
+from shapleig.games.exact import shapley_operator
 
 from _dense_reference import dense_kernel
 
@@ -77,7 +71,7 @@ def test_shared_paths_reject_ard():
 
 
 def test_shared_hamming_kernel_equals_weighted_route():
-    from shapleig.esp import hamming_kernel
+    from shapleig.gp.esp import hamming_kernel
 
     rng = np.random.default_rng(4)
     p = 50

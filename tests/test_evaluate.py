@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from shapleig import BudgetedGame, EvaluationFailedError, EvaluationStore, ExecutorEvaluator, SerialEvaluator
-from shapleig.coalitions import all_coalitions
+from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import NonFiniteValueError
-from shapleig.evaluate import EvaluationRecord, Evaluator
+from shapleig.runs.evaluators import EvaluationRecord, Evaluator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _games_for_parallel import FailingGame, QuadraticGame, read_log  # noqa: E402
@@ -144,8 +144,8 @@ def test_greedy_batch_equals_sequential_selections_under_frozen_hyperparameters(
     """docs/math.md §10.2: the q = 4 greedy batch is what 4 sequential steps (posterior rebuilt from the
     archive after each evaluation, same hyperparameters) would pick: each batch pick attains the
     maximum EIG of the freshly rebuilt posterior, up to floating-point near-ties."""
-    from shapleig.acquisition import select
-    from shapleig.posterior import Hyperparameters, ShapleyPosterior
+    from shapleig.design.acquisition import select
+    from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
 
     p = 6
     rng = np.random.default_rng(4)

@@ -1,4 +1,4 @@
-"""The numpy MAP fit engine (shapleig.fit) against the gpytorch fit it replaces."""
+"""The numpy MAP fit engine (shapleig.gp.numpy_fit) against the gpytorch fit it replaces."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from shapleig.fit import MapProblem, fit_map_numpy, inverse_softplus, softplus
-from shapleig.posterior import Hyperparameters, standardize
-from shapleig.surrogate import build_model, fit_hyperparameters
+from shapleig.gp.numpy_fit import MapProblem, fit_map_numpy, inverse_softplus, softplus
+from shapleig.gp.posterior import Hyperparameters, standardize
+from shapleig.gp.torch_model import build_model
+from shapleig.gp.fitting import fit_hyperparameters
 
 
 def _archive(t: int, p: int, seed: int):
@@ -92,7 +93,7 @@ def test_deterministic_per_seed_and_warm_start():
 
 
 def test_failed_fit_keeps_fallback(monkeypatch):
-    import shapleig.fit as fit_module
+    import shapleig.gp.numpy_fit as fit_module
 
     def broken(*args, **kwargs):
         raise np.linalg.LinAlgError("forced")
@@ -112,7 +113,7 @@ def test_unknown_engine():
 
 @pytest.mark.parametrize("ard", [True, False])
 def test_optimum_no_worse_than_gpytorch_on_a_table_game(ard):
-    from shapleig.design import leverage_design
+    from shapleig.design.initial import leverage_design
     from tasks.tables import default_tables_dir, discover_tables
 
     root = default_tables_dir()
@@ -128,7 +129,7 @@ def test_optimum_no_worse_than_gpytorch_on_a_table_game(ard):
 
 def test_iteration_limit_counts_as_stopped_success():
     """As botorch: an L-BFGS-B run stopped by maxiter is kept (no retry), other failures retry."""
-    from shapleig.fit import map_fit
+    from shapleig.gp.numpy_fit import map_fit
 
     X, y = _archive(20, 5, 1)
     y_std, _, _ = standardize(y)

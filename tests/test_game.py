@@ -19,9 +19,10 @@ from shapleig import (
     FunctionGame,
     GameError,
 )
-from shapleig.coalitions import all_coalitions
+from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import NonFiniteValueError
-from shapleig.game import check_budget, check_game, check_game_values, game_fingerprint
+from shapleig.games.game import check_budget, check_game, check_game_values
+from shapleig.runs.budget import game_fingerprint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _games_for_parallel import FailingGame, QuadraticGame, read_log  # noqa: E402
@@ -228,7 +229,7 @@ def test_fingerprint_is_stable_across_processes():
     code = (
         "import sys; sys.path.insert(0, 'tests');"
         "from _games_for_parallel import QuadraticGame;"
-        "from shapleig.game import game_fingerprint;"
+        "from shapleig.runs.budget import game_fingerprint;"
         "print(game_fingerprint(QuadraticGame(5, seed=0), 'id'))"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "123"}

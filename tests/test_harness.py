@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 import baselines
-from shapleig.estimate import BaseEstimator, ShapleyEstimate
-from shapleig.shapley import exact_shapley
+from shapleig.estimation.base import BaseEstimator
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.exact import exact_shapley
 from tasks import harness, plots
 from tasks.catalog import Task, resolve_tasks
 from tasks.methods import MethodSpec, parse_method, resolve_methods
@@ -179,7 +180,7 @@ def test_corrupt_table_is_reported_with_its_path(tmp_path: Path) -> None:
 
 
 def test_table_task_round_trip_and_budget_too_small_listing(tmp_path: Path) -> None:
-    from shapleig.coalitions import all_coalitions
+    from shapleig.games.coalitions import all_coalitions
     from tasks.tables import save_table
 
     game = weighted_voting_family7(3)

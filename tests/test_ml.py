@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from shapleig.errors import GameError
-from shapleig.shapley import exact_shapley
+from shapleig.games.exact import exact_shapley
 import tasks.ml as ml
 from tasks.ml import (
     DataValuationGame,

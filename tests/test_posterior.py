@@ -7,15 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from shapleig.coalitions import all_coalitions
-from shapleig.posterior import (
-    CandidatePosterior,
-    Hyperparameters,
-    ShapleyPosterior,
-    cholesky_with_jitter,
-    standardize,
-)
-from shapleig.shapley import shapley_from_bitorder, shapley_operator
+from shapleig.games.coalitions import all_coalitions
+from shapleig.gp.posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, cholesky_with_jitter, standardize
+from shapleig.games.exact import shapley_from_bitorder, shapley_operator
 
 from _dense_reference import dense_kernel
 

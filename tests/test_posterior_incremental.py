@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shapleig.posterior import Hyperparameters, ShapleyPosterior
+from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
 
 
 def _data(t: int, p: int, seed: int, offset: float = 0.0):

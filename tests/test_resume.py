@@ -100,7 +100,7 @@ def test_loop_stops_on_a_failing_coalition_and_resumes_after_the_fix(tmp_path, m
     for: the loop stops with EvaluationFailedError naming it, the 10 values before are in the
     store; rerun with the game repaired, it finishes like a run that never failed."""
     from shapleig import DesignLoop, EvaluationFailedError
-    from shapleig.coalitions import format_coalition
+    from shapleig.games.coalitions import format_coalition
 
     from _games_for_parallel import FailingGame
 

@@ -24,7 +24,7 @@ from tasks.tables import SHIPPED_TABLES_DIR, TableGame
 pytestmark = pytest.mark.shapiq
 
 try:
-    import shapleig.shapiq_bridge as bridge
+    import shapleig.interop.shapiq_bridge as bridge
 except ImportError as exc:  # the message names the extra (shapiq missing or older than 1.8)
     if os.environ.get("SHAPLEIG_REQUIRE_SHAPIQ"):
         raise

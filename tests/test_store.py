@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from shapleig import BudgetedGame, EvaluationFailedError, EvaluationStore, FunctionGame
-from shapleig.coalitions import all_coalitions
+from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import StoreMismatchError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

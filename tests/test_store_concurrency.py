@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from shapleig import BudgetedGame, EvaluationStore, ShaplEIG
-from shapleig.coalitions import all_coalitions
+from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import StoreBusyError
 
 TESTS = Path(__file__).resolve().parent
@@ -39,7 +39,7 @@ RUN = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from _games_for_parallel import QuadraticGame
     from shapleig import ShaplEIG
-    import shapleig.method  # the heavy imports first, then start together
+    import shapleig.design.estimators  # the heavy imports first, then start together
     open({ready!r} + str(os.getpid()), "w").close()
     while not os.path.exists({go!r}):
         time.sleep(0.01)
@@ -97,7 +97,7 @@ BLOCK = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from _games_for_parallel import QuadraticGame
     from shapleig import BudgetedGame, EvaluationStore
-    from shapleig.coalitions import all_coalitions
+    from shapleig.games.coalitions import all_coalitions
     game = QuadraticGame({p}, seed=7, log_path={log!r}, stop_after=0, stop_file={stop!r})
     BudgetedGame(game, 8, store=EvaluationStore({store!r}))(all_coalitions({p})[[5]])
     """

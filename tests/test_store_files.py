@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from shapleig import BudgetedGame, DesignLoop, EvaluationStore
-from shapleig.coalitions import all_coalitions
+from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import StoreError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

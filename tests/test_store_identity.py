@@ -20,8 +20,8 @@ import pytest
 
 from shapleig import BudgetedGame, EvaluationStore, FunctionGame, ShaplEIG
 from shapleig.errors import GameError, StoreError, StoreMismatchError
-from shapleig.game import game_fingerprint
-from shapleig.identity import game_identity
+from shapleig.runs.budget import game_fingerprint
+from shapleig.games.identity import game_identity
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _games_for_parallel import QuadraticGame  # noqa: E402
@@ -140,7 +140,7 @@ def test_override_reuses_a_store_and_says_what_differs(tmp_path, caplog):
     _write(FunctionGame(lambda Z: Z.sum(axis=1) * 1.0, P), tmp_path / "s.sqlite")
     refactored = FunctionGame(lambda Z: 1.0 * Z.sum(axis=1), P)  # same values, other code
     store = EvaluationStore(tmp_path / "s.sqlite", accept_game_change=True)
-    with caplog.at_level(logging.WARNING, logger="shapleig.store"):
+    with caplog.at_level(logging.WARNING, logger="shapleig.runs.store"):
         bg = BudgetedGame(refactored, 5, store=store)
     assert "the code of fn changed" in caplog.text
     bg(FIRST)
@@ -213,7 +213,7 @@ class _Payload:
 def test_a_table_rewritten_in_place_is_another_game(tmp_path):
     from tasks.tables import TableGame, save_table
 
-    from shapleig.coalitions import all_coalitions
+    from shapleig.games.coalitions import all_coalitions
 
     Z = all_coalitions(3)
     path = tmp_path / "t.npz"
@@ -246,7 +246,7 @@ def test_function_identity_is_stable_across_processes(tmp_path, monkeypatch):
     mod = importlib.import_module("stable_game_module")
     here = game_fingerprint(FunctionGame(mod.make(2.0), 5))
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import stable_game_module as m;"
-            "from shapleig import FunctionGame; from shapleig.game import game_fingerprint;"
+            "from shapleig import FunctionGame; from shapleig.runs.budget import game_fingerprint;"
             "print(game_fingerprint(FunctionGame(m.make(2.0), 5)))")
     for hashseed in ("1", "2"):
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PYTHONHASHSEED": hashseed}

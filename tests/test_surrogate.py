@@ -8,19 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from shapleig.coalitions import all_coalitions
-from shapleig.esp import hamming_kernel
-from shapleig.posterior import Hyperparameters
-from shapleig.surrogate import (
-    REFIT_SCHEDULES,
-    build_model,
-    fit_hyperparameters,
-    initial_lengthscale,
-    lengthscale_prior_params,
-    model_hyperparameters,
-    refit_schedule,
-    standardized_noise,
-)
+from shapleig.games.coalitions import all_coalitions
+from shapleig.gp.esp import hamming_kernel
+from shapleig.gp.posterior import Hyperparameters
+from shapleig.design.refit import REFIT_SCHEDULES, refit_schedule
+from shapleig.gp.torch_model import build_model, model_hyperparameters
+from shapleig.gp.fitting import fit_hyperparameters
+from shapleig.gp.priors import initial_lengthscale, lengthscale_prior_params, standardized_noise
 
 
 def _archive(p: int = 5, t: int = 14, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -169,7 +163,7 @@ def test_refit_schedules():
 def test_hamming_kernel_matches_categorical_kernel():
     from botorch.models.kernels.categorical import CategoricalKernel
 
-    from shapleig.surrogate import HammingKernel
+    from shapleig.gp.torch_model import HammingKernel
 
     p = 6
     rng = np.random.default_rng(0)

@@ -27,8 +27,9 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ..coalitions import as_coalition_matrix
-from ..errors import GameError
+from shapleig.errors import GameError
+from shapleig.games.coalitions import as_coalition_matrix
+
 from .space import HPSpace, coalition_seed
 from .tuners import Objective, RandomSearch, ScoreCache
 

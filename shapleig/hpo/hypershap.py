@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..coalitions import as_coalition_matrix
-from ..errors import GameError
+from shapleig.errors import GameError
+from shapleig.games.coalitions import as_coalition_matrix
+
 from .games import STUDIES
 
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import GameError
+from shapleig.errors import GameError
 
 HPO_EXTRA = "pip install 'shapleig[hpo]'"
 

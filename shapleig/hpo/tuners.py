@@ -21,7 +21,8 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from ..errors import GameError
+from shapleig.errors import GameError
+
 from .space import HPSpace
 
 Objective = Callable[[dict], float]

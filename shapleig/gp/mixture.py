@@ -9,13 +9,13 @@ mean and covariance are (law of total covariance)
 The spread between the kernels' means is part of the uncertainty. With ``jackknife=True`` (the
 default read-out) each player's variance is then raised, where smaller, to the jackknife variance
 of the estimate (``sum_m w_m`` of each kernel's, see
-:meth:`~shapleig.posterior.ShapleyPosterior.jackknife_covariance`), by scaling rows and columns
+:meth:`~shapleig.gp.posterior.ShapleyPosterior.jackknife_covariance`), by scaling rows and columns
 of the covariance: the correlations stay the GP's. The GP variance alone says how uncertain phi is
 if the kernel describes the game; the jackknife says how much the estimate moves when one
 evaluation is left out, which stays honest when the kernel does not.
 
 Acquisition uses the most probable kernel (``primary``), whose candidate state keeps the exact
-frozen-hyperparameter updates of :mod:`shapleig.posterior`.
+frozen-hyperparameter updates of :mod:`shapleig.gp.posterior`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .posterior import Hyperparameters, ShapleyPosterior
+from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
 
 # Kernels whose weight falls below this are dropped from the mixture until the next refit: their
 # contribution to mean and covariance is below rounding, and extending them costs time.

@@ -1,148 +1,25 @@
-"""Games and the budget-charging evaluator every estimator spends through.
-
-A game is any object with ``n_players: int`` and ``__call__(bool[m, n_players]) -> float[m]``.
-:class:`BudgetedGame` is the single place where budget accounting happens: it charges each
-distinct coalition once, serves repeats from its cache, refuses to go past the budget before
-evaluating anything, and rejects wrong shapes and non-finite values naming the coalition. With an
-evaluation store it reuses values logged by earlier (possibly killed) runs and logs every new one
-as it arrives; with an executor-backed evaluator it evaluates a batch concurrently.
-"""
+"""``BudgetedGame``: the only place budget is charged (distinct coalitions once, repeats from the cache)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
-from .coalitions import as_coalition_matrix, coalition_keys, format_coalition
-from .errors import BudgetError, BudgetExhaustedError, EvaluationFailedError, GameError
-
-if TYPE_CHECKING:  # imported lazily at run time: evaluate.py imports this module
-    from .evaluate import EvaluationRecord
-
-
-@runtime_checkable
-class Game(Protocol):
-    """A cooperative game: ``game(Z)`` maps ``bool[m, n_players]`` to ``float[m]``."""
-
-    n_players: int
-
-    def __call__(self, coalitions: np.ndarray) -> np.ndarray: ...
-
-
-class FunctionGame:
-    """Wrap ``fn: bool[m, p] -> float[m]`` as a :class:`Game` with ``n_players = p``.
-
-    game_id: optional label of what ``fn`` computes, part of the game's identity in evaluation
-             stores. The identity is built from ``fn``'s content (code, defaults, closure, the
-             module globals it reads); give a ``game_id`` when the values also depend on something
-             the identity cannot see (a file ``fn`` reads, a remote service).
-    """
-
-    def __init__(self, fn: Callable[[np.ndarray], Any], n_players: int, name: str | None = None,
-                 game_id: str | None = None):
-        if not callable(fn):
-            raise GameError(f"fn must be callable, got {type(fn).__name__}")
-        self.fn = fn
-        self.n_players = check_n_players(n_players)
-        self.name = name or getattr(fn, "__name__", "function")
-        self.game_id = None if game_id is None else str(game_id)
-
-    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
-        return np.asarray(self.fn(coalitions), dtype=np.float64)
-
-    def identity(self) -> dict[str, str]:
-        """Identity components for evaluation stores (:mod:`shapleig.identity`): the function's
-        content and the ``game_id``; the display name does not count."""
-        from .identity import function_identity
-
-        out = function_identity(self.fn)
-        if self.game_id is not None:
-            out["game_id"] = self.game_id
-        return out
-
-    def __repr__(self) -> str:
-        extra = f", game_id={self.game_id!r}" if self.game_id is not None else ""
-        return f"FunctionGame({self.name}, n_players={self.n_players}{extra})"
-
-
-def check_n_players(n_players: Any, minimum: int = 2) -> int:
-    """Return ``n_players`` as an int, or raise :class:`GameError` if it is not an int >= minimum."""
-    if isinstance(n_players, (bool, np.bool_)) or not isinstance(n_players, (int, np.integer)):
-        raise GameError(f"n_players must be an integer, got {n_players!r}")
-    if n_players < minimum:
-        raise GameError(f"a game needs at least {minimum} players, got n_players = {n_players}")
-    return int(n_players)
-
-
-def check_game(game: Any, minimum_players: int = 2) -> int:
-    """Validate that ``game`` looks like a :class:`Game`; return its number of players."""
-    if not callable(game) or not hasattr(game, "n_players"):
-        raise GameError(
-            f"a game needs an integer attribute n_players and __call__(bool[m, p]) -> float[m]; "
-            f"got {type(game).__name__}"
-        )
-    return check_n_players(game.n_players, minimum_players)
-
-
-def as_value_vector(values: Any, n_coalitions: int) -> np.ndarray:
-    """A game's raw output as ``float64[n_coalitions]``; :class:`GameError` on a wrong shape.
-
-    Accepts ``(m,)`` and ``(m, 1)``. Finiteness is not checked here (see :func:`check_game_values`).
-    """
-    try:
-        v = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise GameError(f"game returned values that are not numbers: {exc}") from exc
-    if v.ndim == 2 and v.shape[1] == 1:
-        v = v[:, 0]
-    if v.shape != (n_coalitions,):
-        raise GameError(
-            f"game returned shape {v.shape} for {n_coalitions} coalitions; expected ({n_coalitions},)"
-        )
-    return v
-
-
-def check_game_values(values: Any, coalitions: np.ndarray) -> np.ndarray:
-    """Validate a game's output for ``coalitions`` (``bool[m, p]``): ``float64[m]``, all finite."""
-    v = as_value_vector(values, coalitions.shape[0])
-    bad = np.flatnonzero(~np.isfinite(v))
-    if bad.size:
-        r = int(bad[0])
-        raise GameError(
-            f"game returned {v[r]} for coalition {format_coalition(coalitions[r])}"
-            + (f" (and {bad.size - 1} more non-finite values)" if bad.size > 1 else "")
-        )
-    return v
-
-
-def check_budget(budget: Any, minimum: int | None = 1, method: str | None = None) -> int:
-    """Return ``budget`` as an int, or raise :class:`BudgetError` if it is not an int >= minimum.
-
-    ``minimum=None`` checks the type only (callers that state a method's own minimum next).
-    """
-    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, np.integer)):
-        raise BudgetError(f"budget must be an integer number of evaluations, got {budget!r}")
-    if minimum is not None and budget < minimum:
-        who = f"{method} needs" if method else "needs"
-        raise BudgetError(f"budget {budget} is too small: {who} at least {minimum} evaluations")
-    return int(budget)
-
-
-def describe_game(game: Any) -> str:
-    """Short readable name of a game for messages: ``module.Class(n_players=p)``."""
-    cls = type(game)
-    return f"{cls.__module__}.{cls.__qualname__}(n_players={getattr(game, 'n_players', '?')})"
+from shapleig.errors import BudgetExhaustedError, EvaluationFailedError
+from shapleig.games.coalitions import as_coalition_matrix, coalition_keys
+from shapleig.games.game import Game, as_value_vector, check_budget, check_game
+from shapleig.runs.evaluators import EvaluationRecord
 
 
 def game_fingerprint(game: Any, game_id: str | None = None) -> str:
     """A stable hex digest (32 chars) identifying ``game`` across processes and runs.
 
-    The digest of :func:`shapleig.identity.game_identity`: the game's content (its ``identity()``,
+    The digest of :func:`shapleig.games.identity.game_identity`: the game's content (its ``identity()``,
     ``fingerprint()``, ``params()`` or, failing those, its attributes, digested in full), followed
     by ``game_id`` when given. Evaluation stores use it to refuse values logged for another game.
     """
-    from .identity import game_identity, identity_digest
+    from shapleig.games.identity import game_identity, identity_digest
 
     return identity_digest(game_identity(game, game_id))
 
@@ -156,14 +33,14 @@ class BudgetedGame:
     evaluated coalitions is kept in request order (``history()``), whatever order concurrent
     results arrive in, so a run is reproducible.
 
-    store:       optional ``EvaluationStore`` (``shapleig.store``), or a path to open one at. Uncached coalitions are first
+    store:       optional ``EvaluationStore`` (``shapleig.runs.store``), or a path to open one at. Uncached coalitions are first
                  looked up there: stored values are reused without calling the game but still
                  charged to the budget. Every new evaluation (and every failed attempt) is
                  appended and committed as it arrives, before the call returns. A store written
                  for a different game is refused (``StoreMismatchError``, naming what differs).
                  A coalition another process is evaluating on the same store is waited for, not
                  evaluated again (it counts as a store hit; ``n_waited`` in the accounting).
-    evaluator:   how uncached, unstored coalitions are evaluated (``shapleig.evaluate``). Default:
+    evaluator:   how uncached, unstored coalitions are evaluated (``shapleig.runs.evaluators``). Default:
                  ``SerialEvaluator()`` in-process; with a store, ``SerialEvaluator(chunk_size=1)``
                  so that each value is committed as soon as it is computed.
                  ``ExecutorEvaluator(executor)`` evaluates concurrently.
@@ -192,13 +69,17 @@ class BudgetedGame:
             raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
         self.max_retries = int(max_retries)
         if store is not None:
-            from .store import open_store  # lazy: store.py imports this module
+            from shapleig.runs.store import (
+                open_store,  # lazy: store.py imports this module
+            )
 
             store = open_store(store)
         self.store = store
         self.fingerprint: str | None = store.bind(game) if store is not None else None
         if evaluator is None:
-            from .evaluate import SerialEvaluator  # lazy: evaluate.py imports this module
+            from shapleig.runs.evaluators import (
+                SerialEvaluator,  # lazy: evaluate.py imports this module
+            )
 
             evaluator = SerialEvaluator(chunk_size=1 if store is not None else None)
         self.evaluator = evaluator

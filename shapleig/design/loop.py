@@ -1,6 +1,6 @@
 """``DesignLoop``: initial design -> fit -> acquire -> evaluate -> update, until the budget is spent.
 
-docs/math.md §9. The loop spends budget only through a :class:`~shapleig.game.BudgetedGame`: the initial
+docs/math.md §9. The loop spends budget only through a :class:`~shapleig.runs.budget.BudgetedGame`: the initial
 design is evaluated with one call and every batch of ``q`` selected coalitions with one call (so an
 evaluator can run a batch concurrently). Between refits the hyperparameters are frozen and the
 candidate state is updated incrementally (exact, value-independent, docs/math.md §10); at a refit everything is
@@ -17,23 +17,39 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .acquisition import check_acquisition, random_indices, select
-from .design import DEFAULT_POOL_SIZE, INITIAL_DESIGNS, CandidatePool, candidate_pool, initial_design
-from .errors import BudgetError
-from .estimate import ShapleyEstimate
-from .game import BudgetedGame, Game, check_budget, check_game
-from .kernel_choice import KernelFit, fit_kernels, resolve_surrogate
-from .mixture import MixturePosterior, build_mixture
-from .posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, standardize
-from .seeding import resolve_seed
-from .surrogate import (
+from shapleig.design.acquisition import (
+    check_acquisition,
+    random_indices,
+    select,
+)
+from shapleig.design.initial import (
+    DEFAULT_POOL_SIZE,
+    INITIAL_DESIGNS,
+    CandidatePool,
+    candidate_pool,
+    initial_design,
+)
+from shapleig.design.refit import refit_schedule
+from shapleig.errors import BudgetError
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.game import Game, check_budget, check_game
+from shapleig.gp.kernel_choice import KernelFit, fit_kernels, resolve_surrogate
+from shapleig.gp.mixture import MixturePosterior, build_mixture
+from shapleig.gp.posterior import (
+    CandidatePosterior,
+    Hyperparameters,
+    ShapleyPosterior,
+    standardize,
+)
+from shapleig.gp.priors import (
     NOISE_CONVENTIONS,
     FitResult,
     check_fit_engine,
-    compute_threads,
-    refit_schedule,
     standardized_noise,
 )
+from shapleig.runs.budget import BudgetedGame
+from shapleig.seeding import resolve_seed
+from shapleig.threads import compute_threads
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +118,7 @@ class DesignLoop:
     acquisition:      ``"eig"`` (ShaplEIG), ``"uncertainty"`` (posterior variance) or ``"random"``.
     refit:            schedule name: ``"every"`` (default, as published), ``"adaptive"`` (the geometric
                       schedule plus a refit whenever the new points are poorly predicted,
-                      :class:`~shapleig.surrogate.AdaptiveRefit`: 4-10x cheaper, less accurate where
+                      :class:`~shapleig.design.refit.AdaptiveRefit`: 4-10x cheaper, less accurate where
                       ARD dominates), ``"decaying"``, ``"geometric"``, ``"never"``, or a callable
                       ``it -> bool``; ``hand_over`` is the geometric schedule's offset.
     initial_design:   ``"leverage"`` (paired uniform-size) or ``"uniform"``.
@@ -113,12 +129,12 @@ class DesignLoop:
     warm_start:       start each refit from the previous hyperparameters instead of the docs/math.md §3 values.
     surrogate:        ``"auto"`` (default): fit a shared-lengthscale and an ARD Hamming kernel at every
                       refit and average their Shapley posteriors by evidence (BIC weights; see
-                      :mod:`shapleig.kernel_choice`); ``"shared"``: one lengthscale for all players;
+                      :mod:`shapleig.gp.kernel_choice`); ``"shared"``: one lengthscale for all players;
                       ``"ard"``: one per player (the published setting).
     ard:              the older switch: True means ``surrogate="ard"``, False ``"shared"``.
     calibrate:        honest uncertainty (default): scale each kernel's posterior covariance by its
                       leave-one-out calibration factor and raise each player's variance to the
-                      jackknife variance where that is larger (:mod:`shapleig.mixture`); False
+                      jackknife variance where that is larger (:mod:`shapleig.gp.mixture`); False
                       keeps the raw MAP posterior (the published read-out).
     tol, rtol:        precision target: stop at the first step where every player's posterior std
                       is at most ``tol`` (raw units) or ``rtol * |v(N) - v(empty)|``; the result
@@ -127,7 +143,7 @@ class DesignLoop:
     progress:         show a tqdm progress bar (evaluations).
     hyperparameters:  fixed hyperparameters (standardised units, used verbatim): no fit ever runs, so
                       the whole selection sequence is value-independent (docs/math.md §10).
-    fit_engine:       ``"numpy"`` (default: :mod:`shapleig.fit`, same MAP objective as botorch, analytic
+    fit_engine:       ``"numpy"`` (default: :mod:`shapleig.gp.numpy_fit`, same MAP objective as botorch, analytic
                       gradient) or ``"gpytorch"`` (botorch's ``fit_gpytorch_mll``, the published route).
     max_retries:      retries of a coalition whose evaluation raises or returns NaN/inf, before the
                       loop stops with an error naming it (everything evaluated so far is kept).
@@ -340,7 +356,7 @@ class DesignLoop:
         """Posteriors and candidate state from scratch (after a refit or a noise change).
 
         ``kernels``: (name, weight, hyperparameters) of every kernel; ``taus`` keeps given
-        calibration factors instead of computing them (see :func:`~shapleig.mixture.build_mixture`).
+        calibration factors instead of computing them (see :func:`~shapleig.gp.mixture.build_mixture`).
         """
         self.mixture = build_mixture(kernels, self.X, self.y, calibrate=self.calibrate, taus=taus)
         self.posterior = self.mixture.primary.posterior

@@ -1,6 +1,6 @@
 """MAP fit of the Hamming-kernel GP in numpy/scipy with an analytic gradient (docs/math.md §3).
 
-Same model and objective as the gpytorch fit in :mod:`shapleig.surrogate` (``engine="gpytorch"``):
+Same model and objective as the gpytorch fit in :mod:`shapleig.gp.fitting` (``engine="gpytorch"``):
 
 - ``k(z, z') = s exp(-(1/p) sum_j [z_j != z'_j] / l_j)`` with p lengthscales (ARD) or one shared;
 - ``l = 1e-6 + softplus(raw_l)``, ``s = softplus(raw_s)``, a free constant mean c;
@@ -31,7 +31,7 @@ import numpy as np
 from scipy.linalg import lapack
 from scipy.optimize import minimize
 
-from .posterior import Hyperparameters
+from shapleig.gp.posterior import Hyperparameters
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _MIN_LENGTHSCALE = 1e-6
@@ -96,7 +96,7 @@ class MapProblem:
 
     @classmethod
     def build(cls, X: np.ndarray, y_std: np.ndarray, noise: float, ard: bool) -> "MapProblem":
-        from .surrogate import lengthscale_prior_params
+        from shapleig.gp.priors import lengthscale_prior_params
 
         Xf = np.ascontiguousarray(X, dtype=np.float64)
         loc, scale = lengthscale_prior_params(Xf.shape[1])
@@ -238,7 +238,7 @@ def fit_map_numpy(
     geometric mean of ``init``'s lengthscales). Returns ``(hyper or None on failure, MapFit)``;
     shared lengthscales are returned repeated p times.
     """
-    from .surrogate import initial_lengthscale
+    from shapleig.gp.priors import initial_lengthscale
 
     p = X.shape[1]
     problem = MapProblem.build(X, y_std, noise, ard)

@@ -8,14 +8,23 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from .design import DEFAULT_POOL_SIZE, leverage_design
-from .estimate import BaseEstimator, ShapleyEstimate
-from .game import BudgetedGame, Game
-from .kernel_choice import fit_kernels, resolve_surrogate, surrogate_ard
-from .loop import DesignLoop, check_gp_options, check_loop_options, check_tolerance, min_budget
-from .mixture import build_mixture
-from .seeding import spawn_generators, spawn_seeds
-from .surrogate import check_fit_engine, compute_threads
+from shapleig.design.initial import DEFAULT_POOL_SIZE, leverage_design
+from shapleig.design.loop import (
+    DesignLoop,
+    check_gp_options,
+    check_loop_options,
+    check_tolerance,
+    min_budget,
+)
+from shapleig.estimation.base import BaseEstimator
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.game import Game
+from shapleig.gp.kernel_choice import fit_kernels, resolve_surrogate, surrogate_ard
+from shapleig.gp.mixture import build_mixture
+from shapleig.gp.priors import check_fit_engine
+from shapleig.runs.budget import BudgetedGame
+from shapleig.seeding import spawn_generators, spawn_seeds
+from shapleig.threads import compute_threads
 
 
 class ShaplEIG(BaseEstimator):
@@ -24,7 +33,7 @@ class ShaplEIG(BaseEstimator):
     A Hamming-kernel GP surrogate; each step selects the coalition(s) with the largest closed-form
     expected information gain about the Shapley vector. The estimate is the posterior mean, with
     posterior std, covariance and an anytime trace. Configuration only here; work happens in
-    :meth:`estimate` (see :class:`~shapleig.loop.DesignLoop` for the meaning of every option).
+    :meth:`estimate` (see :class:`~shapleig.design.loop.DesignLoop` for the meaning of every option).
     ``acquisition="uncertainty"`` / ``"random"`` give the GP ablations.
 
     The default surrogate is ``"auto"``: a shared-lengthscale and an ARD Hamming kernel averaged by

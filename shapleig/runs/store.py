@@ -1,13 +1,13 @@
 """``EvaluationStore``: an append-only SQLite log of evaluated coalitions.
 
-Expensive evaluations must never be lost. A :class:`~shapleig.game.BudgetedGame` given a store
+Expensive evaluations must never be lost. A :class:`~shapleig.runs.budget.BudgetedGame` given a store
 looks every new coalition up there first (a stored value is reused, not re-evaluated, but still
 charged to the budget) and appends each evaluation, and each failed attempt, in its own committed
 transaction as soon as it arrives. A run killed at any point and started again with the same seed
 therefore replays the stored values and continues where it stopped, ending with the same estimate.
 
 **Identity.** A store belongs to one game: the first ``BudgetedGame`` that uses it records the
-game's identity (:func:`shapleig.identity.game_identity`: its code, parameters or state, digested
+game's identity (:func:`shapleig.games.identity.game_identity`: its code, parameters or state, digested
 by content, plus the store's ``game_id``) and its fingerprint. Any other game is refused with
 :class:`~shapleig.errors.StoreMismatchError` naming what differed, unless the store is opened with
 ``accept_game_change=True`` (you vouch that the values are the same). ``verify=True`` re-evaluates
@@ -60,10 +60,15 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .coalitions import as_coalition_matrix, format_coalition
-from .errors import GameError, StoreBusyError, StoreError, StoreMismatchError
-from .game import as_value_vector, check_game, describe_game
-from .identity import game_identity, identity_differences, identity_digest, opaque_parts
+from shapleig.errors import GameError, StoreBusyError, StoreError, StoreMismatchError
+from shapleig.games.coalitions import as_coalition_matrix, format_coalition
+from shapleig.games.game import as_value_vector, check_game, describe_game
+from shapleig.games.identity import (
+    game_identity,
+    identity_differences,
+    identity_digest,
+    opaque_parts,
+)
 
 logger = logging.getLogger(__name__)
 

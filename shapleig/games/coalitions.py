@@ -10,7 +10,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .errors import CoalitionError
+from shapleig.errors import CoalitionError
 
 MAX_BITMASK_PLAYERS = 62
 

@@ -9,7 +9,7 @@ values; ARD takes over once the data show that a few players dominate. ``"ard"``
 ``"shared"`` fit only that kernel (weight 1).
 
 The fitted kernels are turned into one Shapley posterior, with calibrated uncertainty, by
-:func:`shapleig.mixture.build_mixture`.
+:func:`shapleig.gp.mixture.build_mixture`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .posterior import Hyperparameters
-from .surrogate import FitResult, fit_hyperparameters
+from shapleig.gp.fitting import fit_hyperparameters
+from shapleig.gp.posterior import Hyperparameters
+from shapleig.gp.priors import FitResult
 
 SURROGATES = ("auto", "shared", "ard")
 # Kernels fitted per surrogate mode: name -> ard flag.
@@ -113,7 +114,7 @@ def fit_kernels(
 
     ``previous`` (the last fits) serve as fallbacks when a fit fails and as warm starts when
     ``warm_start``. ``engine`` picks
-    the fitting engine of :func:`~shapleig.surrogate.fit_hyperparameters` when it offers several.
+    the fitting engine of :func:`~shapleig.gp.fitting.fit_hyperparameters` when it offers several.
     """
     check_surrogate(surrogate)
     t, p = X.shape

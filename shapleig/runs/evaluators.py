@@ -1,4 +1,4 @@
-"""Evaluators: how a :class:`~shapleig.game.BudgetedGame` gets the values of new coalitions.
+"""Evaluators: how a :class:`~shapleig.runs.budget.BudgetedGame` gets the values of new coalitions.
 
 An evaluator has one method, ``evaluate(game, coalitions, *, max_retries, on_result)``, which
 returns ``float64[m]`` for ``bool[m, p]`` and reports every attempt through ``on_result`` as it
@@ -31,9 +31,9 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from .coalitions import format_coalition
-from .errors import EvaluationFailedError, NonFiniteValueError
-from .game import Game, as_value_vector
+from shapleig.errors import EvaluationFailedError, NonFiniteValueError
+from shapleig.games.coalitions import format_coalition
+from shapleig.games.game import Game, as_value_vector
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .coalitions import coalition_keys, sample_paired_uniform_size
+from shapleig.games.coalitions import coalition_keys, sample_paired_uniform_size
 
 INITIAL_DESIGNS = ("leverage", "uniform")
 DEFAULT_POOL_SIZE = 1024

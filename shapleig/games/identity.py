@@ -7,7 +7,7 @@ that mapping next to its digest (:func:`identity_digest`), so a refusal can say 
 
 Components, in order of preference:
 
-- ``game.identity()`` when the game defines it (a dict; :class:`~shapleig.game.FunctionGame`
+- ``game.identity()`` when the game defines it (a dict; :class:`~shapleig.games.game.FunctionGame`
   does: the function's code, defaults, closure and the globals it reads);
 - ``game.fingerprint()`` (any text that changes whenever the values would);
 - ``game.params()`` (the parameters of the project's games), one component per key;

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .shapley import shapley_weights
+from shapleig.games.exact import shapley_weights
 
 # Rows of coalitions handled per vectorised chunk in the column routines: the O(p^2) route stores
 # one (p+1)-vector per player per coalition, so the chunk shrinks with p to bound memory (~32 MB).

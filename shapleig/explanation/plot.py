@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .estimate import ShapleyEstimate
+from shapleig.estimation.result import ShapleyEstimate
 
 PLOT_KINDS = ("bar", "waterfall")
 

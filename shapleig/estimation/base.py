@@ -1,97 +1,19 @@
-"""The result type every method returns and the ``Estimator`` protocol every method implements."""
+"""The ``Estimator`` protocol and ``BaseEstimator``, the shared front of every method."""
 
 from __future__ import annotations
 
 import abc
 import inspect
 import time
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import BudgetError
-from .game import BudgetedGame, Game, check_budget, check_game
-from .seeding import UNSET, SeedLike, resolve_seed
-
-
-@dataclass
-class ShapleyEstimate:
-    """Estimated Shapley values of a ``p``-player game.
-
-    values:      float64[p], the estimate (posterior mean for ShaplEIG), in the game's units.
-    evaluations: distinct coalitions evaluated (empty and grand included), <= budget.
-    budget:      the budget the method was given.
-    std:         float64[p] posterior standard deviations, or None for methods without one.
-    covariance:  float64[p, p] posterior covariance, or None.
-    trace:       [(evaluations, values float64[p]), ...] after every step: an anytime curve.
-    trace_std:   [(evaluations, std float64[p]), ...] alongside ``trace`` (methods with a posterior).
-    baseline:    v(empty) when it was evaluated, else None (also ``baseline_value``, shapiq's name).
-    method:      registry name of the method.
-    info:        method-specific diagnostics (accounting mode, draws, cache hits, timings) and
-                 ``seed``, the integer seed the run used (pass it back as ``seed`` to repeat it).
-    """
-
-    values: np.ndarray
-    evaluations: int = 0
-    budget: int = 0
-    std: np.ndarray | None = None
-    covariance: np.ndarray | None = None
-    trace: list[tuple[int, np.ndarray]] = field(default_factory=list)
-    trace_std: list[tuple[int, np.ndarray]] = field(default_factory=list)
-    baseline: float | None = None
-    method: str = ""
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def n_players(self) -> int:
-        return int(self.values.shape[0])
-
-    @property
-    def baseline_value(self) -> float | None:
-        """v(empty), the value the Shapley values are added to (shapiq's name for ``baseline``)."""
-        return self.baseline
-
-    def to_interaction_values(self) -> Any:
-        """This estimate as a shapiq ``InteractionValues`` (index "SV", max_order 1).
-
-        The empty interaction holds ``baseline_value`` (v(empty)) as in shapiq's own approximators,
-        so shapiq's force, waterfall and bar plots work. Needs the ``shapleig[shapiq]`` extra.
-        """
-        from .shapiq_bridge import to_interaction_values
-
-        return to_interaction_values(self)
-
-    def values_at(self, evaluations: int) -> np.ndarray | None:
-        """The latest trace entry with at most ``evaluations`` evaluations (None if none)."""
-        return _latest(self.trace, evaluations)
-
-    def std_at(self, evaluations: int) -> np.ndarray | None:
-        """The posterior std of the latest step with at most ``evaluations`` evaluations (or None)."""
-        return _latest(self.trace_std, evaluations)
-
-    def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Equal-tailed credible interval per player: ``values -/+ z * std``, two float64[p].
-
-        ``z`` is the standard normal quantile of ``(1 + level) / 2``. Raises ``ValueError`` for
-        methods without a posterior std, or a level outside (0, 1).
-        """
-        if self.std is None:
-            raise ValueError(f"method {self.method or '?'} reports no posterior std, so it has no interval")
-        if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
-            raise ValueError(f"level must be a probability in (0, 1), got {level!r}")
-        from scipy.stats import norm
-
-        half = float(norm.ppf(0.5 + 0.5 * float(level))) * np.asarray(self.std, dtype=np.float64)
-        return self.values - half, self.values + half
-
-
-def _latest(trace: list[tuple[int, np.ndarray]], evaluations: int) -> np.ndarray | None:
-    best = None
-    for n, vals in trace:
-        if n <= evaluations:
-            best = vals
-    return best
+from shapleig.errors import BudgetError
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.game import Game, check_budget, check_game
+from shapleig.runs.budget import BudgetedGame
+from shapleig.seeding import UNSET, SeedLike, resolve_seed
 
 
 @runtime_checkable
@@ -122,7 +44,7 @@ class BaseEstimator(abc.ABC):
                 f"{cls.__name__}({args[0]!r}, ...): the number of players is not a constructor "
                 f"argument here (shapiq's approximators take n first); it is read from the game at "
                 f"estimate(game, budget). Pass options by keyword, e.g. {cls.__name__}(); inside "
-                f"shapiq use shapleig.shapiq_bridge.ShapiqApproximator({cls.__name__}(), n={args[0]!r})"
+                f"shapiq use shapleig.interop.shapiq_bridge.ShapiqApproximator({cls.__name__}(), n={args[0]!r})"
             )
         return super().__new__(cls)
 

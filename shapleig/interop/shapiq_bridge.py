@@ -34,8 +34,8 @@ SHAPIQ_VERSION = importlib.metadata.version("shapiq")
 if tuple(int(part) for part in SHAPIQ_VERSION.split(".")[:2]) < MIN_SHAPIQ:
     raise ImportError(f"shapiq {SHAPIQ_VERSION} is installed; {MISSING_EXTRA}")
 
-from .estimate import ShapleyEstimate
-from .game import FunctionGame, check_game
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.game import FunctionGame, check_game
 
 
 def to_interaction_values(estimate: ShapleyEstimate) -> InteractionValues:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from .coalitions import all_coalitions, as_coalition_matrix, to_bitmask
-from .errors import GameError
-from .game import check_game, check_game_values
+from shapleig.errors import GameError
+from shapleig.games.coalitions import all_coalitions, as_coalition_matrix, to_bitmask
+from shapleig.games.game import check_game, check_game_values
 
 MAX_ENUMERATION_PLAYERS = 20
 MAX_DENSE_OPERATOR_PLAYERS = 12

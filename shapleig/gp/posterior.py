@@ -2,7 +2,7 @@
 
 Everything is computed in standardised output units (botorch ``Standardize(m=1)``) and reported in
 raw units where stated. ``A`` (the Shapley operator) is never formed: its products with the kernel
-come from :mod:`shapleig.esp`.
+come from :mod:`shapleig.gp.esp`.
 
 - :class:`ShapleyPosterior` -- mean, covariance and std of phi given an archive ``(X, y)``.
 - :class:`CandidatePosterior` -- value-independent state over a finite candidate pool: the
@@ -17,8 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from .coalitions import as_coalition_matrix
-from .esp import hamming_kernel, prior_shapley_covariance, shapley_kernel_columns
+from shapleig.games.coalitions import as_coalition_matrix
+from shapleig.gp.esp import (
+    hamming_kernel,
+    prior_shapley_covariance,
+    shapley_kernel_columns,
+)
 
 # R is clamped below 1 so EIG = -log1p(-R) stays finite (docs/math.md §7).
 _R_MAX = 1.0 - 1e-12
