@@ -77,11 +77,11 @@ def restarted_fit(X: np.ndarray, y: np.ndarray, k: int, ard: bool, seed: int) ->
     p = X.shape[1]
     loc, scale = lengthscale_prior_params(p)
     rng = np.random.default_rng(seed)
-    default = fit_hyperparameters(X, y, seed=0, ard=ard)
+    default = fit_hyperparameters(X, y, seed=0, ard=ard, engine="gpytorch")
     best = default
     for r in range(k):
         start = Hyperparameters(np.exp(loc + scale * rng.standard_normal(p)), math.log(2.0), 1e-6)
-        fit = fit_hyperparameters(X, y, seed=r + 1, warm_start=start, ard=ard)
+        fit = fit_hyperparameters(X, y, seed=r + 1, warm_start=start, ard=ard, engine="gpytorch")
         if fit.success and fit.neg_mll < best.neg_mll:
             best = fit
     return default, best
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             p = game.n_players
             oracle = None
             if args.oracle:
-                oracle = fit_hyperparameters(game.Z, game.values, seed=0, ard=not args.shared_lengthscale).hyper
+                oracle = fit_hyperparameters(game.Z, game.values, seed=0, ard=not args.shared_lengthscale, engine="gpytorch").hyper
             for seed in range(args.seeds):
                 for method in METHODS:
                     start = time.perf_counter()

@@ -49,7 +49,7 @@ def main() -> None:
                 if args.no_gpytorch:
                     g_s, g_obj, g_att = float("nan"), float("nan"), 0
                 else:
-                    ref = fit_hyperparameters(X, y, seed=args.seed, ard=ard, threads=None)
+                    ref = fit_hyperparameters(X, y, seed=args.seed, ard=ard, threads=None, engine="gpytorch")
                     g_s, g_obj, g_att = ref.seconds, ref.neg_mll, ref.attempts
                 new = fit_hyperparameters(X, y, seed=args.seed, ard=ard, threads=None, engine="numpy")
                 prev = fit_hyperparameters(X[:-1], y[:-1], seed=args.seed, ard=ard, threads=None, engine="numpy")

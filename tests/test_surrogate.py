@@ -50,7 +50,7 @@ def test_initial_values_and_dtype():
 
 def test_model_kernel_matches_esp_kernel_after_fit():
     X, y = _archive(5, 14)
-    fit = fit_hyperparameters(X, y, seed=1)
+    fit = fit_hyperparameters(X, y, seed=1, engine="gpytorch")
     assert fit.success and 1 <= fit.attempts <= 5
     model = build_model(X, y, noise_std=fit.noise, init=fit.hyper)
     with torch.no_grad():
@@ -65,9 +65,9 @@ def test_fit_is_deterministic_for_a_seed_and_leaves_global_rng_alone():
     X, y = _archive(5, 14, seed=3)
     torch.manual_seed(123)
     state = torch.random.get_rng_state().clone()
-    a = fit_hyperparameters(X, y, seed=7)
+    a = fit_hyperparameters(X, y, seed=7, engine="gpytorch")
     assert torch.equal(torch.random.get_rng_state(), state)
-    b = fit_hyperparameters(X, y, seed=7)
+    b = fit_hyperparameters(X, y, seed=7, engine="gpytorch")
     np.testing.assert_array_equal(a.hyper.lengthscales, b.hyper.lengthscales)
     assert a.hyper.outputscale == b.hyper.outputscale
     assert a.hyper.mean_constant == b.hyper.mean_constant
@@ -82,7 +82,7 @@ def test_warm_start_sets_initial_values():
     np.testing.assert_allclose(got.lengthscales, h.lengthscales, rtol=1e-12)
     assert got.outputscale == pytest.approx(1.7, rel=1e-12)
     assert got.mean_constant == pytest.approx(-0.25, rel=1e-12)
-    fit = fit_hyperparameters(X, y, seed=0, warm_start=h)
+    fit = fit_hyperparameters(X, y, seed=0, warm_start=h, engine="gpytorch")
     assert fit.success
 
 
@@ -98,10 +98,10 @@ def test_noise_conventions():
         standardized_noise(-1.0, 1.0)
     X, y = _archive(5, 12)
     y_small = 1e-3 * y
-    raw = fit_hyperparameters(X, y_small, seed=0, noise_convention="raw")
+    raw = fit_hyperparameters(X, y_small, seed=0, noise_convention="raw", engine="gpytorch")
     assert raw.noise == pytest.approx(max(1e-6, 1e-6 / np.std(y_small, ddof=1) ** 2))
     assert raw.hyper.noise == raw.noise and raw.noise_convention == "raw"
-    std = fit_hyperparameters(X, y_small, seed=0)
+    std = fit_hyperparameters(X, y_small, seed=0, engine="gpytorch")
     assert std.hyper.noise == 1e-6
 
 
@@ -115,7 +115,7 @@ def test_fit_failure_keeps_fallback(monkeypatch):
     monkeypatch.setattr(botorch.fit, "fit_gpytorch_mll", boom)
     X, y = _archive(4, 10)
     prev = Hyperparameters(np.full(4, 0.4), 2.0, 1e-6, 0.1)
-    res = fit_hyperparameters(X, y, seed=0, fallback=prev)
+    res = fit_hyperparameters(X, y, seed=0, fallback=prev, engine="gpytorch")
     assert not res.success and "failed" in res.message
     np.testing.assert_array_equal(res.hyper.lengthscales, prev.lengthscales)
     assert res.hyper.outputscale == 2.0
@@ -124,15 +124,15 @@ def test_fit_failure_keeps_fallback(monkeypatch):
 def test_fit_rejects_bad_input():
     X, y = _archive(4, 10)
     with pytest.raises(ValueError, match="rows"):
-        fit_hyperparameters(X, y[:-1], seed=0)
+        fit_hyperparameters(X, y[:-1], seed=0, engine="gpytorch")
     bad = y.copy()
     bad[2] = np.nan
     with pytest.raises(ValueError, match="non-finite"):
-        fit_hyperparameters(X, bad, seed=0)
+        fit_hyperparameters(X, bad, seed=0, engine="gpytorch")
     with pytest.raises(ValueError):
         fit_hyperparameters(X.astype(float) * 0.5, y, seed=0)
     with pytest.raises(ValueError, match="shape"):
-        fit_hyperparameters(X[0], y[:1], seed=0)
+        fit_hyperparameters(X[0], y[:1], seed=0, engine="gpytorch")
 
 
 def test_refit_schedules():
@@ -203,7 +203,7 @@ def test_shared_lengthscale_model_and_fit():
     np.testing.assert_allclose(h0.lengthscales, initial_lengthscale(p), rtol=1e-13)
     assert float(base.lengthscale_prior.loc) == pytest.approx(lengthscale_prior_params(p)[0], rel=1e-15)
 
-    fit = fit_hyperparameters(X, y, seed=0, ard=False)
+    fit = fit_hyperparameters(X, y, seed=0, ard=False, engine="gpytorch")
     assert fit.success
     ls = fit.hyper.lengthscales
     assert ls.shape == (p,) and np.all(ls == ls[0]) and ls[0] != pytest.approx(initial_lengthscale(p))
@@ -214,7 +214,7 @@ def test_shared_lengthscale_model_and_fit():
     ref = hamming_kernel(X, X, ls, fit.hyper.outputscale)
     np.testing.assert_allclose(K, ref, rtol=1e-11, atol=1e-13 * np.abs(ref).max())
     # the ARD fit of the same archive is a different (p-parameter) optimum
-    ard = fit_hyperparameters(X, y, seed=0)
+    ard = fit_hyperparameters(X, y, seed=0, engine="gpytorch")
     assert not np.all(ard.hyper.lengthscales == ard.hyper.lengthscales[0])
 
 

@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from shapleig.design.initial import DEFAULT_POOL_SIZE, leverage_design
-from shapleig.design.loop import (
-    DesignLoop,
-    check_gp_options,
-    check_loop_options,
-    check_tolerance,
-    min_budget,
+from shapleig.design.loop import DesignLoop, min_budget
+from shapleig.design.options import (
+    GPOptions,
+    LoopOptions,
+    keyword_signature,
+    options_from,
 )
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game
-from shapleig.gp.kernel_choice import fit_kernels, resolve_surrogate, surrogate_ard
+from shapleig.gp.kernel_choice import fit_kernels
 from shapleig.gp.mixture import build_mixture
-from shapleig.gp.priors import check_fit_engine
 from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import spawn_generators, spawn_seeds
 from shapleig.threads import compute_threads
@@ -42,50 +41,14 @@ class ShaplEIG(BaseEstimator):
     """
 
     name: ClassVar[str] = "shapleig"
+    options_class: ClassVar[type[LoopOptions]] = LoopOptions
 
-    def __init__(
-        self,
-        acquisition: str = "eig",
-        refit: str | Callable[[int], bool] = "every",
-        initial_design: str = "leverage",
-        pool_size: int = DEFAULT_POOL_SIZE,
-        batch_size: int = 1,
-        noise: float = 1e-6,
-        noise_convention: str = "standardized",
-        final_refit: bool = True,
-        progress: bool = False,
-        warm_start: bool = False,
-        ard: bool | None = None,
-        hand_over: int = 0,
-        callbacks: tuple = (),
-        surrogate: str | None = None,
-        calibrate: bool = True,
-        tol: float | None = None,
-        rtol: float | None = None,
-        fit_engine: str = "numpy",
-    ) -> None:
-        # validate eagerly so a bad configuration fails before any evaluation
-        self.acquisition = check_loop_options(
-            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size, ard,
-            surrogate,
-        )
-        check_tolerance(tol, rtol)
-        self.refit = refit
-        self.initial_design = initial_design
-        self.pool_size = int(pool_size)
-        self.batch_size = int(batch_size)
-        self.noise = float(noise)
-        self.noise_convention = noise_convention
-        self.final_refit = bool(final_refit)
-        self.progress = bool(progress)
-        self.warm_start = bool(warm_start)
-        self.surrogate = resolve_surrogate(surrogate, ard)  # validated by check_loop_options above
-        self.calibrate = bool(calibrate)
-        self.tol = tol
-        self.rtol = rtol
-        self.hand_over = int(hand_over)
-        self.callbacks = tuple(callbacks)
-        self.fit_engine = check_fit_engine(fit_engine)
+    def __init__(self, **options: Any) -> None:
+        # every parameter is a LoopOptions field (validated there, before any evaluation); stored
+        # under its own name so get_params / set_params / sklearn.clone see it
+        self._store_options(options_from(LoopOptions, options, type(self).__name__))
+
+    __init__.__signature__ = keyword_signature(LoopOptions)  # type: ignore[attr-defined]
 
     @classmethod
     def published(cls, **overrides: Any) -> "ShaplEIG":
@@ -101,12 +64,6 @@ class ShaplEIG(BaseEstimator):
         options.update(overrides)
         return cls(**options)
 
-    @property
-    def ard(self) -> bool | None:
-        """The older switch as a parameter: True for the ARD kernel alone, False for the shared one,
-        None for the evidence-weighted pair (``surrogate="auto"``)."""
-        return surrogate_ard(self.surrogate)
-
     def estimate(self, game: Game, budget: int, *, tol: float | None = None, rtol: float | None = None,
                  **kwargs: Any) -> ShapleyEstimate:
         """:meth:`BaseEstimator.estimate`, plus a precision target for this call.
@@ -117,9 +74,9 @@ class ShaplEIG(BaseEstimator):
         """
         if tol is None and rtol is None:
             return super().estimate(game, budget, **kwargs)
-        check_tolerance(tol, rtol)
         configured = copy.copy(self)  # this call's target only; the estimator stays as configured
         configured.tol, configured.rtol = tol, rtol
+        configured.options  # validates the target before anything is evaluated
         return BaseEstimator.estimate(configured, game, budget, **kwargs)
 
     def min_budget(self, n_players: int) -> int:
@@ -132,28 +89,7 @@ class ShaplEIG(BaseEstimator):
 
     def make_loop(self, game: BudgetedGame, seed: int = 0) -> DesignLoop:
         """The configured :class:`DesignLoop` on ``game``, spending its remaining budget."""
-        return DesignLoop(
-            game,
-            None,
-            acquisition=self.acquisition,
-            refit=self.refit,
-            initial_design=self.initial_design,
-            pool_size=self.pool_size,
-            batch_size=self.batch_size,
-            seed=seed,
-            callbacks=self.callbacks,
-            progress=self.progress,
-            noise=self.noise,
-            noise_convention=self.noise_convention,
-            final_refit=self.final_refit,
-            warm_start=self.warm_start,
-            surrogate=self.surrogate,
-            calibrate=self.calibrate,
-            tol=self.tol,
-            rtol=self.rtol,
-            hand_over=self.hand_over,
-            fit_engine=self.fit_engine,
-        )
+        return DesignLoop(game, None, seed=seed, options=self.options)
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         result = self.make_loop(game, seed).run()
@@ -174,25 +110,12 @@ class GPLeverage(BaseEstimator):
     name: ClassVar[str] = "shapleig-leverage"
     anytime: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        noise: float = 1e-6,
-        noise_convention: str = "standardized",
-        ard: bool | None = None,
-        threads: int | None = 1,
-        surrogate: str | None = None,
-        calibrate: bool = True,
-    ) -> None:
-        self.surrogate = check_gp_options(noise, noise_convention, ard, surrogate)
-        self.noise = float(noise)
-        self.noise_convention = noise_convention
-        self.calibrate = bool(calibrate)
-        self.threads = threads
+    options_class: ClassVar[type[GPOptions]] = GPOptions
 
-    @property
-    def ard(self) -> bool | None:
-        """True for the ARD kernel alone, False for the shared one, None for both (``"auto"``)."""
-        return surrogate_ard(self.surrogate)
+    def __init__(self, **options: Any) -> None:
+        self._store_options(options_from(GPOptions, options, type(self).__name__))
+
+    __init__.__signature__ = keyword_signature(GPOptions)  # type: ignore[attr-defined]
 
     def min_budget(self, n_players: int) -> int:
         return 3
@@ -208,7 +131,7 @@ class GPLeverage(BaseEstimator):
         start = time.perf_counter()
         with compute_threads(self.threads):
             fits = fit_kernels(X, y, self.surrogate, seed=fit_seed, noise=self.noise,
-                               noise_convention=self.noise_convention)
+                               noise_convention=self.noise_convention, engine=self.fit_engine)
             post = build_mixture([(k.kernel, k.weight, k.hyper) for k in fits], X, y, calibrate=self.calibrate)
         primary = post.primary.posterior
         h = primary.hyper
@@ -221,12 +144,10 @@ class GPLeverage(BaseEstimator):
             baseline=float(y[0]),
             method=self.name,
             info={
-                "surrogate": self.surrogate,
+                **self.options.info(),
                 "ard": post.primary.name == "ard",
-                "calibrate": self.calibrate,
                 "kernel_weights": post.weights,
                 "calibration": {c.name: c.tau for c in post.components},
-                "noise_convention": self.noise_convention,
                 "noise_standardized": h.noise,
                 "fit_seconds": sum(k.fit.seconds for k in fits),
                 "selection_seconds": time.perf_counter() - start,

@@ -13,27 +13,25 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from shapleig.design.acquisition import (
-    check_acquisition,
     random_indices,
     select,
 )
 from shapleig.design.initial import (
-    DEFAULT_POOL_SIZE,
-    INITIAL_DESIGNS,
     CandidatePool,
     candidate_pool,
     initial_design,
 )
+from shapleig.design.options import LoopOptions, options_from
 from shapleig.design.refit import refit_schedule
 from shapleig.errors import BudgetError
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_game
-from shapleig.gp.kernel_choice import KernelFit, fit_kernels, resolve_surrogate
+from shapleig.gp.kernel_choice import KernelFit, fit_kernels
 from shapleig.gp.mixture import MixturePosterior, build_mixture
 from shapleig.gp.posterior import (
     CandidatePosterior,
@@ -42,13 +40,11 @@ from shapleig.gp.posterior import (
     standardize,
 )
 from shapleig.gp.priors import (
-    NOISE_CONVENTIONS,
     FitResult,
-    check_fit_engine,
     standardized_noise,
 )
 from shapleig.runs.budget import BudgetedGame
-from shapleig.seeding import resolve_seed
+from shapleig.seeding import SeedLike, resolve_seed
 from shapleig.threads import compute_threads
 
 logger = logging.getLogger(__name__)
@@ -62,125 +58,39 @@ def min_budget(n_players: int) -> int:
     return n_players + 2
 
 
-def check_gp_options(noise: float, noise_convention: str, ard: bool | None, surrogate: str | None = None) -> str:
-    """Validate the GP surrogate's options (shared by every GP arm) before anything is evaluated.
-
-    Returns the surrogate mode (``"auto"``, ``"shared"`` or ``"ard"``) they ask for.
-    """
-    mode = resolve_surrogate(surrogate, ard)
-    if noise_convention not in NOISE_CONVENTIONS:
-        raise ValueError(f"unknown noise convention {noise_convention!r}; choose one of {NOISE_CONVENTIONS}")
-    standardized_noise(noise, 1.0, noise_convention)  # validates noise
-    return mode
-
-
-def check_tolerance(tol: float | None, rtol: float | None) -> None:
-    """A precision target must be a positive finite number (or None for none)."""
-    for name, value in (("tol", tol), ("rtol", rtol)):
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                or not np.isfinite(value) or value <= 0:
-            raise ValueError(f"{name} must be a positive finite number (a posterior std), got {value!r}")
-
-
-def check_loop_options(
-    acquisition: str,
-    refit: str | Callable[[int], bool],
-    hand_over: int,
-    initial_design: str,
-    noise: float,
-    noise_convention: str,
-    batch_size: int,
-    pool_size: int,
-    ard: bool | None = None,
-    surrogate: str | None = None,
-) -> str:
-    """Validate a loop configuration before anything is evaluated; return the acquisition name."""
-    name = check_acquisition(acquisition)
-    refit_schedule(refit, hand_over=hand_over)
-    if initial_design not in INITIAL_DESIGNS:
-        raise ValueError(f"unknown initial design {initial_design!r}; choose one of {INITIAL_DESIGNS}")
-    check_gp_options(noise, noise_convention, ard, surrogate)
-    if int(batch_size) < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if int(pool_size) < 1:
-        raise ValueError(f"pool_size must be >= 1, got {pool_size}")
-    return name
-
-
 class DesignLoop:
     """Bayesian experimental design for the Shapley values of ``game``.
 
-    game:             a :class:`Game`, or an existing :class:`BudgetedGame` (then ``budget`` defaults
-                      to its remaining evaluations and ``store``/``evaluator`` must be None).
-    budget:           distinct evaluations to spend, empty and grand included; must exceed p + 1.
-    acquisition:      ``"eig"`` (ShaplEIG), ``"uncertainty"`` (posterior variance) or ``"random"``.
-    refit:            schedule name: ``"every"`` (default, as published), ``"adaptive"`` (the geometric
-                      schedule plus a refit whenever the new points are poorly predicted,
-                      :class:`~shapleig.design.refit.AdaptiveRefit`: 4-10x cheaper, less accurate where
-                      ARD dominates), ``"decaying"``, ``"geometric"``, ``"never"``, or a callable
-                      ``it -> bool``; ``hand_over`` is the geometric schedule's offset.
-    initial_design:   ``"leverage"`` (paired uniform-size) or ``"uniform"``.
-    pool_size:        candidate pool size (exhaustive pool when 2^p - (p+1) <= pool_size).
-    batch_size:       q coalitions selected per step (exact greedy batch under frozen hyperparameters).
-    noise, noise_convention: fixed noise variance and its units (``"standardized"`` or ``"raw"``).
-    final_refit:      refit on the full archive before the final read-out (unless just refitted).
-    warm_start:       start each refit from the previous hyperparameters instead of the docs/math.md §3 values.
-    surrogate:        ``"auto"`` (default): fit a shared-lengthscale and an ARD Hamming kernel at every
-                      refit and average their Shapley posteriors by evidence (BIC weights; see
-                      :mod:`shapleig.gp.kernel_choice`); ``"shared"``: one lengthscale for all players;
-                      ``"ard"``: one per player (the published setting).
-    ard:              the older switch: True means ``surrogate="ard"``, False ``"shared"``.
-    calibrate:        honest uncertainty (default): scale each kernel's posterior covariance by its
-                      leave-one-out calibration factor and raise each player's variance to the
-                      jackknife variance where that is larger (:mod:`shapleig.gp.mixture`); False
-                      keeps the raw MAP posterior (the published read-out).
-    tol, rtol:        precision target: stop at the first step where every player's posterior std
-                      is at most ``tol`` (raw units) or ``rtol * |v(N) - v(empty)|``; the result
-                      says whether it was reached (``info["target_reached"]``).
-    callbacks:        callables ``cb(loop)`` run after every step.
-    progress:         show a tqdm progress bar (evaluations).
-    hyperparameters:  fixed hyperparameters (standardised units, used verbatim): no fit ever runs, so
-                      the whole selection sequence is value-independent (docs/math.md §10).
-    fit_engine:       ``"numpy"`` (default: :mod:`shapleig.gp.numpy_fit`, same MAP objective as botorch, analytic
-                      gradient) or ``"gpytorch"`` (botorch's ``fit_gpytorch_mll``, the published route).
-    max_retries:      retries of a coalition whose evaluation raises or returns NaN/inf, before the
-                      loop stops with an error naming it (everything evaluated so far is kept).
-    threads:          torch/BLAS threads while the loop computes (None: leave the pools alone); the
-                      matrices are small and idle thread pools slow them down on shared machines.
+    Args:
+        game: a :class:`Game`, or an existing :class:`BudgetedGame` (then ``budget`` defaults to its
+            remaining evaluations and ``store`` / ``evaluator`` must be None).
+        budget: distinct evaluations to spend, empty and grand included; must exceed p + 1.
+        seed: int, None or a numpy Generator (see :func:`shapleig.seeding.resolve_seed`).
+        store: an ``EvaluationStore`` (or a path) that reuses and records values.
+        evaluator: how new coalitions are evaluated (in process, or on an executor).
+        max_retries: retries of a coalition whose evaluation raises or returns NaN/inf before the
+            loop stops naming it (everything evaluated so far is kept).
+        options: a :class:`~shapleig.design.options.LoopOptions`; keyword options (its field
+            names: ``acquisition``, ``refit``, ``surrogate``, ``tol``, ...) build or override it.
+
+    >>> from shapleig import FunctionGame
+    >>> game = FunctionGame(lambda Z: Z.sum(axis=1) ** 2, n_players=4)
+    >>> est = DesignLoop(game, 12, seed=0, pool_size=64).run()
+    >>> est.values.round(2).tolist()
+    [4.0, 4.0, 4.0, 4.0]
     """
 
     def __init__(
         self,
         game: Game | BudgetedGame,
         budget: int | None = None,
-        acquisition: str = "eig",
-        refit: str | Callable[[int], bool] = "every",
-        initial_design: str = "leverage",
-        pool_size: int = DEFAULT_POOL_SIZE,
-        batch_size: int = 1,
-        seed: int = 0,
-        callbacks: Iterable[Callable[["DesignLoop"], Any]] = (),
-        progress: bool = True,
-        noise: float = 1e-6,
-        noise_convention: str = "standardized",
-        final_refit: bool = True,
+        *,
+        seed: SeedLike = 0,
         store: Any = None,
         evaluator: Any = None,
-        *,
-        warm_start: bool = False,
-        ard: bool | None = None,
-        surrogate: str | None = None,
-        calibrate: bool = True,
-        tol: float | None = None,
-        rtol: float | None = None,
-        hand_over: int = 0,
-        max_candidates: int | None = None,
-        threads: int | None = 1,
-        hyperparameters: Hyperparameters | None = None,
         max_retries: int = 1,
-        fit_engine: str = "numpy",
+        options: LoopOptions | None = None,
+        **option_values: Any,
     ) -> None:
         p = check_game(game)
         if isinstance(game, BudgetedGame):
@@ -198,38 +108,41 @@ class DesignLoop:
                 f"budget {budget} is too small: ShaplEIG with p = {p} needs more than p + 1 = {p + 1} "
                 f"evaluations (the initial design), i.e. at least {min_budget(p)}"
             )
-        self.acquisition = check_loop_options(
-            acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size, ard,
-            surrogate,
-        )
-        check_tolerance(tol, rtol)
+        if options is None:
+            options = options_from(LoopOptions, option_values, "DesignLoop")
+        elif option_values:
+            options = options.replace(**option_values)
+        self.options = opts = options
+        self.acquisition = opts.acquisition
+        refit = opts.refit
         self.refit_name = refit if isinstance(refit, str) else getattr(refit, "__name__", "custom")
-        self.schedule = refit_schedule(refit, hand_over=hand_over)
+        self.schedule = refit_schedule(refit, hand_over=opts.hand_over)
         if hasattr(self.schedule, "bind"):  # stateful schedules (e.g. "adaptive") read this loop
             self.schedule = self.schedule.bind(self)
-        self.fit_engine = check_fit_engine(fit_engine)
+        self.fit_engine = opts.fit_engine
 
         self.game = game if isinstance(game, BudgetedGame) else BudgetedGame(
             game, budget, store=store, evaluator=evaluator, max_retries=max_retries
         )
         self.n_players = p
         self.budget = int(budget)
-        self.initial_design_name = initial_design
-        self.pool_size = int(pool_size)
-        self.max_candidates = max_candidates
-        self.batch_size = int(batch_size)
+        self.initial_design_name = opts.initial_design
+        self.pool_size = opts.pool_size
+        self.max_candidates = opts.max_candidates
+        self.batch_size = opts.batch_size
         self.seed = resolve_seed(seed)  # None / Generator allowed, as in estimate()
-        self.callbacks = tuple(callbacks)
-        self.progress = bool(progress)
-        self.noise = float(noise)
-        self.noise_convention = noise_convention
-        self.final_refit = bool(final_refit)
-        self.warm_start = bool(warm_start)
-        self.surrogate = resolve_surrogate(surrogate, ard)
-        self.calibrate = bool(calibrate)
-        self.tol = None if tol is None else float(tol)
-        self.rtol = None if rtol is None else float(rtol)
-        self.threads = threads
+        self.callbacks = opts.callbacks
+        self.progress = opts.progress
+        self.noise = opts.noise
+        self.noise_convention = opts.noise_convention
+        self.final_refit = opts.final_refit
+        self.warm_start = opts.warm_start
+        self.surrogate = opts.surrogate
+        self.calibrate = opts.calibrate
+        self.tol = opts.tol
+        self.rtol = opts.rtol
+        self.threads = opts.threads
+        hyperparameters = opts.hyperparameters
         if hyperparameters is not None and hyperparameters.n_players != p:
             raise ValueError(f"hyperparameters are for p = {hyperparameters.n_players}, the game has p = {p}")
         self.fixed_hyperparameters = hyperparameters
@@ -550,28 +463,16 @@ class DesignLoop:
         """Diagnostics: configuration, timings (selection = fits + EIG over the pool, game excluded)."""
         h = self.hyper
         return {
-            "acquisition": self.acquisition,
+            **self.options.info(),
             "refit": "fixed" if self.fixed_hyperparameters is not None else self.refit_name,
-            "initial_design": self.initial_design_name,
-            "batch_size": self.batch_size,
             "seed": self.seed,
-            "noise": self.noise,
-            "noise_convention": self.noise_convention,
             "noise_standardized": None if h is None else h.noise,
-            "final_refit": self.final_refit,
-            "warm_start": self.warm_start,
-            "surrogate": self.surrogate,
             "ard": self.ard,
-            "calibrate": self.calibrate,
             "kernel_weights": None if self.mixture is None else self.mixture.weights,
             "calibration": None if self.mixture is None else {c.name: c.tau for c in self.mixture.components},
-            "tol": self.tol,
-            "rtol": self.rtol,
             "target_threshold": self.target_threshold() if self.pool is not None else None,
             "target_reached": self.target_evaluations is not None,
             "target_evaluations": self.target_evaluations,
-            "fit_engine": self.fit_engine,
-            "pool_size": self.pool_size,
             "pool_candidates": 0 if self.pool is None else len(self.pool),
             "pool_exhaustive": None if self.pool is None else self.pool.exhaustive,
             "pool_border_sizes": None if self.pool is None else list(self.pool.border_sizes),

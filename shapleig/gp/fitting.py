@@ -24,6 +24,7 @@ import numpy as np
 from shapleig.games.coalitions import as_coalition_matrix
 from shapleig.gp.posterior import Hyperparameters, standardize
 from shapleig.gp.priors import (
+    DEFAULT_FIT_ENGINE,
     MAX_FIT_ATTEMPTS,
     FitResult,
     check_fit_engine,
@@ -47,7 +48,7 @@ def fit_hyperparameters(
     max_attempts: int = MAX_FIT_ATTEMPTS,
     threads: int | None = 1,
     ard: bool = True,
-    engine: str = "gpytorch",
+    engine: str = DEFAULT_FIT_ENGINE,
 ) -> FitResult:
     """MAP fit of the Hamming-kernel GP to archive ``X`` (bool[t, p]) with raw values ``y`` (float64[t]).
 

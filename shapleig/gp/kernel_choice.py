@@ -20,7 +20,7 @@ import numpy as np
 
 from shapleig.gp.fitting import fit_hyperparameters
 from shapleig.gp.posterior import Hyperparameters
-from shapleig.gp.priors import FitResult
+from shapleig.gp.priors import DEFAULT_FIT_ENGINE, FitResult
 
 SURROGATES = ("auto", "shared", "ard")
 # Kernels fitted per surrogate mode: name -> ard flag.
@@ -108,7 +108,7 @@ def fit_kernels(
     noise_convention: str,
     previous: list[KernelFit] | None = None,
     warm_start: bool = False,
-    engine: str | None = None,
+    engine: str = DEFAULT_FIT_ENGINE,
 ) -> list[KernelFit]:
     """Fit every kernel of ``surrogate`` to ``X`` (bool[t, p]), ``y`` (float64[t]); return them weighted.
 

@@ -20,6 +20,8 @@ NOISE_CONVENTIONS = ("standardized", "raw")
 MAX_FIT_ATTEMPTS = 5
 # "gpytorch": botorch's fit_gpytorch_mll (reference); "numpy": shapleig.gp.numpy_fit (analytic gradient).
 FIT_ENGINES = ("gpytorch", "numpy")
+# the engine every fit uses unless told otherwise (the options object and the fit functions read it)
+DEFAULT_FIT_ENGINE = "numpy"
 
 
 def check_fit_engine(engine: str) -> str:
