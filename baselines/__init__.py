@@ -1,43 +1,73 @@
 """Model-free Shapley estimators the field compares against, under one interface and budget rule.
 
 Every estimator implements ``estimate(game, budget, *, seed=0) -> ShapleyEstimate`` and spends
-budget only through the core's ``BudgetedGame``. ``get(name, **options)`` builds one by name.
+budget only through the core's ``BudgetedGame``. They are entries of the one method registry
+(:mod:`shapleig.registry`), registered through the ``shapleig.methods`` entry point
+(:func:`register_methods`); ``get(name, **options)`` builds one by name.
+
+>>> import baselines
+>>> baselines.get("kernelshap").name
+'kernelshap'
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-# registry name -> "module:Class" (imported on demand so one broken module cannot hide the rest)
-_REGISTRY: dict[str, str] = {
-    "permutation": "baselines.permutation:PermutationSampling",
-    "owen": "baselines.owen:OwenSampling",
-    "owen-halved": "baselines.owen:HalvedOwenSampling",
-    "svarm": "baselines.svarm:SVARM",
-    "stratified-svarm": "baselines.svarm:StratifiedSVARM",
-    "svarm-plus": "baselines.svarm:StratifiedSVARMPlus",
-    "lss": "baselines.lss:LSS",
-    "s-lss": "baselines.lss:StratifiedLSS",
-    "srs-lss": "baselines.lss:SRSLSS",
-    "kernelshap": "baselines.kernelshap:KernelSHAP",
-    "unbiased-kernelshap": "baselines.kernelshap:UnbiasedKernelSHAP",
-    "leverage-shap": "baselines.leverage:LeverageSHAP",
-    "regression-msr": "baselines.msr:RegressionMSR",
-}
+from shapleig import registry
+from shapleig.registry import Method, Prefix
 
-NAMES: tuple[str, ...] = tuple(_REGISTRY)
+# "module:Class" targets are imported on demand, so one broken module cannot hide the rest
+METHODS: tuple[Method, ...] = (
+    Method("permutation", "baselines.permutation:PermutationSampling", "ApproShapley permutation sampling"),
+    Method("owen", "baselines.owen:OwenSampling", "Owen sampling (multilinear extension)"),
+    Method("owen-halved", "baselines.owen:HalvedOwenSampling", "Halved Owen sampling (antithetic complements)"),
+    Method("svarm", "baselines.svarm:SVARM", "SVARM"),
+    Method("stratified-svarm", "baselines.svarm:StratifiedSVARM", "Stratified SVARM"),
+    Method("svarm-plus", "baselines.svarm:StratifiedSVARMPlus", "S-SVARM+ (uniform sizes, without replacement)"),
+    Method("lss", "baselines.lss:LSS", "least-squares sampling (LSS)"),
+    Method("s-lss", "baselines.lss:StratifiedLSS", "stratified LSS"),
+    Method("srs-lss", "baselines.lss:SRSLSS", "stratified LSS with reuse (SRS-LSS)"),
+    Method("kernelshap", "baselines.kernelshap:KernelSHAP", "KernelSHAP (Covert-Lee closed form)"),
+    Method("unbiased-kernelshap", "baselines.kernelshap:UnbiasedKernelSHAP", "unbiased KernelSHAP"),
+    Method("leverage-shap", "baselines.leverage:LeverageSHAP", "Leverage SHAP"),
+    Method("regression-msr", "baselines.msr:RegressionMSR", "regression-adjusted MSR"),
+)
+
+NAMES: tuple[str, ...] = tuple(m.name for m in METHODS)
 # "shapiq:<Approximator>" names one of shapiq's approximators (baselines.shapiq_methods; the
 # optional extra shapleig[shapiq]); not in NAMES because they exist only where shapiq is installed.
 SHAPIQ_PREFIX = "shapiq:"
 
 
+def _build_shapiq(approximator: str, options: dict[str, Any]) -> Any:
+    from baselines.shapiq_methods import ShapiqMethod
+
+    return ShapiqMethod(approximator, options=options)
+
+
+def _shapiq_members() -> list[str]:
+    try:
+        from baselines.shapiq_methods import shapiq_approximators
+
+        return list(shapiq_approximators())
+    except ImportError:
+        return []
+
+
+def register_methods() -> None:
+    """Register the baselines and the ``shapiq:`` family (the ``shapleig.methods`` entry point)."""
+    for method in METHODS:
+        registry.register(method)
+    registry.register_prefix(Prefix(SHAPIQ_PREFIX, _build_shapiq,
+                                    "shapiq's approximators, with the extra shapleig[shapiq]", _shapiq_members))
+
+
 def estimator_class(name: str) -> type:
-    """The class registered under ``name``; unknown names raise ``ValueError`` listing NAMES."""
-    if name not in _REGISTRY:
+    """The class registered under baseline ``name``; unknown names raise ``ValueError`` listing NAMES."""
+    if name not in NAMES:
         raise ValueError(f"unknown baseline {name!r}; choose one of: {', '.join(NAMES)}")
-    module, cls = _REGISTRY[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return registry.get(name).estimator_class()
 
 
 def get(name: str, **options: Any):
@@ -46,11 +76,8 @@ def get(name: str, **options: Any):
     ``shapiq:<Approximator>`` builds :class:`baselines.shapiq_methods.ShapiqMethod`; without
     shapiq that raises ``ImportError`` naming the extra ``shapleig[shapiq]``.
     """
-    if name.startswith(SHAPIQ_PREFIX):
-        from baselines.shapiq_methods import ShapiqMethod
-
-        return ShapiqMethod(name[len(SHAPIQ_PREFIX):], options=options)
-    return estimator_class(name)(**options)
+    register_methods()  # also when the package is used from a checkout without its entry points
+    return registry.build(name, **options)
 
 
-__all__ = ["NAMES", "SHAPIQ_PREFIX", "estimator_class", "get"]
+__all__ = ["METHODS", "NAMES", "SHAPIQ_PREFIX", "estimator_class", "get", "register_methods"]

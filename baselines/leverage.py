@@ -32,9 +32,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from shapleig.games.coalitions import all_coalitions, coalition_keys
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.coalitions import all_coalitions, coalition_keys
 from shapleig.runs.budget import BudgetedGame
 
 from .sampling import random_subsets_containing, uniform_subsets_of_size

@@ -29,9 +29,9 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from shapleig.games.coalitions import random_subsets
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.coalitions import random_subsets
 from shapleig.runs.budget import BudgetedGame
 
 from .sampling import (

@@ -32,9 +32,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from shapleig.games.coalitions import all_coalitions, coalition_keys, sample_paired_uniform_size
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.coalitions import (
+    all_coalitions,
+    coalition_keys,
+    sample_paired_uniform_size,
+)
 from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import spawn_generators, spawn_seeds
 
@@ -100,7 +104,9 @@ class RegressionMSR(BaseEstimator):
         return "the empty and grand coalitions plus one complementary pair"
 
     def _surrogate(self, seed: int):
-        from lightgbm import LGBMRegressor  # imported here: only this estimator needs LightGBM
+        from lightgbm import (
+            LGBMRegressor,  # imported here: only this estimator needs LightGBM
+        )
 
         params = {**DEFAULT_LGBM_PARAMS, **(self.lgbm_params or {})}
         params.update(deterministic=True, force_row_wise=True, n_jobs=1, random_state=seed, verbose=-1)

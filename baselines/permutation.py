@@ -13,14 +13,13 @@ rare), or until every coalition is evaluated.
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from shapleig.games.coalitions import all_coalitions
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
-from shapleig.runs.budget import BudgetedGame
+from shapleig.games.coalitions import all_coalitions
 from shapleig.games.exact import shapley_from_table
+from shapleig.runs.budget import BudgetedGame
 
 from .sampling import draw_within_budget
 

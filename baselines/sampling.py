@@ -25,8 +25,8 @@ from typing import Callable
 import numpy as np
 from scipy.special import gammaln
 
-from shapleig.games.coalitions import coalition_keys, random_subsets
 from shapleig.errors import CoalitionError
+from shapleig.games.coalitions import coalition_keys, random_subsets
 from shapleig.runs.budget import BudgetedGame
 
 SIZE_KINDS = ("uniform", "kernel")

@@ -31,7 +31,7 @@ _MAX_RANDOM_STATE = 2**31
 def shapiq_approximators() -> dict[str, type]:
     """Name -> class of every usable shapiq Shapley-value approximator (placeholders of missing
     shapiq extras left out). Raises ``ImportError`` naming ``shapleig[shapiq]`` without shapiq."""
-    import shapleig.interop.shapiq_bridge  # noqa: F401  (raises the ImportError that names the extra)
+    import shapleig.interop.shapiq_bridge  # noqa: F401  (first: raises the ImportError that names the extra)
     from shapiq.approximator import SV_APPROXIMATORS
 
     return {cls.__name__: cls for cls in SV_APPROXIMATORS if not hasattr(cls, "_import_error")}
@@ -72,7 +72,10 @@ class ShapiqMethod(BaseEstimator):
         return cls(n=n_players, random_state=shapiq_random_state(seed), **kwargs)
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
-        from shapleig.interop.shapiq_bridge import SHAPIQ_VERSION, from_interaction_values
+        from shapleig.interop.shapiq_bridge import (
+            SHAPIQ_VERSION,
+            from_interaction_values,
+        )
 
         approx = self.build(game.n_players, seed)
         iv = approx.approximate(budget=game.remaining, game=game)

@@ -24,11 +24,11 @@ import math
 
 import numpy as np
 
-from shapleig.games.coalitions import all_coalitions, coalition_keys, random_subsets
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
-from shapleig.runs.budget import BudgetedGame
+from shapleig.games.coalitions import all_coalitions, coalition_keys, random_subsets
 from shapleig.games.exact import shapley_from_table
+from shapleig.runs.budget import BudgetedGame
 
 from .permutation import TRACE_POINTS, checkpoints, full_table_size
 from .sampling import draw_within_budget, enumerate_layer

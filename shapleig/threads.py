@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Callable, Iterator
-
-import torch
 
 _THREADPOOL_CONTROLLER = None
 
@@ -40,13 +39,15 @@ def compute_threads(n_threads: int | None = 1) -> Iterator[None]:
         yield
         return
     threadpool_limits = _threadpool_limiter()
-
-    old = torch.get_num_threads()
-    if old != n_threads:
+    # torch is limited only when something already loaded it (the gpytorch engine, the botorch
+    # faces): the default numpy path never imports it
+    torch = sys.modules.get("torch")
+    old = torch.get_num_threads() if torch is not None else None
+    if torch is not None and old != n_threads:
         torch.set_num_threads(int(n_threads))
     try:
         with threadpool_limits(limits=int(n_threads)):
             yield
     finally:
-        if torch.get_num_threads() != old:
+        if torch is not None and torch.get_num_threads() != old:
             torch.set_num_threads(old)

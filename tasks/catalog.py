@@ -184,9 +184,7 @@ def describe_table_search() -> list[str]:
 
 def suite_files(suite: str, folder: Path | None = None) -> list[Any]:
     """The tables (``TableSpec``) of a named suite in seed order; ``ValueError`` if missing."""
-    from tasks.tables import discover_tables
-
-    from tasks.tables import TABLES_HINT, searched_text
+    from tasks.tables import TABLES_HINT, discover_tables, searched_text
 
     sub, prefix, _ = TABLE_SUITES[suite]
     root = Path(folder) if folder is not None else tables_dir()

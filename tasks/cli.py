@@ -64,12 +64,12 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    from tasks.methods import DESCRIPTIONS, method_names, shapiq_method_names
+    from tasks.methods import describe, method_names, shapiq_method_names
 
     names = method_names()
     width = max(len(n) for n in names)
     for n in names:
-        print(f"{n:<{width}}  {DESCRIPTIONS.get(n, '')}")
+        print(f"{n:<{width}}  {describe(n)}")
     shapiq_names = shapiq_method_names()
     print("\nshapiq:<Approximator>  shapiq's Shapley-value approximators, options as shapiq:NAME:key=value: "
           + (", ".join(shapiq_names) if shapiq_names else "not available (pip install 'shapleig[shapiq]', Python >= 3.12)"))
@@ -328,7 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(p)
     p.set_defaults(func=cmd_hpi)
 
-    from tasks.explain_cli import add_explain_parser  # imports this module: registered last
+    from tasks.explain_cli import (
+        add_explain_parser,  # imports this module: registered last
+    )
 
     add_explain_parser(sub)
     return parser

@@ -135,7 +135,7 @@ def add_explain_parser(sub: Any) -> None:
     p.add_argument("--budget", type=int, default=None, help="coalitions to evaluate (default min(2^d, 8d))")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--method", default="shapleig",
-                   help="shapleig, shapleig-uncertainty, shapleig-random, shapleig-leverage or exact")
+                   help="any method of `shapleig methods` (default shapleig), e.g. exact, kernelshap")
     p.add_argument("--background", type=int, default=100, help="background rows sampled from the data (100)")
     p.add_argument("--background-data", default=None, help="sample the background from this file instead")
     p.add_argument("--drop", nargs="+", default=None, help="columns that are not features (e.g. the target)")

@@ -30,7 +30,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from tasks.ml import DATASET_TASK, DATASETS, _score, cv_folds, lightgbm_model, load_dataset
+from tasks.ml import (
+    DATASET_TASK,
+    DATASETS,
+    _score,
+    cv_folds,
+    lightgbm_model,
+    load_dataset,
+)
 
 MODEL_FAMILIES = ("lightgbm", "random_forest")
 QUICK = dict(dataset="diabetes", hyperparameters=("learning_rate", "n_estimators", "num_leaves", "subsample"),
@@ -386,8 +393,16 @@ def prepare_study(
     of interest and ``ensemble`` the other tuners.
     """
     from shapleig.games.game import check_budget
-    from shapleig.hpo import (STUDIES, AblationGame, HPSpace, OptimizerBiasGame, SensitivityGame,
-                              TunabilityGame, load_space, make_tuner)
+    from shapleig.hpo import (
+        STUDIES,
+        AblationGame,
+        HPSpace,
+        OptimizerBiasGame,
+        SensitivityGame,
+        TunabilityGame,
+        load_space,
+        make_tuner,
+    )
     from tasks.harness import parse_budgets, resolve_budget
     from tasks.methods import parse_method
 

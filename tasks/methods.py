@@ -1,4 +1,7 @@
-"""Method names -> estimator factories: the baselines registry plus the three ShaplEIG GP arms.
+"""Method specifications for the harness and the CLI: ``name:key=value`` strings over the one registry.
+
+Names, descriptions and the anytime flag come from :mod:`shapleig.registry` (the GP arms and
+``exact`` of the core, the baselines and ``shapiq:<Approximator>`` of the ``baselines`` package).
 
 A method is written ``name`` or ``name:key=value,key=value`` (e.g. ``shapleig:refit=decaying``).
 Values are parsed as ``int``, ``float``, ``true``/``false``, ``none`` or left as strings. The GP
@@ -15,54 +18,27 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 import baselines
+from shapleig import registry
 
-# GP arm name -> ShaplEIG acquisition; these arms return an anytime ``trace``.
-GP_ARMS: dict[str, str] = {
-    "shapleig": "eig",
-    "shapleig-published": "eig",
-    "shapleig-uncertainty": "uncertainty",
-    "shapleig-random": "random",
-}
-# GP arms that start from a named configuration instead of ShaplEIG's defaults.
-GP_PRESETS = {"shapleig-published": "published"}
-# The GP+Leverage arm: a one-shot fit per budget (shapleig.GPLeverage), so not in GP_ARMS.
+# Views of the one registry (shapleig.registry): the design-loop arms (anytime, they share the
+# loop's options) and the GP+Leverage arm (a one-shot fit per budget).
+GP_ARMS: tuple[str, ...] = tuple(registry.names(family="design-loop"))
 GP_LEVERAGE = "shapleig-leverage"
-
-DESCRIPTIONS: dict[str, str] = {
-    "shapleig": "ShaplEIG: GP surrogate (shared + ARD kernels averaged by evidence), Shapley EIG (anytime)",
-    "shapleig-published": "ShaplEIG as published (ICML 2026): ARD kernel, uncalibrated MAP posterior (anytime)",
-    "shapleig-uncertainty": "GP arm: acquire argmax posterior variance of f (anytime)",
-    "shapleig-random": "GP arm: acquire a uniform pick from the pool (anytime)",
-    "shapleig-leverage": "GP arm: one fit on a fresh paired uniform-size (leverage) sample per budget",
-    "permutation": "ApproShapley permutation sampling",
-    "owen": "Owen sampling (multilinear extension)",
-    "owen-halved": "Halved Owen sampling (antithetic complements)",
-    "svarm": "SVARM",
-    "stratified-svarm": "Stratified SVARM",
-    "svarm-plus": "S-SVARM+ (uniform sizes, without replacement)",
-    "lss": "least-squares sampling (LSS)",
-    "s-lss": "stratified LSS",
-    "srs-lss": "stratified LSS with reuse (SRS-LSS)",
-    "kernelshap": "KernelSHAP (Covert-Lee closed form)",
-    "unbiased-kernelshap": "unbiased KernelSHAP",
-    "leverage-shap": "Leverage SHAP",
-    "regression-msr": "regression-adjusted MSR",
-}
 
 
 def method_names() -> list[str]:
-    """Every method name: the GP arms first, then the baselines registry."""
-    return list(GP_ARMS) + [GP_LEVERAGE] + [n for n in baselines.NAMES if n not in GP_ARMS]
+    """Every method name the harness runs: the registry's, ``exact`` aside (it needs budget 2^p)."""
+    return [n for n in registry.names() if n != "exact"]
+
+
+def describe(name: str) -> str:
+    """The registry's one-line description of ``name``."""
+    return registry.description(name)
 
 
 def shapiq_method_names() -> list[str]:
     """``shapiq:<Approximator>`` for each of shapiq's Shapley-value approximators; [] without shapiq."""
-    try:
-        from baselines.shapiq_methods import shapiq_approximators
-
-        return [baselines.SHAPIQ_PREFIX + n for n in shapiq_approximators()]
-    except ImportError:
-        return []
+    return [prefix.prefix + member for prefix in registry.prefixes().values() for member in prefix.members()]
 
 
 def split_method(text: str) -> tuple[str, str]:
@@ -134,15 +110,7 @@ class MethodSpec:
         try:
             if self.factory is not None:
                 return self.factory(**self.options)
-            if self.name in GP_ARMS:
-                return _build_gp_arm(self.name, self.options)
-            if self.name == GP_LEVERAGE:
-                from shapleig import GPLeverage  # torch loads here, only when a GP arm is used
-
-                return GPLeverage(**self.options)
-            if self.name not in baselines.NAMES and not self.name.startswith(baselines.SHAPIQ_PREFIX):
-                raise ValueError(unknown_method_message(self.name))
-            return baselines.get(self.name, **self.options)
+            return registry.build(self.name, **self.options)
         except TypeError as exc:
             raise ValueError(f"method {self.label!r}: bad options {self.options}: {exc}") from exc
         except ImportError as exc:  # shapiq:<...> without the shapiq extra
@@ -151,33 +119,15 @@ class MethodSpec:
     def is_anytime(self, estimator: Any = None) -> bool:
         if self.anytime is not None:
             return self.anytime
-        if self.name in GP_ARMS:
-            return True
-        return bool(getattr(estimator, "anytime", False))
+        return registry.is_anytime(self.name, estimator)
 
     def with_options(self, **options: Any) -> "MethodSpec":
         merged = {**self.options, **options}
         return MethodSpec(self.name, merged, self.factory, self.anytime)
 
 
-def _build_gp_arm(name: str, options: Mapping[str, Any]) -> Any:
-    from shapleig import ShaplEIG  # torch loads here, only when a GP arm is used
-
-    acquisition = GP_ARMS[name]
-    if "acquisition" in options and options["acquisition"] != acquisition:
-        raise ValueError(
-            f"method {name!r} fixes acquisition={acquisition!r}; got acquisition="
-            f"{options['acquisition']!r} (use the arm named for that acquisition instead)"
-        )
-    opts = {k: v for k, v in options.items() if k != "acquisition"}
-    if name in GP_PRESETS:
-        return getattr(ShaplEIG, GP_PRESETS[name])(acquisition=acquisition, **opts)
-    return ShaplEIG(acquisition=acquisition, **opts)
-
-
 def unknown_method_message(name: str) -> str:
-    return (f"unknown method {name!r}; known methods: {', '.join(method_names())}, "
-            f"and shapiq:<Approximator> (shapiq's methods, with the extra shapleig[shapiq])")
+    return registry.unknown_method_message(name)
 
 
 def parse_method(text: str | MethodSpec) -> MethodSpec:
@@ -185,9 +135,9 @@ def parse_method(text: str | MethodSpec) -> MethodSpec:
     if isinstance(text, MethodSpec):
         return text
     name, rest = split_method(text)
-    if name.startswith(baselines.SHAPIQ_PREFIX):
+    if registry.find_prefix(name) is not None:
         MethodSpec(name).build()  # names the missing extra or the unknown approximator
-    elif name not in method_names():
+    elif name not in registry.names():
         raise ValueError(unknown_method_message(name))
     return MethodSpec(name, parse_options(rest, where=f" in {text!r}"))
 
@@ -231,7 +181,7 @@ def resolve_methods(
 
 
 __all__ = [
-    "DESCRIPTIONS",
+    "describe",
     "GP_ARMS",
     "GP_LEVERAGE",
     "MethodSpec",

@@ -27,8 +27,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from shapleig.games.coalitions import all_coalitions, as_coalition_matrix
 from shapleig.errors import GameError
+from shapleig.games.coalitions import all_coalitions, as_coalition_matrix
+
 from .tables import TableGame, save_table
 
 DATASETS = ("diabetes", "breast_cancer", "wine", "digits")

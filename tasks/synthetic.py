@@ -12,10 +12,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from shapleig.games.coalitions import as_coalition_matrix
 from shapleig.errors import GameError
-from shapleig.games.game import check_n_players
+from shapleig.games.coalitions import as_coalition_matrix
 from shapleig.games.exact import shapley_weights
+from shapleig.games.game import check_n_players
 
 # Standard airport instance (Castro, Gomez & Tejada 2009): (cost level, number of players).
 STANDARD_AIRPORT_LEVELS: tuple[tuple[int, int], ...] = (

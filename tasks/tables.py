@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from shapleig.games.coalitions import as_coalition_matrix, to_bitmask
 from shapleig.errors import GameError
+from shapleig.games.coalitions import as_coalition_matrix, to_bitmask
 from shapleig.games.exact import shapley_from_bitorder
 
 REQUIRED_KEYS = ("values", "coalitions", "n_players")

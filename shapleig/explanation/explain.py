@@ -22,49 +22,28 @@ from typing import Any, Callable
 
 import numpy as np
 
-from shapleig.errors import BudgetError, GameError
+from shapleig import registry
+from shapleig.errors import GameError
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
-from shapleig.games.exact import MAX_ENUMERATION_PLAYERS, exact_shapley
 from shapleig.games.game import check_budget
 from shapleig.runs.budget import BudgetedGame
 
-# The GP arms of the core that ``explain(method=...)`` accepts by name (baselines are passed as objects).
-_CORE_METHODS = ("shapleig", "shapleig-uncertainty", "shapleig-random", "shapleig-leverage", "exact")
 
-
-
-
-
-
-
-
-
-
-
-
-def resolve_method(method: Any) -> Any:
-    """An estimator from a core method name (``shapleig``, ``shapleig-random``, ...) or an object
-    with ``estimate(game, budget, seed=...)`` (e.g. ``baselines.get("kernelshap")``)."""
+def resolve_method(method: Any, **options: Any) -> Any:
+    """An estimator from a registered method name (``"shapleig"``, ``"kernelshap"``,
+    ``"shapiq:KernelSHAP"``, ``"exact"``, ... with ``options``) or an object with
+    ``estimate(game, budget, seed=...)``, returned as it is."""
     if hasattr(method, "estimate"):
+        if options:
+            raise ValueError("method options are for a method given by name; configure the estimator object instead")
         return method
-    if method == "exact":
-        return "exact"
-    from shapleig.design.estimators import (  # torch loads here, on first use
-        GPLeverage,
-        ShaplEIG,
-    )
-
-    if method == "shapleig":
-        return ShaplEIG()
-    if method in ("shapleig-uncertainty", "shapleig-random"):
-        return ShaplEIG(acquisition=method.split("-", 1)[1])
-    if method == "shapleig-leverage":
-        return GPLeverage()
-    raise GameError(
-        f"unknown method {method!r}: use one of {', '.join(_CORE_METHODS)} or pass an estimator "
-        "object (e.g. baselines.get('kernelshap'))"
-    )
+    if not isinstance(method, str):
+        raise GameError(f"method must be a name or an estimator object, got {type(method).__name__}")
+    try:
+        return registry.build(method, **options)
+    except ValueError as exc:
+        raise GameError(str(exc)) from None
 
 
 def condition_on_total(est: ShapleyEstimate, total: float) -> float:
@@ -120,9 +99,9 @@ def explain(
     x:          the explained row, ``[d]`` (array, Series or one-row DataFrame).
     budget:     distinct coalitions evaluated (empty and grand included); default ``min(2^d, 8d)``
                 (``2^d`` for ``"exact"``); capped at ``2^d``.
-    method:     ``"shapleig"`` (default), ``"shapleig-uncertainty"``, ``"shapleig-random"``,
-                ``"shapleig-leverage"``, ``"exact"`` (all ``2^d`` coalitions, d <= 20), or any
-                estimator object such as ``baselines.get("kernelshap")``.
+    method:     a registered method name (:mod:`shapleig.registry`: ``"shapleig"`` (default), the
+                GP arms, ``"exact"`` (all ``2^d`` coalitions, d <= 20), the baselines such as
+                ``"kernelshap"``, ``"shapiq:<Approximator>"``), or any estimator object.
 
     Returns a :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d]) sum to
     ``f(x) - baseline`` (exactly, see :func:`condition_on_total`), ``baseline`` is the mean
@@ -136,20 +115,12 @@ def explain(
     full = 1 << p if p < 63 else None
     estimator = resolve_method(method)
     if budget is None:
-        budget = full if estimator == "exact" or full is None else min(full, 8 * p)
+        budget = full if estimator.name == "exact" or full is None else min(full, 8 * p)
         budget = budget if budget is not None else 8 * p
     budget = check_budget(budget)
     if full is not None:
         budget = min(budget, full)
-    if estimator == "exact":
-        if p > MAX_ENUMERATION_PLAYERS:
-            raise BudgetError(f"method 'exact' enumerates 2^d coalitions; d = {p} > {MAX_ENUMERATION_PLAYERS}")
-        if budget < full:
-            raise BudgetError(f"method 'exact' needs budget >= 2^{p} = {full}, got {budget}")
-        est = ShapleyEstimate(values=exact_shapley(game), evaluations=full, budget=budget,
-                              std=np.zeros(p), covariance=np.zeros((p, p)), method="exact")
-    else:
-        est = estimator.estimate(BudgetedGame(game, budget), budget, seed=seed)
+    est = estimator.estimate(BudgetedGame(game, budget), budget, seed=seed)
     calls = game.calls
     # v(empty) and v(N): one more model call on 1 + n_bg rows (cheap next to any coalition batch)
     ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from scipy.special import gammaln
 
 from shapleig.errors import GameError
 from shapleig.games.coalitions import all_coalitions, as_coalition_matrix, to_bitmask
@@ -19,8 +20,8 @@ def shapley_weights(n_players: int) -> np.ndarray:
     The Shapley weight of a size-k coalition that excludes the player.
     """
     p = n_players
-    k = np.arange(p, dtype=np.float64)
-    log_binom = gammaln(p) - gammaln(k + 1) - gammaln(p - k)
+    # log C(p-1, k) by lgamma (scipy stays out of `import shapleig`)
+    log_binom = np.array([math.lgamma(p) - math.lgamma(j + 1) - math.lgamma(p - j) for j in range(p)])
     w = np.zeros(p + 1)
     w[:p] = np.exp(-np.log(p) - log_binom)
     return w

@@ -1,0 +1,190 @@
+"""The one method registry: names -> estimators, with a description and an anytime flag.
+
+The harness, the command line and :func:`shapleig.explain` all resolve methods here. The core
+registers its own methods (the GP arms and ``exact``); other packages register theirs through the
+``shapleig.methods`` entry-point group (a function taking no argument that calls :func:`register`),
+so the core never imports them. ``baselines`` registers the model-free estimators and the
+``shapiq:<Approximator>`` prefix this way.
+
+>>> from shapleig import registry
+>>> registry.get("shapleig-random").fixed
+{'acquisition': 'random'}
+>>> registry.build("shapleig-random").acquisition
+'random'
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Callable, Mapping
+
+ENTRY_POINT_GROUP = "shapleig.methods"
+
+
+@dataclass(frozen=True)
+class Method:
+    """A registered method.
+
+    Args:
+        name: the name users write (``"shapleig"``, ``"kernelshap"``).
+        target: ``"module:attribute"`` of the estimator class (imported on first build).
+        description: one line for listings.
+        anytime: one run at the largest budget yields every smaller budget through its ``trace``.
+        fixed: options the name fixes (a GP arm's acquisition); passing another value is an error.
+        preset: a classmethod of the class that builds the configuration (``"published"``).
+        family: ``"design-loop"`` (the ShaplEIG arms, which share the loop's options), ``"gp"``,
+            ``"exact"`` or ``"baseline"``.
+    """
+
+    name: str
+    target: str
+    description: str
+    anytime: bool = False
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    preset: str | None = None
+    family: str = "baseline"
+
+    def estimator_class(self) -> type:
+        module, attr = self.target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def build(self, **options: Any) -> Any:
+        """A fresh estimator with ``options``; an option contradicting ``fixed`` raises ``ValueError``."""
+        for key, value in self.fixed.items():
+            if key in options and options[key] != value:
+                raise ValueError(f"method {self.name!r} fixes {key}={value!r}; got {key}={options[key]!r} "
+                                 f"(use the method named for that {key} instead)")
+        cls = self.estimator_class()
+        factory = getattr(cls, self.preset) if self.preset else cls
+        return factory(**{**options, **self.fixed})
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """A family of methods named ``prefix + member`` (``shapiq:KernelSHAP``), built by ``builder``."""
+
+    prefix: str
+    builder: Callable[[str, dict[str, Any]], Any]
+    description: str
+    members: Callable[[], list[str]] = lambda: []
+
+
+_METHODS: dict[str, Method] = {}
+_PREFIXES: dict[str, Prefix] = {}
+_providers_loaded = False
+
+_CORE = (
+    Method("shapleig", "shapleig.design.estimators:ShaplEIG",
+           "ShaplEIG: GP surrogate (shared + ARD kernels averaged by evidence), Shapley EIG (anytime)",
+           anytime=True, fixed={"acquisition": "eig"}, family="design-loop"),
+    Method("shapleig-published", "shapleig.design.estimators:ShaplEIG",
+           "ShaplEIG as published (ICML 2026): ARD kernel, uncalibrated MAP posterior (anytime)",
+           anytime=True, fixed={"acquisition": "eig"}, preset="published", family="design-loop"),
+    Method("shapleig-uncertainty", "shapleig.design.estimators:ShaplEIG",
+           "GP arm: acquire argmax posterior variance of f (anytime)", anytime=True,
+           fixed={"acquisition": "uncertainty"}, family="design-loop"),
+    Method("shapleig-random", "shapleig.design.estimators:ShaplEIG",
+           "GP arm: acquire a uniform pick from the pool (anytime)", anytime=True, fixed={"acquisition": "random"},
+           family="design-loop"),
+    Method("shapleig-leverage", "shapleig.design.estimators:GPLeverage",
+           "GP arm: one fit on a fresh paired uniform-size (leverage) sample per budget", family="gp"),
+    Method("exact", "shapleig.estimation.exact:ExactShapley",
+           "exact values: every coalition evaluated (budget 2^p, p <= 20)", family="exact"),
+)
+
+
+def register(method: Method, *, replace: bool = False) -> None:
+    """Add ``method``; a name taken by another target raises ``ValueError`` unless ``replace``."""
+    old = _METHODS.get(method.name)
+    if old is not None and old != method and not replace:
+        raise ValueError(f"method name {method.name!r} is already registered ({old.target})")
+    _METHODS[method.name] = method
+
+
+def register_prefix(prefix: Prefix) -> None:
+    """Add a family of methods named ``prefix.prefix + member``."""
+    _PREFIXES[prefix.prefix] = prefix
+
+
+def _load_providers() -> None:
+    """Register the core's methods, then every installed provider's (entry points), once."""
+    global _providers_loaded
+    if _providers_loaded:
+        return
+    _providers_loaded = True
+    for method in _CORE:
+        register(method)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        ep.load()()
+
+
+def names(family: str | None = None) -> list[str]:
+    """Every registered method name (the core's first), or those of one ``family``; no prefix families."""
+    _load_providers()
+    return [n for n, m in _METHODS.items() if family is None or m.family == family]
+
+
+def prefixes() -> dict[str, Prefix]:
+    """The registered prefix families (``{"shapiq:": ...}``)."""
+    _load_providers()
+    return dict(_PREFIXES)
+
+
+def unknown_method_message(name: str) -> str:
+    families = ", ".join(f"{p.prefix}<name> ({p.description})" for p in prefixes().values())
+    return f"unknown method {name!r}; known methods: {', '.join(names())}" + (f", and {families}" if families else "")
+
+
+def get(name: str) -> Method:
+    """The :class:`Method` registered under ``name``; unknown names raise ``ValueError`` listing all."""
+    _load_providers()
+    if name not in _METHODS:
+        raise ValueError(unknown_method_message(name))
+    return _METHODS[name]
+
+
+def find_prefix(name: str) -> Prefix | None:
+    """The prefix family ``name`` belongs to, if any."""
+    for prefix in prefixes().values():
+        if name.startswith(prefix.prefix):
+            return prefix
+    return None
+
+
+def build(name: str, **options: Any) -> Any:
+    """A fresh estimator for ``name`` (a registered name or ``prefix + member``) with ``options``."""
+    family = find_prefix(name)
+    if family is not None:
+        return family.builder(name[len(family.prefix):], options)
+    return get(name).build(**options)
+
+
+def is_anytime(name: str, estimator: Any = None) -> bool:
+    """Whether one run's trace gives every smaller budget (prefix families: the estimator says)."""
+    if find_prefix(name) is None and name in names():
+        return get(name).anytime
+    return bool(getattr(estimator, "anytime", False))
+
+
+def description(name: str) -> str:
+    family = find_prefix(name)
+    return family.description if family is not None else get(name).description
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Method",
+    "Prefix",
+    "build",
+    "description",
+    "find_prefix",
+    "get",
+    "is_anytime",
+    "names",
+    "prefixes",
+    "register",
+    "register_prefix",
+    "unknown_method_message",
+]
