@@ -24,13 +24,13 @@ import numpy as np
 import scipy.linalg
 
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.coalitions import border_layers, coalitions_of_size
 from shapleig.runs.budget import BudgetedGame
 
 from .lss import DrawEstimator, evaluations_after_each_draw
 from .sampling import (
     coalition_probability,
     draw_within_budget,
-    enumerate_layer,
     interleave_complements,
     sample_coalitions,
     sample_kernel_size,
@@ -115,28 +115,6 @@ def combine_systems(
     return gram_enum + gram_draws * scale, b_enum + b_draws * scale
 
 
-def border_layers(n_players: int, room: int, size_probs: np.ndarray) -> list[int]:
-    """Sizes to enumerate, outermost first: layer ``s`` is taken while ``room * q_s >= C(p, s)``
-    (``q`` renormalised over the layers not yet taken, ``room`` reduced by each layer taken)."""
-    p = n_players
-    order = sorted(range(1, p), key=lambda s: (min(s, p - s), s))
-    active = np.asarray(size_probs, dtype=np.float64).copy()
-    taken: list[int] = []
-    for s in order:
-        mass = active.sum()
-        if mass <= 0:
-            break
-        c = math.comb(p, s)
-        # relative tolerance: at the innermost pair the test holds with equality
-        if room * active[s] / mass >= c * (1 - 1e-12) and c <= room:
-            taken.append(s)
-            room -= c
-            active[s] = 0.0
-        else:
-            break
-    return taken
-
-
 class KernelSHAP(DrawEstimator):
     """KernelSHAP, Covert-Lee closed form (the LSS paper's "KS"); consistent, efficient.
 
@@ -176,7 +154,7 @@ class KernelSHAP(DrawEstimator):
         b = np.zeros(p)
         n_enum = 0
         if layers:
-            z_enum = np.concatenate([enumerate_layer(p, s) for s in layers])
+            z_enum = np.concatenate([coalitions_of_size(p, s) for s in layers])
             v_enum = game(z_enum) - v0  # fits: the layers were chosen within the remaining budget
             gram, b = enumerated_system(z_enum, v_enum, q)
             n_enum = z_enum.shape[0]
@@ -286,7 +264,6 @@ class UnbiasedKernelSHAP(DrawEstimator):
 __all__ = [
     "KernelSHAP",
     "UnbiasedKernelSHAP",
-    "border_layers",
     "combine_systems",
     "constrained_solve",
     "enumerated_system",

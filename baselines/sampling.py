@@ -17,8 +17,6 @@ when the sampler's support is fully evaluated, or at a maximum number of draws.
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -128,26 +126,6 @@ def interleave_complements(coalitions: np.ndarray) -> np.ndarray:
     out = np.empty((2 * z.shape[0], z.shape[1]), dtype=bool)
     out[0::2] = z
     out[1::2] = ~z
-    return out
-
-
-def enumerate_layer(n_players: int, size: int) -> np.ndarray:
-    """All ``C(p, size)`` coalitions of one size, ``bool[C(p,size), p]`` in lexicographic order.
-
-    Meant for the border layers of KernelSHAP-type designs; refuses layers above 10^7 rows.
-    """
-    count = math.comb(n_players, size)
-    if count > 10_000_000:
-        raise CoalitionError(f"refusing to enumerate C({n_players}, {size}) = {count} coalitions")
-    out = np.zeros((count, n_players), dtype=bool)
-    if size == 0 or count == 0:
-        return out
-    idx = np.fromiter(
-        itertools.chain.from_iterable(itertools.combinations(range(n_players), size)),
-        dtype=np.int64,
-        count=count * size,
-    ).reshape(count, size)
-    out[np.arange(count)[:, None], idx] = True
     return out
 
 
@@ -286,7 +264,6 @@ __all__ = [
     "Draws",
     "coalition_probability",
     "draw_within_budget",
-    "enumerate_layer",
     "interleave_complements",
     "log_binom",
     "random_subsets_containing",

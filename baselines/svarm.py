@@ -26,12 +26,12 @@ import numpy as np
 
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
-from shapleig.games.coalitions import all_coalitions, coalition_keys, random_subsets
+from shapleig.games.coalitions import all_coalitions, coalition_keys, coalitions_of_size, random_subsets
 from shapleig.games.exact import shapley_from_table
 from shapleig.runs.budget import BudgetedGame
 
 from .permutation import TRACE_POINTS, checkpoints, full_table_size
-from .sampling import draw_within_budget, enumerate_layer
+from .sampling import draw_within_budget
 
 SIZE_LAWS = ("paper", "uniform")
 EMPTY_STRATA_RULES = ("warmup", "drop")
@@ -549,7 +549,7 @@ class _LayerSampler:
 
     def _from_list(self, s: int, k: int) -> np.ndarray:
         if s not in self._pool:
-            layer = enumerate_layer(self.p, s)
+            layer = coalitions_of_size(self.p, s)
             keys = coalition_keys(layer)
             mask = np.array([key not in self.seen for key in keys], dtype=bool)
             self._pool[s] = (layer[mask], [key for key, m in zip(keys, mask) if m])

@@ -22,24 +22,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from shapleig.errors import ShapleigError
+from tasks.cli_common import UsageError, print_frame
 
 DEMO_TASK = "hpi-diabetes-8"
 DEMO_QUICK_TASK = "hpi-diabetes-5"
 # four baselines that all run from 2p on (svarm-plus needs 44 evaluations at p = 8)
 DEMO_METHODS = ("shapleig", "permutation", "kernelshap", "leverage-shap", "regression-msr")
 DEMO_BUDGETS = ("2p", "4p", "6p", "8p")
-
-
-class UsageError(Exception):
-    """Bad input found before any evaluation: exit status 2."""
-
-
-def _print_frame(df: Any, title: str | None = None, stream: Any = None) -> None:
-    stream = stream or sys.stdout
-    if title:
-        print(title, file=stream)
-    print(df.to_string(float_format=lambda x: f"{x:.3g}"), file=stream)
-    print(file=stream)
 
 
 def _err(text: str) -> None:
@@ -123,12 +112,12 @@ def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Pa
                               progress=not args.quiet, errors="record" if args.keep_going else "raise",
                               log=None if args.quiet else _err)
     failed = df[df["error"].fillna("") != ""]
-    _print_frame(plots.mse_table(df), "mean MSE (rows: task group, method; columns: budget)")
+    print_frame(plots.mse_table(df), "mean MSE (rows: task group, method; columns: budget)")
     if df["task"].nunique() > 0 and df["method"].nunique() > 1:
-        _print_frame(plots.rank_table(df), "mean rank by MSE (1 = best), per budget")
+        print_frame(plots.rank_table(df), "mean rank by MSE (1 = best), per budget")
     largest = df[df["budget"] == df.groupby(["task", "method"])["budget"].transform("max")]
     timing = largest.groupby("method")[["evaluations", "wall_s", "selection_s"]].mean()
-    _print_frame(timing, "mean seconds per run at the largest budget (wall; of which method overhead)")
+    print_frame(timing, "mean seconds per run at the largest budget (wall; of which method overhead)")
     if len(failed):
         _err(f"{len(failed)} rows failed; first error: {failed['error'].iloc[0].splitlines()[0]}")
     print(f"wrote {out} ({len(df)} rows) in {time.perf_counter() - start:.1f} s")
@@ -159,8 +148,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if args.by not in df.columns:
         raise UsageError(f"--by {args.by!r}: the results have no such column; try group or task")
     plots.plot_mse(df, out, by=args.by, title=args.title)
-    _print_frame(plots.mse_table(df, by=args.by), "mean MSE")
-    _print_frame(plots.rank_table(df), "mean rank by MSE (1 = best), per budget")
+    print_frame(plots.mse_table(df, by=args.by), "mean MSE")
+    print_frame(plots.rank_table(df), "mean rank by MSE (1 = best), per budget")
     print(f"wrote {out}")
     return 0
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.cli import UsageError, _print_frame
+from tasks.cli_common import UsageError, print_frame
 
 MODEL_SUFFIXES = {".txt": "lightgbm", ".model": "lightgbm", ".joblib": "pickle", ".pkl": "pickle",
                   ".pickle": "pickle"}
@@ -118,7 +118,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     print(f"row {args.row}: prediction {est.info['prediction']:.6g} = baseline {est.baseline:.6g} "
           f"(mean over {len(background)} background rows) + sum of the values below")
     print(f"{est.method}, {est.evaluations} coalitions evaluated, {est.info['model_calls']} model calls")
-    _print_frame(table)
+    print_frame(table)
     if plot is not None:
         shapleig.plot_explanation(est, kind=args.kind, out=plot)
         print(f"wrote {plot}")

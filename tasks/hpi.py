@@ -33,10 +33,10 @@ import pandas as pd
 from tasks.ml import (
     DATASET_TASK,
     DATASETS,
-    _score,
     cv_folds,
     lightgbm_model,
     load_dataset,
+    score,
 )
 
 MODEL_FAMILIES = ("lightgbm", "random_forest")
@@ -221,7 +221,7 @@ class CVObjective:
                 pred = est.predict_proba(x[te])
             else:  # accuracy of hard predictions: one-hot "probabilities" of the predicted class
                 pred = (est.predict(x[te])[:, None] == classes[None, :]).astype(float)
-            scores.append(_score(self.metric, y[te], pred, classes))
+            scores.append(score(self.metric, y[te], pred, classes))
         return float(np.mean(scores))
 
     def params(self) -> dict[str, Any]:

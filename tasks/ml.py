@@ -101,7 +101,7 @@ def load_dataset(dataset: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(x, dtype=np.float64), np.asarray(y)
 
 
-def _score(metric: str, y_true: np.ndarray, pred: np.ndarray, classes: np.ndarray | None) -> float:
+def score(metric: str, y_true: np.ndarray, pred: np.ndarray, classes: np.ndarray | None) -> float:
     """Score (higher is better). ``pred``: values (r2), probabilities [n, K] (log-loss, accuracy)."""
     from sklearn.metrics import log_loss, r2_score
 
@@ -224,7 +224,7 @@ class MLGame:
             pred = model.predict(x_te)
         else:
             pred = model.predict_proba(x_te)
-        return _score(self.metric, y_te, pred, classes)
+        return score(self.metric, y_te, pred, classes)
 
     def _setup(self) -> None:
         raise NotImplementedError
@@ -474,7 +474,7 @@ class FeatureImportanceGame(MLGame):
         for tr, te in self._fold_idx:
             if not cols:  # no features: the constant predictor fitted on the training fold
                 pred = _constant_prediction(self.metric, y[tr], len(te), self._classes)
-                scores.append(_score(self.metric, y[te], pred, self._classes))
+                scores.append(score(self.metric, y[te], pred, self._classes))
             else:
                 scores.append(
                     self._fit_score({"n_estimators": self.n_estimators}, x[tr], y[tr], x[te], y[te], self._classes)
@@ -568,7 +568,7 @@ class DataValuationGame(MLGame):
             if self.metric == "accuracy":
                 return 1.0 / len(self._classes)  # uniform guessing (the argmax of a tie is not)
             pred = _constant_prediction(self.metric, None, len(self._test), self._classes)
-            return _score(self.metric, y_te, pred, self._classes)
+            return score(self.metric, y_te, pred, self._classes)
         return self._fit_score(
             {"n_estimators": self.n_estimators},
             self._x[rows], self._y[rows], self._x[self._test], y_te, self._classes,

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import baselines
-from shapleig.games.coalitions import coalition_keys, to_bitmask
 from shapleig.errors import BudgetError
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.coalitions import coalition_keys, to_bitmask
 
 
 class CountingGame:

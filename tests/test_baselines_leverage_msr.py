@@ -18,8 +18,8 @@ from baselines.leverage import LeverageSHAP, _unrank_lex, distinct_subsets_of_si
 from baselines.msr import RegressionMSR, msr_residual_shapley
 from baselines.treeshap import lightgbm_shapley_values
 from shapleig.games.coalitions import all_coalitions, coalition_keys, sample_paired_uniform_size, to_bitmask
-from shapleig.games.game import FunctionGame
 from shapleig.games.exact import exact_shapley, shapley_from_bitorder
+from shapleig.games.game import FunctionGame
 
 
 def table_game(p: int, seed: int) -> tuple[FunctionGame, np.ndarray]:

@@ -18,7 +18,6 @@ import baselines
 from baselines.kernelshap import (
     KernelSHAP,
     UnbiasedKernelSHAP,
-    border_layers,
     combine_systems,
     constrained_solve,
     enumerated_system,
@@ -40,7 +39,6 @@ from baselines.lss import (
 from baselines.sampling import (
     coalition_probability,
     draw_within_budget,
-    enumerate_layer,
     interleave_complements,
     random_subsets_containing,
     sample_kernel_size,
@@ -48,11 +46,11 @@ from baselines.sampling import (
     size_distribution,
     uniform_subsets_of_size,
 )
-from shapleig.games.coalitions import all_coalitions, coalition_keys
 from shapleig.errors import BudgetError
-from shapleig.runs.budget import BudgetedGame
-from shapleig.games.game import FunctionGame
+from shapleig.games.coalitions import all_coalitions, border_layers, coalition_keys, coalitions_of_size
 from shapleig.games.exact import exact_shapley, shapley_from_table
+from shapleig.games.game import FunctionGame
+from shapleig.runs.budget import BudgetedGame
 
 NAMES = ["lss", "s-lss", "srs-lss", "kernelshap", "unbiased-kernelshap"]
 UNBIASED = ["lss", "s-lss", "unbiased-kernelshap"]
@@ -112,7 +110,7 @@ def test_samplers_shapes_sizes_and_membership():
     assert z3[:, 0].mean() == pytest.approx(2 / 8, abs=0.02)
     pairs = interleave_complements(z[:5])
     assert (pairs[1::2] == ~z[:5]).all() and (pairs[0::2] == z[:5]).all()
-    layer = enumerate_layer(6, 2)
+    layer = coalitions_of_size(6, 2)
     assert layer.shape == (15, 6) and len(set(coalition_keys(layer))) == 15 and (layer.sum(axis=1) == 2).all()
 
 
@@ -213,8 +211,8 @@ def test_enumerated_plus_sampled_layers_weigh_like_the_kernel():
     game, table, phi = table_game(p, seed=8, offset=1.0)
     q = size_distribution(p, "kernel")
     bits = 1 << np.arange(p, dtype=np.int64)
-    z_enum = np.concatenate([enumerate_layer(p, s) for s in (1, 5, 2, 4)])
-    z_mid = enumerate_layer(p, 3)
+    z_enum = np.concatenate([coalitions_of_size(p, s) for s in (1, 5, 2, 4)])
+    z_mid = coalitions_of_size(p, 3)
     value = lambda z: table[z.astype(np.int64) @ bits] - table[0]  # noqa: E731
     gram_e, b_e = enumerated_system(z_enum, value(z_enum), q)
     zf = z_mid.astype(np.float64)

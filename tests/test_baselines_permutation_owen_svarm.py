@@ -25,10 +25,10 @@ from baselines.svarm import (
     svarm_size_laws,
     warmup_cost,
 )
-from shapleig.games.coalitions import all_coalitions, coalition_keys, to_bitmask
 from shapleig.errors import BudgetError, GameError
-from shapleig.games.game import FunctionGame
+from shapleig.games.coalitions import all_coalitions, coalition_keys, to_bitmask
 from shapleig.games.exact import exact_shapley, shapley_weights
+from shapleig.games.game import FunctionGame
 
 # Every estimator of this file, options included: (label, factory).
 ESTIMATORS = [

@@ -9,8 +9,22 @@ import numpy as np
 import pytest
 
 from shapleig import CoalitionError, FunctionGame, GameError, exact_shapley
-from shapleig.games.coalitions import all_coalitions, as_coalition_matrix, coalition_keys, from_bitmask, random_subsets, sample_paired_uniform_size, to_bitmask
-from shapleig.games.exact import shapley_from_bitorder, shapley_from_table, shapley_operator, shapley_weights, values_in_bitorder
+from shapleig.games.coalitions import (
+    all_coalitions,
+    as_coalition_matrix,
+    coalition_keys,
+    from_bitmask,
+    random_subsets,
+    sample_paired_uniform_size,
+    to_bitmask,
+)
+from shapleig.games.exact import (
+    shapley_from_bitorder,
+    shapley_from_table,
+    shapley_operator,
+    shapley_weights,
+    values_in_bitorder,
+)
 
 
 def brute_force_shapley(v: dict[frozenset, float], p: int) -> np.ndarray:

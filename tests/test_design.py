@@ -8,8 +8,16 @@ import math
 import numpy as np
 import pytest
 
+from shapleig.design.initial import (
+    border_sizes,
+    candidate_pool,
+    coalitions_of_size,
+    initial_design,
+    leverage_design,
+    size_order,
+    uniform_design,
+)
 from shapleig.games.coalitions import coalition_keys
-from shapleig.design.initial import border_sizes, candidate_pool, initial_design, leverage_design, size_layer, size_order, uniform_design
 
 
 def _keys(Z: np.ndarray) -> list[bytes]:
@@ -50,7 +58,7 @@ def test_uniform_design_and_names():
 def test_size_order_and_layers():
     assert size_order(6) == [0, 6, 1, 5, 2, 4, 3]
     assert size_order(5) == [0, 5, 1, 4, 2, 3]
-    layer = size_layer(5, 2)
+    layer = coalitions_of_size(5, 2)
     members = [tuple(np.flatnonzero(r)) for r in layer]
     assert members == list(itertools.combinations(range(5), 2))
 
@@ -70,7 +78,7 @@ def test_exhaustive_pool_order_and_exclusion():
     assert list(dict.fromkeys(sizes.tolist())) == [1, 5, 2, 4, 3]
     design_keys = set(_keys(design))
     for k in (1, 2, 3):
-        expected = [r for r in size_layer(p, k) if np.packbits(r).tobytes() not in design_keys]
+        expected = [r for r in coalitions_of_size(p, k) if np.packbits(r).tobytes() not in design_keys]
         np.testing.assert_array_equal(pool.W[sizes == k], np.array(expected))
 
 

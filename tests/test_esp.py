@@ -6,13 +6,20 @@ import itertools
 
 import numpy as np
 import pytest
+from _dense_reference import dense_kernel
 
 import shapleig.gp.esp as esp
 from shapleig.games.coalitions import all_coalitions
-from shapleig.gp.esp import hamming_kernel, kernel_factors, prior_shapley_covariance, prior_shapley_covariance_bivariate, shapley_kernel_columns, shapley_kernel_columns_integral, shapley_kernel_columns_reference
 from shapleig.games.exact import shapley_operator
-
-from _dense_reference import dense_kernel
+from shapleig.gp.esp import (
+    hamming_kernel,
+    kernel_factors,
+    prior_shapley_covariance,
+    prior_shapley_covariance_bivariate,
+    shapley_kernel_columns,
+    shapley_kernel_columns_integral,
+    shapley_kernel_columns_reference,
+)
 
 RTOL = 1e-9
 COLUMN_ROUTES = [shapley_kernel_columns, shapley_kernel_columns_reference, shapley_kernel_columns_integral]

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _dense_reference import dense_kernel
 
 import shapleig.gp.esp as esp
 from shapleig.games.coalitions import all_coalitions
-from shapleig.gp.esp import is_shared, prior_shapley_covariance, shapley_kernel_columns, shared_kernel_columns, shared_prior_shapley_covariance
 from shapleig.games.exact import shapley_operator
-
-from _dense_reference import dense_kernel
+from shapleig.gp.esp import (
+    is_shared,
+    prior_shapley_covariance,
+    shapley_kernel_columns,
+    shared_kernel_columns,
+    shared_prior_shapley_covariance,
+)
 
 
 def _general_columns(Z, ls, s):

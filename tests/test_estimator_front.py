@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import baselines
-from shapleig import BudgetError, BudgetedGame, EvaluationFailedError, FunctionGame
+from shapleig import BudgetedGame, BudgetError, EvaluationFailedError, FunctionGame
 
 
 def additive(z: np.ndarray) -> np.ndarray:

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from shapleig import BudgetedGame, EvaluationFailedError, EvaluationStore, ExecutorEvaluator, SerialEvaluator
-from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import NonFiniteValueError
+from shapleig.games.coalitions import all_coalitions
 from shapleig.runs.evaluators import EvaluationRecord, Evaluator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -15,8 +15,8 @@ import pytest
 
 import shapleig
 from shapleig import GameError, exact_shapley
-from shapleig.explanation.imputer import ImputerGame, model_predict
 from shapleig.explanation.explain import condition_on_total
+from shapleig.explanation.imputer import ImputerGame, model_predict
 
 lgb = pytest.importorskip("lightgbm")
 sklearn_datasets = pytest.importorskip("sklearn.datasets")

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from shapleig.gp.numpy_fit import MapProblem, fit_map_numpy, inverse_softplus, softplus
+from shapleig.gp.fitting import fit_hyperparameters
+from shapleig.gp.numpy_fit import MapProblem, inverse_softplus, softplus
 from shapleig.gp.posterior import Hyperparameters, standardize
 from shapleig.gp.torch_model import build_model
-from shapleig.gp.fitting import fit_hyperparameters
 
 
 def _archive(t: int, p: int, seed: int):

@@ -19,8 +19,8 @@ from shapleig import (
     FunctionGame,
     GameError,
 )
-from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import NonFiniteValueError
+from shapleig.games.coalitions import all_coalitions
 from shapleig.games.game import check_budget, check_game, check_game_values
 from shapleig.runs.budget import game_fingerprint
 

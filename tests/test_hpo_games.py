@@ -17,8 +17,14 @@ from ConfigSpace import Categorical, ConfigurationSpace, Float, Integer  # noqa:
 import shapleig  # noqa: E402
 from shapleig.errors import GameError  # noqa: E402
 from shapleig.hpo import (  # noqa: E402
-    AblationGame, HPSpace, OptimizerBiasGame, OptunaSearch, RandomSearch, SensitivityGame,
-    TunabilityGame, inner_seed,
+    AblationGame,
+    HPSpace,
+    OptimizerBiasGame,
+    OptunaSearch,
+    RandomSearch,
+    SensitivityGame,
+    TunabilityGame,
+    inner_seed,
 )
 
 WEIGHT = {"x": 0.0, "y": 0.5, "z": 0.2}

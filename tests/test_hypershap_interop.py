@@ -12,7 +12,12 @@ from hypershap import ExplanationTask, HyperSHAP  # noqa: E402
 
 import shapleig  # noqa: E402
 from shapleig.hpo import (  # noqa: E402
-    AblationGame, HyperSHAPGame, RandomSearch, SensitivityGame, TunabilityGame, hypershap_game,
+    AblationGame,
+    HyperSHAPGame,
+    RandomSearch,
+    SensitivityGame,
+    TunabilityGame,
+    hypershap_game,
 )
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from _dense_reference import dense_kernel
+
 from shapleig import ShaplEIG, exact_shapley
+from shapleig.design.loop import DesignLoop
 from shapleig.games.coalitions import all_coalitions, to_bitmask
+from shapleig.games.exact import shapley_operator
 from shapleig.games.game import FunctionGame
 from shapleig.gp.kernel_choice import bic_log_evidence, evidence_weights, fit_kernels, resolve_surrogate
-from shapleig.design.loop import DesignLoop
 from shapleig.gp.mixture import MixtureComponent, MixturePosterior, build_mixture, loo_calibration
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior, standardize
-from shapleig.games.exact import shapley_operator
 
 
 def _table_game(p: int, seed: int, smooth: bool = True) -> FunctionGame:

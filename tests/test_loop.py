@@ -7,15 +7,15 @@ import pytest
 import torch
 
 from shapleig import FunctionGame, exact_shapley
-from shapleig.interop.botorch_acquisition import PosteriorVariance, RandomSelection, ShapleyEIG
 from shapleig.design.acquisition import first_argmax, select
-from shapleig.games.coalitions import all_coalitions, coalition_keys, to_bitmask
-from shapleig.errors import BudgetError, CoalitionError, GameError
-from shapleig.runs.budget import BudgetedGame
-from shapleig.design.loop import DesignLoop
 from shapleig.design.estimators import ShaplEIG
+from shapleig.design.loop import DesignLoop
+from shapleig.errors import BudgetError, CoalitionError, GameError
+from shapleig.games.coalitions import all_coalitions, coalition_keys, to_bitmask
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
 from shapleig.gp.torch_model import build_model
+from shapleig.interop.botorch_acquisition import PosteriorVariance, RandomSelection, ShapleyEIG
+from shapleig.runs.budget import BudgetedGame
 
 
 class TableGame:
@@ -193,12 +193,12 @@ def test_ties_go_to_pool_order():
 def test_eig_picks_extremes_first_with_frozen_equal_lengthscales():
     # docs/math.md §11/§12.8: p = 8, b = 0.857, empty archive -> {0, 8}, then 16 extremes in
     # complement pairs, then size-4 coalitions
-    from shapleig.design.initial import size_layer, size_order
+    from shapleig.design.initial import coalitions_of_size, size_order
 
     p, b = 8, 0.857
     h = Hyperparameters(np.full(p, -1.0 / (p * np.log(b))), 1.0, 1e-6, 0.0)
     post = ShapleyPosterior(h, np.zeros((0, p), dtype=bool), np.zeros(0))
-    W = np.concatenate([size_layer(p, k) for k in size_order(p)])
+    W = np.concatenate([coalitions_of_size(p, k) for k in size_order(p)])
     picks = W[select("eig", post.candidates(W), 22)]
     sizes = picks.sum(axis=1)
     assert sorted(sizes[:2]) == [0, 8]

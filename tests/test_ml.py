@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
+import tasks.ml as ml
 from shapleig.errors import GameError
 from shapleig.games.exact import exact_shapley
-import tasks.ml as ml
 from tasks.ml import (
     DataValuationGame,
     FeatureImportanceGame,

@@ -6,12 +6,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from _dense_reference import dense_kernel
 
 from shapleig.games.coalitions import all_coalitions
-from shapleig.gp.posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, cholesky_with_jitter, standardize
 from shapleig.games.exact import shapley_from_bitorder, shapley_operator
-
-from _dense_reference import dense_kernel
+from shapleig.gp.posterior import (
+    CandidatePosterior,
+    Hyperparameters,
+    ShapleyPosterior,
+    cholesky_with_jitter,
+    standardize,
+)
 
 RTOL = 1e-9
 FAST_CASES = [(2, 0, 1e-6), (3, 0, 1e-3), (5, 0, 1e-6), (7, 0, 1e-3), (10, 0, 1e-6)]

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from scipy.linalg import solve_triangular
 
-from shapleig.gp.esp import hamming_kernel
-from shapleig.games.game import FunctionGame
-from shapleig.design.loop import DesignLoop
 from shapleig.design.estimators import ShaplEIG
-from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior, standardize
+from shapleig.design.loop import DesignLoop
 from shapleig.design.refit import AdaptiveRefit, refit_schedule
+from shapleig.games.game import FunctionGame
+from shapleig.gp.esp import hamming_kernel
+from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior, standardize
 
 
 def _game(p: int = 7) -> FunctionGame:

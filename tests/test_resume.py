@@ -99,10 +99,10 @@ def test_loop_stops_on_a_failing_coalition_and_resumes_after_the_fix(tmp_path, m
     """A game that keeps failing (raising, or returning NaN) on the 11th coalition the loop asks
     for: the loop stops with EvaluationFailedError naming it, the 10 values before are in the
     store; rerun with the game repaired, it finishes like a run that never failed."""
+    from _games_for_parallel import FailingGame
+
     from shapleig import DesignLoop, EvaluationFailedError
     from shapleig.games.coalitions import format_coalition
-
-    from _games_for_parallel import FailingGame
 
     reference_loop = DesignLoop(QuadraticGame(P, seed=7), BUDGET, **QUICK)
     reference = reference_loop.run()
@@ -127,9 +127,9 @@ def test_loop_stops_on_a_failing_coalition_and_resumes_after_the_fix(tmp_path, m
 def test_retries_configured_through_the_evaluator_reach_the_loop(tmp_path):
     """DesignLoop takes ``evaluator=``; an evaluator's own max_retries lets a loop survive a
     coalition (here the grand one, always in the design) that fails 3 times."""
-    from shapleig import DesignLoop, EvaluationFailedError, SerialEvaluator
-
     from _games_for_parallel import FailingGame
+
+    from shapleig import DesignLoop, EvaluationFailedError, SerialEvaluator
 
     def game():
         return FailingGame(P, bad=["1" * P], mode="raise", failures=3, seed=7, log_path=str(log))

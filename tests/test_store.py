@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from shapleig import BudgetedGame, EvaluationFailedError, EvaluationStore, FunctionGame
-from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import StoreMismatchError
+from shapleig.games.coalitions import all_coalitions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _games_for_parallel import FailingGame, QuadraticGame, read_log  # noqa: E402

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from shapleig import BudgetedGame, EvaluationStore, ShaplEIG
-from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import StoreBusyError
+from shapleig.games.coalitions import all_coalitions
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from shapleig import BudgetedGame, DesignLoop, EvaluationStore
-from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import StoreError
+from shapleig.games.coalitions import all_coalitions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _games_for_parallel import QuadraticGame, read_log  # noqa: E402

@@ -20,8 +20,8 @@ import pytest
 
 from shapleig import BudgetedGame, EvaluationStore, FunctionGame, ShaplEIG
 from shapleig.errors import GameError, StoreError, StoreMismatchError
-from shapleig.runs.budget import game_fingerprint
 from shapleig.games.identity import game_identity
+from shapleig.runs.budget import game_fingerprint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _games_for_parallel import QuadraticGame  # noqa: E402
@@ -211,9 +211,8 @@ class _Payload:
 
 
 def test_a_table_rewritten_in_place_is_another_game(tmp_path):
-    from tasks.tables import TableGame, save_table
-
     from shapleig.games.coalitions import all_coalitions
+    from tasks.tables import TableGame, save_table
 
     Z = all_coalitions(3)
     path = tmp_path / "t.npz"

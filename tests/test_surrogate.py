@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
+from shapleig.design.refit import REFIT_SCHEDULES, refit_schedule
 from shapleig.games.coalitions import all_coalitions
 from shapleig.gp.esp import hamming_kernel
-from shapleig.gp.posterior import Hyperparameters
-from shapleig.design.refit import REFIT_SCHEDULES, refit_schedule
-from shapleig.gp.torch_model import build_model, model_hyperparameters
 from shapleig.gp.fitting import fit_hyperparameters
+from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import initial_lengthscale, lengthscale_prior_params, standardized_noise
+from shapleig.gp.torch_model import build_model, model_hyperparameters
 
 
 def _archive(p: int = 5, t: int = 14, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shapleig.games.coalitions import all_coalitions
 from shapleig.errors import GameError
+from shapleig.games.coalitions import all_coalitions
 from shapleig.games.exact import exact_shapley, shapley_from_table
 from tasks.synthetic import SumOfUnanimityGame
 from tasks.tables import TableGame, default_tables_dir, discover_tables, save_table, size_major_order

@@ -10,14 +10,12 @@ a sample of ``pool_size`` from the same paired sampler with the border trick, ex
 
 from __future__ import annotations
 
-import itertools
-import math
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from shapleig.games.coalitions import coalition_keys, sample_paired_uniform_size
+from shapleig.games.coalitions import border_layers, coalition_keys, coalitions_of_size, sample_paired_uniform_size
 
 INITIAL_DESIGNS = ("leverage", "uniform")
 DEFAULT_POOL_SIZE = 1024
@@ -79,37 +77,17 @@ def size_order(n_players: int) -> list[int]:
     return sorted(range(p + 1), key=lambda k: (-abs(2 * k - p), k))
 
 
-def size_layer(n_players: int, size: int) -> np.ndarray:
-    """All coalitions of one size, ``bool[C(p, size), p]``, lexicographic in their member lists."""
-    p = n_players
-    combos = list(itertools.combinations(range(p), size))
-    out = np.zeros((len(combos), p), dtype=bool)
-    for r, members in enumerate(combos):
-        out[r, list(members)] = True
-    return out
-
-
 def border_sizes(n_players: int, n_samples: int) -> list[int]:
     """Sizes that the border trick enumerates for ``n_samples`` proper coalitions (sizes 1..p-1).
 
-    Iterative: while some remaining size k has expected count ``n / (#remaining sizes) >= C(p, k)``
-    under uniform size weights, enumerate all such layers, take their coalitions off ``n`` and
-    repeat. Returned in :func:`size_order` order.
+    :func:`~shapleig.games.coalitions.border_layers` under uniform size weights: outer layers are
+    taken while their expected count reaches their size ``C(p, k)``. Returned in :func:`size_order` order.
     """
     p = n_players
-    remaining = list(range(1, p))
-    chosen: list[int] = []
-    n = float(n_samples)
-    while remaining:
-        per_size = n / len(remaining)
-        full = [k for k in remaining if per_size >= math.comb(p, k)]
-        if not full:
-            break
-        chosen.extend(full)
-        n -= sum(math.comb(p, k) for k in full)
-        remaining = [k for k in remaining if k not in full]
+    uniform = np.zeros(p + 1)
+    uniform[1:p] = 1.0
     order = size_order(p)
-    return sorted(chosen, key=order.index)
+    return sorted(border_layers(p, n_samples, uniform), key=order.index)
 
 
 @dataclass(frozen=True)
@@ -133,7 +111,7 @@ def _layers_excluding(n_players: int, sizes: list[int], exclude: set[bytes]) -> 
     p = n_players
     blocks = []
     for k in sizes:
-        layer = size_layer(p, k)
+        layer = coalitions_of_size(p, k)
         keep = np.array([key not in exclude for key in coalition_keys(layer)], dtype=bool)
         blocks.append(layer[keep])
     return np.concatenate(blocks) if blocks else np.zeros((0, p), dtype=bool)

@@ -190,6 +190,11 @@ class DesignLoop:
         return self.surrogate == "ard"
 
     @property
+    def fitted_on(self) -> int:
+        """Archive size at the last hyperparameter fit (-1 before the first)."""
+        return self._fitted_on
+
+    @property
     def evaluations(self) -> int:
         """Evaluations this loop has charged so far."""
         return self.game.evaluations - self._start_evaluations

@@ -73,7 +73,7 @@ class AdaptiveRefit:
         def adaptive(it: int) -> bool:
             if backstop(it):
                 return True
-            t_fit, t = int(loop._fitted_on), int(loop.X.shape[0])
+            t_fit, t = int(loop.fitted_on), int(loop.X.shape[0])
             if loop.posterior is None or t_fit < 0 or t <= t_fit:
                 return False
             z = loop.posterior.innovations()[t_fit:t]

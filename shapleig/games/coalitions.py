@@ -6,6 +6,8 @@ A coalition is a row of a bool matrix ``Z`` of shape ``(m, p)``: ``Z[r, j]`` is 
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Iterable
 
 import numpy as np
@@ -138,3 +140,50 @@ def sample_paired_uniform_size(
     if not out:
         return np.zeros((0, p), dtype=bool)
     return np.stack(out)
+
+
+def coalitions_of_size(n_players: int, size: int) -> np.ndarray:
+    """All ``C(p, size)`` coalitions of one size, ``bool[C(p,size), p]`` in lexicographic order.
+
+    The border layers of KernelSHAP-type designs and the exhaustive candidate pool; refuses
+    layers above 10^7 rows.
+    """
+    count = math.comb(n_players, size)
+    if count > 10_000_000:
+        raise CoalitionError(f"refusing to enumerate C({n_players}, {size}) = {count} coalitions")
+    out = np.zeros((count, n_players), dtype=bool)
+    if size == 0 or count == 0:
+        return out
+    idx = np.fromiter(
+        itertools.chain.from_iterable(itertools.combinations(range(n_players), size)),
+        dtype=np.int64,
+        count=count * size,
+    ).reshape(count, size)
+    out[np.arange(count)[:, None], idx] = True
+    return out
+
+
+def border_layers(n_players: int, room: int, size_probs: np.ndarray) -> list[int]:
+    """Sizes to enumerate, outermost first: layer ``s`` is taken while ``room * q_s >= C(p, s)``
+    (``q`` renormalised over the layers not yet taken, ``room`` reduced by each layer taken).
+
+    ``size_probs``: float64[p + 1], the sampling weight of each size (0 and p unused); ``room``: the
+    draws left for sizes 1..p-1. The border trick of KernelSHAP and of ShaplEIG's candidate pool.
+    """
+    p = n_players
+    order = sorted(range(1, p), key=lambda s: (min(s, p - s), s))
+    active = np.asarray(size_probs, dtype=np.float64).copy()
+    taken: list[int] = []
+    for s in order:
+        mass = active.sum()
+        if mass <= 0:
+            break
+        c = math.comb(p, s)
+        # relative tolerance: at the innermost pair the test holds with equality
+        if room * active[s] / mass >= c * (1 - 1e-12) and c <= room:
+            taken.append(s)
+            room -= c
+            active[s] = 0.0
+        else:
+            break
+    return taken

@@ -1,0 +1,19 @@
+"""What every ``shapleig`` subcommand shares: the usage error (exit 2) and table printing."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+class UsageError(Exception):
+    """Bad input found before any evaluation: exit status 2."""
+
+
+def print_frame(df: Any, title: str | None = None, stream: Any = None) -> None:
+    """Print a DataFrame with 3 significant digits, under an optional title, then a blank line."""
+    stream = stream or sys.stdout
+    if title:
+        print(title, file=stream)
+    print(df.to_string(float_format=lambda x: f"{x:.3g}"), file=stream)
+    print(file=stream)
