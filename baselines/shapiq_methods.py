@@ -31,9 +31,10 @@ _MAX_RANDOM_STATE = 2**31
 def shapiq_approximators() -> dict[str, type]:
     """Name -> class of every usable shapiq Shapley-value approximator (placeholders of missing
     shapiq extras left out). Raises ``ImportError`` naming ``shapleig[shapiq]`` without shapiq."""
-    from shapiq.approximator import SV_APPROXIMATORS
-
+    # isort: off
     import shapleig.interop.shapiq_bridge  # noqa: F401  (first: raises the ImportError that names the extra)
+    from shapiq.approximator import SV_APPROXIMATORS
+    # isort: on
 
     return {cls.__name__: cls for cls in SV_APPROXIMATORS if not hasattr(cls, "_import_error")}
 

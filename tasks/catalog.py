@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from tasks.ml import DATASETS
+
 # suite name -> (folder under the tables dir, file-name prefix, description)
 TABLE_SUITES: dict[str, tuple[str, str, str]] = {
     "vit-9": ("ImageClassifier_Game/9", "model_name=vit_9_patches", "ViT, 3x3 image patches"),
@@ -63,7 +65,6 @@ TABLE_SUITES: dict[str, tuple[str, str, str]] = {
     ),
 }
 
-ML_DATASETS = ("diabetes", "breast_cancer", "wine", "digits")
 
 
 @dataclass
@@ -140,8 +141,8 @@ def _ml(name: str) -> Task | None:
     if not m:
         return None
     prefix, dataset, p, seed = m.group(1), m.group(2), int(m.group(3)), int(m.group(4) or 0)
-    if dataset not in ML_DATASETS:
-        raise ValueError(f"task {name!r}: unknown dataset {dataset!r}; choose one of {ML_DATASETS}")
+    if dataset not in DATASETS:
+        raise ValueError(f"task {name!r}: unknown dataset {dataset!r}; choose one of {DATASETS}")
     kind, what = ML_KINDS[prefix]
 
     def factory() -> Any:

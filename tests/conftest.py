@@ -1,0 +1,42 @@
+"""Shared test setup: tests/ mirrors the package layout (tests/<subpackage>/test_*.py).
+
+- The tests folder is importable (``_dense_reference``, ``_games_for_parallel``), also from
+  worker processes, whichever subfolder a test lives in.
+- ``shared_games_dir``: the shared value tables (``SHAPLEIG_SHARED`` or ``../shared`` beside the
+  checkout); tests that need them skip cleanly where they are absent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+
+def find_shared_games_dir() -> Path | None:
+    """``$SHAPLEIG_SHARED/data/games`` or ``../shared/data/games`` beside the checkout, if present."""
+    root = Path(os.environ["SHAPLEIG_SHARED"]) if os.environ.get("SHAPLEIG_SHARED") else REPO.parent / "shared"
+    games = root / "data" / "games"
+    return games if games.is_dir() else None
+
+
+@pytest.fixture
+def shared_games_dir() -> Path:
+    """The shared value tables; skips the test when they are not on this machine."""
+    games = find_shared_games_dir()
+    if games is None:
+        pytest.skip("shared value tables (../shared/data/games) not present")
+    return games
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    """The checkout's root folder (README.md, scripts/, docs/)."""
+    return REPO

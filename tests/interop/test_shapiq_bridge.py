@@ -1,0 +1,178 @@
+"""The shapiq bridge (extra shapleig[shapiq], Python >= 3.12): InteractionValues round trip,
+shapiq plots of our results, shapiq's explainer running ShaplEIG, shapiq's approximators as our
+methods (incl. ``shapleig run``), shapiq games as they are.
+
+Skipped without shapiq >= 1.8, unless ``SHAPLEIG_REQUIRE_SHAPIQ=1`` (CI's Python 3.12 leg), where a
+missing shapiq fails instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import baselines
+import shapleig
+from tasks.tables import SHIPPED_TABLES_DIR, TableGame
+
+pytestmark = pytest.mark.shapiq
+
+try:
+    import shapleig.interop.shapiq_bridge as bridge
+except ImportError as exc:  # the message names the extra (shapiq missing or older than 1.8)
+    if os.environ.get("SHAPLEIG_REQUIRE_SHAPIQ"):
+        raise
+    pytest.skip(str(exc), allow_module_level=True)
+import shapiq  # noqa: E402  (after the skip: only reached with shapiq >= 1.8)
+
+ROOT = Path(__file__).resolve().parents[2]
+VIT9_1 = SHIPPED_TABLES_DIR / "ImageClassifier_Game/9/model_name=vit_9_patches_1.npz"
+ANCHORS = Path(os.environ.get("SHAPLEIG_SHARED") or ROOT.parent / "shared") / "data" / "anchors" / "shapiq-1.8.0_public.csv"
+
+
+def _game(p: int = 6) -> shapleig.FunctionGame:
+    w = np.linspace(0.5, 2.0, p)
+
+    def fn(Z: np.ndarray) -> np.ndarray:
+        return np.sqrt(Z @ w) + 0.3 * Z[:, 0] * Z[:, 1] + 1.5  # v(empty) = 1.5
+
+    return shapleig.FunctionGame(fn, p)
+
+
+def test_round_trip_keeps_values_baseline_and_player_count() -> None:
+    game = _game()
+    est = baselines.get("kernelshap").estimate(game, 40, seed=1)
+    assert est.baseline_value == est.baseline == pytest.approx(1.5)
+    iv = est.to_interaction_values()
+    assert isinstance(iv, shapiq.InteractionValues)
+    assert iv.n_players == 6 and iv.index == "SV" and iv.max_order == 1
+    assert iv.baseline_value == pytest.approx(1.5) and iv[()] == pytest.approx(1.5)
+    assert iv.estimation_budget == est.evaluations
+    np.testing.assert_array_equal([iv[(i,)] for i in range(6)], est.values)
+    back = bridge.from_interaction_values(iv)
+    np.testing.assert_array_equal(back.values, est.values)
+    assert back.baseline == est.baseline and back.n_players == 6 and back.evaluations == est.evaluations
+
+
+def test_exact_estimate_is_efficient_in_shapiq() -> None:
+    # at full budget KernelSHAP is exact, so shapiq's sum over all entries is v(N)
+    game = _game(5)
+    est = baselines.get("kernelshap").estimate(game, 32, seed=0)
+    iv = est.to_interaction_values()
+    grand = float(game(np.ones((1, 5), dtype=bool))[0])
+    assert sum(iv[(i,)] for i in range(5)) + iv.baseline_value == pytest.approx(grand, abs=1e-9)
+    np.testing.assert_allclose(est.values, shapleig.exact_shapley(game), atol=1e-9)
+
+
+def test_shapiq_plots_draw_our_result(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    est = shapleig.ShaplEIG(ard=False, refit="never", pool_size=50).estimate(_game(), 12, seed=0)
+    iv = est.to_interaction_values()
+    names = [f"x{i}" for i in range(6)]
+    for plot in (shapiq.plot.force_plot, shapiq.plot.waterfall_plot, shapiq.plot.bar_plot):
+        arg = [iv] if plot is shapiq.plot.bar_plot else iv
+        plot(arg, feature_names=names, show=False)
+        out = tmp_path / f"{plot.__name__}.png"
+        plt.savefig(out)
+        plt.close("all")
+        assert out.read_bytes()[:4] == b"\x89PNG" and out.stat().st_size > 1000
+
+
+def test_shapiq_explainer_runs_shapleig() -> None:
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    model = LinearRegression().fit(X, X @ np.array([1.0, -2.0, 0.5, 0.0, 3.0]))
+    approx = bridge.ShapiqApproximator(shapleig.ShaplEIG(ard=False, refit="never", pool_size=40), n=5)
+    explainer = shapiq.TabularExplainer(model, X[:20], approximator=approx, index="SV", max_order=1)
+    iv = explainer.explain(X[0], budget=16, random_state=3)
+    est = approx.last_estimate
+    assert est is not None and est.method == "shapleig" and est.info["seed"] == 3 and est.evaluations <= 16
+    phi = np.array([iv[(i,)] for i in range(5)])
+    np.testing.assert_array_equal(phi, est.values)
+    # a linear model under the marginal imputer: the game is additive, phi_i = w_i (x_i - mean_i)
+    expected = model.coef_ * (X[0] - X[:20].mean(axis=0))
+    np.testing.assert_allclose(phi, expected, atol=0.05 * np.abs(expected).max())
+    assert iv.baseline_value == pytest.approx(model.predict(X[:20]).mean())
+
+
+def test_shapiq_games_are_accepted_as_they_are() -> None:
+    from shapiq.game_theory.exact import ExactComputer
+
+    table = TableGame.from_npz(VIT9_1)
+
+    class TableAsShapiqGame(shapiq.Game):
+        def value_function(self, coalitions: np.ndarray) -> np.ndarray:
+            return table(coalitions)
+
+    game = TableAsShapiqGame(n_players=9, normalize=False)
+    est = baselines.get("leverage-shap").estimate(game, 512, seed=0)
+    np.testing.assert_allclose(est.values, table.exact_values(), atol=1e-9)
+    exact = ExactComputer(game=game, n_players=9)("SV")
+    np.testing.assert_allclose([exact[(i,)] for i in range(9)], table.exact_values(), atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["KernelSHAP", "LeverageSHAP", "PolySHAP", "kADDSHAP", "OddSHAP"])
+def test_shapiq_methods_spend_through_our_budget_and_match_shapiq(name: str) -> None:
+    table = TableGame.from_npz(VIT9_1)
+    est = baselines.get(f"shapiq:{name}").estimate(table, 36, seed=2)
+    direct = getattr(shapiq.approximator, name)(n=9, random_state=2).approximate(budget=36, game=table)
+    np.testing.assert_allclose(est.values, [direct[(i,)] for i in range(9)], rtol=1e-10, atol=1e-12)
+    assert est.evaluations <= 36 and est.info["random_state"] == 2 and est.method == f"shapiq:{name}"
+    assert est.baseline == pytest.approx(table.empty_value)
+
+
+def test_shapiq_methods_reproduce_the_public_anchor_results() -> None:
+    if not ANCHORS.is_file():
+        pytest.skip("shapiq anchor results (../shared) not present")
+    rows = [r for r in csv.DictReader(ANCHORS.open()) if r["table_file"] == VIT9_1.name and r["p"] == "9"
+            and r["method"] in ("KernelSHAP", "LeverageSHAP", "PolySHAP") and r["budget_spec"] == "4p"]
+    assert len(rows) == 9
+    table = TableGame.from_npz(VIT9_1)
+    for r in rows:
+        est = baselines.get(f"shapiq:{r['method']}").estimate(table, int(r["budget"]), seed=int(r["seed"]))
+        mse = float(np.mean((est.values - table.exact_values()) ** 2))
+        assert mse == pytest.approx(float(r["mse"]), rel=1e-6), r["method"]
+
+
+def test_proxyspex_defaults_estimate_shapley_values() -> None:
+    method = baselines.get("shapiq:ProxySPEX", hpo=False)
+    approx = method.build(9, 0)
+    assert approx.index == "SV" and approx.max_order == 1
+
+
+def test_bad_shapiq_method_names_and_options_fail_before_evaluation() -> None:
+    with pytest.raises(ValueError, match="unknown shapiq approximator 'NoSuch'.*KernelSHAP"):
+        baselines.get("shapiq:NoSuch")
+    with pytest.raises(ValueError, match="no option.*'pairing'"):
+        baselines.get("shapiq:KernelSHAP", pairing=True)
+    with pytest.raises(ValueError, match="set from the game and the seed"):
+        baselines.get("shapiq:KernelSHAP", n=4)
+
+
+def test_shapleig_run_with_shapiq_methods(tmp_path: Path) -> None:
+    import pandas as pd
+
+    out = tmp_path / "r.parquet"
+    run = subprocess.run(
+        [sys.executable, "-m", "tasks.cli", "run", "--tasks", "wvg-7", "vit-9/first=2", "--methods",
+         "shapiq:PolySHAP", "shapiq:KernelSHAP:pairing_trick=true", "permutation", "--budgets", "2p", "4p",
+         "--seeds", "2", "--out", str(out), "--quiet"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    df = pd.read_parquet(out)
+    assert set(df.method) == {"shapiq:PolySHAP", "shapiq:KernelSHAP:pairing_trick=True", "permutation"}
+    assert len(df) == 3 * 3 * 2 * 2 and (df.evaluations <= df.budget).all() and df.error.fillna("").eq("").all()
+    assert df[df.method == "shapiq:PolySHAP"].mse.max() < 0.1

@@ -1,0 +1,46 @@
+"""scripts/studies/benchmark_suites.py: the report on a small run (ratios, coverage, the anchor comparison)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("benchmark_suites", ROOT / "scripts" / "studies" / "benchmark_suites.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["benchmark_suites"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_report_on_a_small_run(tmp_path, capsys):
+    bs = _script()
+    from tasks import harness
+
+    df = harness.run_benchmark(["california-le-8/seed=1"], ["shapleig:refit=never", "permutation"], ["2p", "4p"], 1,
+                               progress=False)
+    df.loc[df.method == "shapleig:refit=never", "method"] = bs.DEFAULT  # report the GP arm as the default
+    anchors = tmp_path / "anchors.csv"
+    pd.DataFrame({
+        "game_type": ["CaliforniaHousing_LocalExplanation_Game"] * 2, "p": [8, 8],
+        "table_file": ["model_name=gradient_boosting_imputer=marginal_1.npz"] * 2, "method": ["ShaplEIG", "KernelSHAP"],
+        "budget_spec": ["2p", "2p"], "seed": [0, 0], "mse": [1e-3, 4e-3], "wall_s": [1.0, 0.1], "error": ["", ""],
+    }).to_csv(anchors, index=False)
+    bs.report(df, anchors)
+    out = capsys.readouterr().out
+    assert "ratio to the best other project method" in out and "coverage of the default's 95% intervals" in out
+    mine = df[(df.method == bs.DEFAULT) & (df.budget_spec == "2p")].mse.iloc[0]
+    assert f"{mine / 1e-3:.3g}" in out  # default / best shapiq on the anchor's table and seed
+    cov = bs.coverage_rows(df[df.method == bs.DEFAULT])
+    row = df[df.method == bs.DEFAULT].iloc[0]
+    v, s, e = (np.asarray(row[c]) for c in ("values", "std", "exact"))
+    assert cov.covered.iloc[0] == int(np.sum(np.abs(v - e) <= 1.959963984540054 * s)) and cov.players.iloc[0] == 8
+    assert bs.gm(pd.Series([1e-2, 1e-4])) == pytest.approx(1e-3)
