@@ -1,4 +1,4 @@
-"""``ShaplEIG``: the estimator front of the design loop (one ``estimate(game, budget, seed)`` verb)."""
+"""The GP estimators: ``ShaplEIG`` (the front of the design loop) and ``GPLeverage`` (one fit on a leverage sample)."""
 
 from __future__ import annotations
 

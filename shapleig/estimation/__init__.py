@@ -1,0 +1,1 @@
+"""The estimator interface: the ``ShapleyEstimate`` result, the ``BaseEstimator`` front, ``ExactShapley``."""

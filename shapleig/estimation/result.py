@@ -1,4 +1,4 @@
-"""The result type every method returns and the ``Estimator`` protocol every method implements."""
+"""``ShapleyEstimate``: the result every method returns (values, uncertainty, trace, accounting)."""
 
 from __future__ import annotations
 

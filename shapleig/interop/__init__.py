@@ -1,0 +1,1 @@
+"""Bridges to other libraries: shapiq (approximators, interaction values) and botorch acquisition functions."""
