@@ -27,7 +27,7 @@ from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.coalitions import border_layers, coalitions_of_size
 from shapleig.runs.budget import BudgetedGame
 
-from .lss import DrawEstimator, evaluations_after_each_draw
+from .draws import DrawEstimator, evaluations_after_each_draw
 from .sampling import (
     coalition_probability,
     draw_within_budget,

@@ -1,6 +1,7 @@
 """Print the module tables of docs/architecture.md from the modules' own docstrings.
 
-    python scripts/docs/architecture_tables.py > /tmp/tables.md    # paste into docs/architecture.md
+    python scripts/docs/architecture_tables.py            # print the tables
+    python scripts/docs/architecture_tables.py --write    # replace section 3 of docs/architecture.md
 
 Every module of ``shapleig``, ``baselines`` and ``tasks`` gets one row: its path and the first
 sentence of its docstring. ``tests/project/test_architecture.py`` checks that the page lists every
@@ -35,14 +36,29 @@ def table(paths: list[Path]) -> str:
     return "\n".join(rows)
 
 
-def main() -> None:
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+def tables() -> str:
+    """Every package's module tables, one per folder, as markdown."""
+    out = []
     for package in PACKAGES:
         groups: dict[str, list[Path]] = {}
         for p in modules(package):
             groups.setdefault(p.parent.relative_to(ROOT).as_posix(), []).append(p)
-        for folder, paths in groups.items():
-            print(f"### `{folder}/`\n\n{table(paths)}\n")
+        out += [f"#### `{folder}/`\n\n{table(paths)}\n" for folder, paths in groups.items()]
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help="rewrite section 3 of docs/architecture.md")
+    args = parser.parse_args()
+    if not args.write:
+        print(tables())
+        return
+    page = ROOT / "docs" / "architecture.md"
+    text = page.read_text()
+    start = text.index("## 3. Modules\n") + len("## 3. Modules\n")
+    end = text.index("## 4. ")
+    page.write_text(text[:start] + "\n" + tables() + "\n" + text[end:])
 
 
 if __name__ == "__main__":
