@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from shapleig.errors import GameError
@@ -20,8 +18,11 @@ def shapley_weights(n_players: int) -> np.ndarray:
     The Shapley weight of a size-k coalition that excludes the player.
     """
     p = n_players
-    # log C(p-1, k) by lgamma (scipy stays out of `import shapleig`)
-    log_binom = np.array([math.lgamma(p) - math.lgamma(j + 1) - math.lgamma(p - j) for j in range(p)])
+    # imported here, not at module level: scipy.special costs most of `import shapleig` otherwise
+    from scipy.special import gammaln
+
+    k = np.arange(p, dtype=np.float64)
+    log_binom = gammaln(p) - gammaln(k + 1) - gammaln(p - k)
     w = np.zeros(p + 1)
     w[:p] = np.exp(-np.log(p) - log_binom)
     return w
