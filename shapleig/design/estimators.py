@@ -29,15 +29,29 @@ from shapleig.threads import compute_threads
 class ShaplEIG(BaseEstimator):
     """Bayesian experimental design for Shapley values (Rundel et al., ICML 2026).
 
-    A Hamming-kernel GP surrogate; each step selects the coalition(s) with the largest closed-form
-    expected information gain about the Shapley vector. The estimate is the posterior mean, with
-    posterior std, covariance and an anytime trace. Configuration only here; work happens in
-    :meth:`estimate` (see :class:`~shapleig.design.loop.DesignLoop` for the meaning of every option).
-    ``acquisition="uncertainty"`` / ``"random"`` give the GP ablations.
+    A Hamming-kernel GP surrogate of the game; each step evaluates the coalition(s) with the largest
+    closed-form expected information gain about the Shapley vector. The estimate is the posterior
+    mean, with posterior std, covariance and an anytime trace. The constructor stores options only;
+    work happens in :meth:`estimate`. The default surrogate (``"auto"``) averages a
+    shared-lengthscale and an ARD Hamming kernel by evidence, with calibrated uncertainty;
+    :meth:`published` gives the ICML-paper configuration.
 
-    The default surrogate is ``"auto"``: a shared-lengthscale and an ARD Hamming kernel averaged by
-    evidence, with leave-one-out calibrated uncertainty. :meth:`published` gives the ICML-paper
-    configuration (ARD kernel, raw MAP posterior).
+    Args:
+        **options: keyword-only, the fields of :class:`~shapleig.design.options.LoopOptions` (each
+            documented there, each default stated there once), e.g. ``acquisition`` (``"eig"``,
+            ``"uncertainty"``, ``"random"``), ``refit``, ``surrogate`` (``"auto"``, ``"shared"``,
+            ``"ard"``), ``calibrate``, ``tol`` / ``rtol`` (a precision target), ``batch_size``,
+            ``pool_size``, ``fit_engine``, ``progress``. Bad values raise ``ValueError`` at once.
+
+    Example:
+        >>> import numpy as np
+        >>> from shapleig import FunctionGame, ShaplEIG
+        >>> game = FunctionGame(lambda Z: Z @ np.arange(1.0, 7.0), n_players=6)
+        >>> est = ShaplEIG().estimate(game, budget=16, seed=0)
+        >>> np.round(est.values, 3).tolist()
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        >>> est.evaluations <= 16 and est.std.shape == (6,)
+        True
     """
 
     name: ClassVar[str] = "shapleig"
