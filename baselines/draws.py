@@ -32,7 +32,7 @@ class DrawEstimator(BaseEstimator):
 
     name: ClassVar[str] = "draw-estimator"
 
-    def __init__(self, accounting: str = "distinct", draws: int | None = None):
+    def __init__(self, *, accounting: str = "distinct", draws: int | None = None):
         if accounting not in ACCOUNTING_MODES:
             raise ValueError(f"unknown accounting {accounting!r}; choose one of {ACCOUNTING_MODES}")
         integer = isinstance(draws, (int, np.integer)) and not isinstance(draws, bool)

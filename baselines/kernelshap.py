@@ -126,7 +126,7 @@ class KernelSHAP(DrawEstimator):
     name: ClassVar[str] = "kernelshap"
 
     def __init__(
-        self, paired: bool = False, border: bool = False, accounting: str = "distinct", draws: int | None = None
+        self, *, paired: bool = False, border: bool = False, accounting: str = "distinct", draws: int | None = None
     ):
         super().__init__(accounting=accounting, draws=draws)
         self.paired = bool(paired)

@@ -170,7 +170,7 @@ class LeverageSHAP(BaseEstimator):
 
     name: ClassVar[str] = "leverage-shap"
 
-    def __init__(self, counts: str = "binomial"):
+    def __init__(self, *, counts: str = "binomial"):
         if counts not in COUNT_MODES:
             raise ValueError(f"unknown counts mode {counts!r}; choose one of {COUNT_MODES}")
         self.counts = counts

@@ -91,7 +91,7 @@ class RegressionMSR(BaseEstimator):
 
     name: ClassVar[str] = "regression-msr"
 
-    def __init__(self, lgbm_params: dict[str, Any] | None = None):
+    def __init__(self, *, lgbm_params: dict[str, Any] | None = None):
         if lgbm_params is not None and not isinstance(lgbm_params, dict):
             raise TypeError(f"lgbm_params must be a dict or None, got {type(lgbm_params).__name__}")
         self.lgbm_params = lgbm_params  # kept as given (get_params / clone); copied at use

@@ -79,6 +79,7 @@ class OwenSampling(BaseEstimator):
 
     def __init__(
         self,
+        *,
         grid: str = "stratified",
         draws_per_cell: int | None = 2,
         n_cells: int | None = None,

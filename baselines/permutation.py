@@ -52,7 +52,7 @@ class PermutationSampling(BaseEstimator):
 
     name = "permutation"
 
-    def __init__(self, antithetic: bool = False):
+    def __init__(self, *, antithetic: bool = False):
         self.antithetic = bool(antithetic)
 
     def min_budget(self, n_players: int) -> int:

@@ -51,7 +51,7 @@ class ShapiqMethod(BaseEstimator):
 
     name: ClassVar[str] = "shapiq"
 
-    def __init__(self, approximator: str = "KernelSHAP", options: dict[str, Any] | None = None) -> None:
+    def __init__(self, approximator: str = "KernelSHAP", *, options: dict[str, Any] | None = None) -> None:
         classes = shapiq_approximators()
         if approximator not in classes:
             raise ValueError(

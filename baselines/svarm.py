@@ -355,7 +355,7 @@ class StratifiedSVARM(_StratifiedEstimator):
 
     name = "stratified-svarm"
 
-    def __init__(self, sizes: str = "paper"):
+    def __init__(self, *, sizes: str = "paper"):
         if sizes not in SIZE_LAWS:
             raise ValueError(f"unknown size law {sizes!r}; choose one of {SIZE_LAWS}")
         self.sizes = sizes
@@ -428,7 +428,7 @@ class StratifiedSVARMPlus(_StratifiedEstimator):
 
     name = "svarm-plus"
 
-    def __init__(self, sizes: str = "uniform", empty_strata: str = "warmup"):
+    def __init__(self, *, sizes: str = "uniform", empty_strata: str = "warmup"):
         if sizes not in SIZE_LAWS:
             raise ValueError(f"unknown size law {sizes!r}; choose one of {SIZE_LAWS}")
         if empty_strata not in EMPTY_STRATA_RULES:

@@ -54,7 +54,7 @@ def main() -> None:
     if not args.write:
         print(tables())
         return
-    page = ROOT / "docs" / "architecture.md"
+    page = ROOT / "docs/architecture.md"
     text = page.read_text()
     start = text.index("## 3. Modules\n") + len("## 3. Modules\n")
     end = text.index("## 4. ")

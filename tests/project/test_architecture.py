@@ -15,14 +15,14 @@ PACKAGES = ("shapleig", "baselines", "tasks")
 
 
 def test_every_module_is_listed_in_the_architecture_page() -> None:
-    page = (REPO / "docs" / "architecture.md").read_text()
+    page = (REPO / "docs/architecture.md").read_text()
     missing = [p.relative_to(REPO).as_posix() for pkg in PACKAGES for p in sorted((REPO / pkg).rglob("*.py"))
                if f"`{p.relative_to(REPO).as_posix()}`" not in page]
     assert not missing, f"modules missing from docs/architecture.md (python scripts/docs/architecture_tables.py): {missing}"
 
 
 def test_every_listed_module_exists() -> None:
-    page = (REPO / "docs" / "architecture.md").read_text()
+    page = (REPO / "docs/architecture.md").read_text()
     import re
 
     listed = re.findall(r"^\| `((?:shapleig|baselines|tasks)/[\w/]+\.py)` \|", page, flags=re.M)
