@@ -51,7 +51,7 @@ class ShapleyEstimate:
         The empty interaction holds ``baseline_value`` (v(empty)) as in shapiq's own approximators,
         so shapiq's force, waterfall and bar plots work. Needs the ``shapleig[shapiq]`` extra.
         """
-        from shapleig.interop.shapiq_bridge import to_interaction_values
+        from shapleig.estimation.shapiq_values import to_interaction_values
 
         return to_interaction_values(self)
 

@@ -14,53 +14,18 @@ values, so every estimator accepts them as games as they are.
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any, Callable
 
 import numpy as np
 
-MISSING_EXTRA = (
-    "the shapiq bridge needs shapiq >= 1.8, the optional extra shapleig[shapiq]: "
-    "pip install 'shapleig[shapiq]' (shapiq needs Python >= 3.12)"
-)
-MIN_SHAPIQ = (1, 8)
-
-try:
-    from shapiq.approximator.base import Approximator
-    from shapiq.interaction_values import InteractionValues
-except ImportError as exc:  # the optional extra is missing: name it
-    raise ImportError(f"shapiq is not installed; {MISSING_EXTRA}") from exc
-SHAPIQ_VERSION = importlib.metadata.version("shapiq")
-if tuple(int(part) for part in SHAPIQ_VERSION.split(".")[:2]) < MIN_SHAPIQ:
-    raise ImportError(f"shapiq {SHAPIQ_VERSION} is installed; {MISSING_EXTRA}")
+# isort: off
+# first the guard: without shapiq >= 1.8 it raises the ImportError that names the extra
+from shapleig.estimation.shapiq_values import MISSING_EXTRA, SHAPIQ_VERSION, InteractionValues, to_interaction_values
+from shapiq.approximator.base import Approximator
+# isort: on
 
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import FunctionGame, check_game
-
-
-def to_interaction_values(estimate: ShapleyEstimate) -> InteractionValues:
-    """``estimate`` as shapiq ``InteractionValues``: index "SV", orders 0..1, n_players = p.
-
-    Entry ``()`` and ``baseline_value`` hold v(empty) when the run evaluated it (shapiq's
-    convention, so values sum to v(N)); without it both are 0 and only the order-1 entries count.
-    ``estimation_budget`` is the number of distinct evaluations spent.
-    """
-    p = estimate.n_players
-    baseline = 0.0 if estimate.baseline is None else float(estimate.baseline)
-    values = np.concatenate([[baseline], np.asarray(estimate.values, dtype=np.float64)])
-    lookup = {(): 0, **{(i,): i + 1 for i in range(p)}}
-    return InteractionValues(
-        values=values,
-        index="SV",
-        max_order=1,
-        min_order=0,
-        n_players=p,
-        interaction_lookup=lookup,
-        estimated=True,
-        estimation_budget=int(estimate.evaluations),
-        baseline_value=baseline,
-        target_index="SV",
-    )
 
 
 def from_interaction_values(iv: InteractionValues, method: str = "") -> ShapleyEstimate:
@@ -129,6 +94,7 @@ def as_game(game: Any, n_players: int) -> Any:
 
 __all__ = [
     "MISSING_EXTRA",
+    "SHAPIQ_VERSION",
     "ShapiqApproximator",
     "as_game",
     "from_interaction_values",
