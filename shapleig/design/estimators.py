@@ -26,7 +26,27 @@ from shapleig.seeding import spawn_generators, spawn_seeds
 from shapleig.threads import compute_threads
 
 
-class ShaplEIG(BaseEstimator):
+class OptionsEstimator(BaseEstimator):
+    """An estimator configured by an options dataclass (``options_class``): the GP arms.
+
+    Its parameters are the dataclass's fields, stored as attributes so ``get_params`` /
+    ``set_params`` / ``sklearn.clone`` work; :attr:`options` rebuilds (and so revalidates) the
+    options object from them.
+    """
+
+    options_class: ClassVar[type[GPOptions]] = GPOptions
+
+    def _store_options(self, options: GPOptions) -> None:
+        for name in options.names():
+            setattr(self, name, getattr(options, name))
+
+    @property
+    def options(self) -> GPOptions:
+        """The validated options object built from the current parameters."""
+        return self.options_class(**{name: getattr(self, name) for name in self.options_class.names()})
+
+
+class ShaplEIG(OptionsEstimator):
     """Bayesian experimental design for Shapley values (Rundel et al., ICML 2026).
 
     A Hamming-kernel GP surrogate of the game; each step evaluates the coalition(s) with the largest
@@ -111,7 +131,7 @@ class ShaplEIG(BaseEstimator):
         return result
 
 
-class GPLeverage(BaseEstimator):
+class GPLeverage(OptionsEstimator):
     """The GP+Leverage ablation arm (docs/baselines.md §10): no acquisition, one leverage sample.
 
     At budget m it evaluates the empty and grand coalitions plus m - 2 distinct coalitions from the

@@ -35,21 +35,6 @@ class BaseEstimator(abc.ABC):
 
     name: ClassVar[str] = "estimator"
     min_players: ClassVar[int] = 2
-    # estimators configured by an options dataclass (the GP arms) name it here; their parameters
-    # are its fields, stored as attributes so get_params / set_params / clone work unchanged
-    options_class: ClassVar[Any] = None
-
-    def _store_options(self, options: Any) -> None:
-        for name in options.names():
-            setattr(self, name, getattr(options, name))
-
-    @property
-    def options(self) -> Any:
-        """The validated options object built from the current parameters (``options_class``)."""
-        if self.options_class is None:
-            raise AttributeError(f"{type(self).__name__} has no options object")
-        return self.options_class(**{name: getattr(self, name) for name in self.options_class.names()})
-
     def __new__(cls, *args: Any, **kwargs: Any) -> "BaseEstimator":
         # shapiq's approximators take the number of players first (KernelSHAP(n=8)); here it comes
         # from the game, so an integer first argument is that habit, not an option value.
