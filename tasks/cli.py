@@ -53,9 +53,10 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    from tasks.methods import describe, method_names, shapiq_method_names
+    from shapleig import registry
+    from tasks.methods import describe, shapiq_method_names
 
-    names = method_names()
+    names = registry.names()  # every name run, explain and the harness accept
     width = max(len(n) for n in names)
     for n in names:
         print(f"{n:<{width}}  {describe(n)}")
