@@ -34,7 +34,8 @@ import random
 import sys
 import sysconfig
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -75,12 +76,12 @@ def _is_library(fn: Any) -> bool:
     return _is_library_module(getattr(fn, "__module__", None) or "")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _distributions() -> dict[str, list[str]]:
     return importlib.metadata.packages_distributions()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def package_version(module: str) -> str:
     """``"numpy 2.4.6"``: the distribution(s) and version(s) that provide ``module``'s top-level
     package; ``"python 3.11.7"`` for the standard library. An upgraded package is another game."""
