@@ -13,6 +13,7 @@ import numpy as np
 from .errors import BudgetError
 from .game import BudgetedGame, Game, check_budget, check_game
 from .seeding import UNSET, SeedLike, resolve_seed
+from .timeout import check_timeout, with_timeout
 
 
 @dataclass
@@ -163,6 +164,7 @@ class BaseEstimator(abc.ABC):
         store: Any = None,
         evaluator: Any = None,
         max_retries: int = 1,
+        timeout: float | None = None,
         random_state: SeedLike = UNSET,
     ) -> ShapleyEstimate:
         """Estimate the Shapley values of ``game`` with at most ``budget`` distinct evaluations.
@@ -173,6 +175,8 @@ class BaseEstimator(abc.ABC):
         ``store`` (an ``EvaluationStore``) reuses and records values so a killed run resumes;
         ``evaluator`` runs new coalitions (e.g. on an executor); a coalition whose evaluation raises
         or returns NaN/inf is retried ``max_retries`` times before the run stops naming it.
+        ``timeout`` (seconds per game call): a call that takes longer is abandoned (its worker
+        process killed, :mod:`shapleig.timeout`) and counts as a failed attempt.
         """
         p = check_game(game, self.min_players)
         budget = check_budget(budget, minimum=None)  # the method's own minimum is stated below
@@ -184,6 +188,9 @@ class BaseEstimator(abc.ABC):
                 f"({self.min_budget_reason(p)}); got budget {budget}"
             )
         if isinstance(game, BudgetedGame):
+            if check_timeout(timeout) is not None:
+                raise ValueError("timeout applies to a game estimate() wraps itself; for a BudgetedGame "
+                                 "give its evaluator the timeout (SerialEvaluator(timeout=...))")
             budgeted = game
             if budgeted.remaining < budget:
                 raise BudgetError(
@@ -191,6 +198,7 @@ class BaseEstimator(abc.ABC):
                     f"fewer than budget {budget}"
                 )
         else:
+            evaluator = with_timeout(evaluator, timeout, store is not None)
             budgeted = BudgetedGame(game, budget, store=store, evaluator=evaluator, max_retries=max_retries)
         start = time.perf_counter()
         # cap a caller's BudgetedGame at this call's budget for the duration of the run

@@ -174,6 +174,10 @@ class EvaluationStore:
     timeout:            seconds to wait for SQLite locks held by other processes.
     lease_seconds:      a claim not refreshed for this long (its process hung or its host died)
                         is taken over; claims of dead processes on this host are taken at once.
+    max_claim_seconds:  the heartbeat refreshes a claim for at most this long after it was taken
+                        (None: while the process lives), so a process stuck in one evaluation
+                        loses its claim ``lease_seconds`` later. An evaluation ``timeout`` sets a
+                        per-claim limit of its own (timeout times attempts).
 
     Pass it (or just a path) to ``DesignLoop(..., store=...)``, ``estimate(..., store=...)`` or
     ``BudgetedGame(..., store=...)``. Usable as a context manager; picklable (reopens by path).
@@ -191,6 +195,7 @@ class EvaluationStore:
         wait: bool = True,
         timeout: float = 60.0,
         lease_seconds: float = 120.0,
+        max_claim_seconds: float | None = None,
     ):
         self.path = os.fspath(path)
         self.game_id = None if game_id is None else str(game_id)
@@ -203,12 +208,17 @@ class EvaluationStore:
         self.wait = bool(wait)
         self.timeout = float(timeout)
         self.lease_seconds = float(lease_seconds)
+        self.max_claim_seconds = None if max_claim_seconds is None else float(max_claim_seconds)
+        if self.max_claim_seconds is not None and not self.max_claim_seconds > 0:
+            raise ValueError(f"max_claim_seconds must be > 0 or None, got {max_claim_seconds}")
         if not self.lease_seconds > 0 or not self.timeout >= 0:
             raise ValueError(f"lease_seconds must be > 0 and timeout >= 0, got {lease_seconds}, {timeout}")
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._verified = False
-        self._claimed: set[str] = set()  # coalitions this object has claimed and not yet stored
+        # coalitions this object has claimed and not yet stored -> time until which the heartbeat
+        # refreshes the claim (inf: as long as this process lives)
+        self._claimed: dict[str, float] = {}
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._connect()
@@ -216,7 +226,7 @@ class EvaluationStore:
     def _settings(self) -> dict[str, Any]:
         return {"game_id": self.game_id, "accept_game_change": self.accept_game_change, "verify": self.verify,
                 "verify_rtol": self.verify_rtol, "verify_count": self.verify_count, "wait": self.wait, "timeout": self.timeout,
-                "lease_seconds": self.lease_seconds}
+                "lease_seconds": self.lease_seconds, "max_claim_seconds": self.max_claim_seconds}
 
     # -- opening ----------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -542,8 +552,14 @@ class EvaluationStore:
             return False  # its process is gone (our pid now means that process died)
         return now - heartbeat <= self.lease_seconds
 
-    def claim(self, coalitions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def claim(self, coalitions: np.ndarray, hold_for: float | None = None,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Look ``coalitions`` (``bool[m, p]``) up and claim the missing ones, in one transaction.
+
+        ``hold_for``: seconds for which the heartbeat keeps the new claims alive (e.g. the
+        evaluation timeout times the attempts); after that (capped by ``max_claim_seconds``) they
+        are no longer refreshed, so other processes take them over ``lease_seconds`` later even if
+        this process hangs.
 
         Returns ``(found, values, mine, busy)`` (``bool[m]``, ``float64[m]``, ``bool[m]``,
         ``bool[m]``): stored values; coalitions this process now owns and must evaluate (and then
@@ -554,6 +570,8 @@ class EvaluationStore:
         codes = [_encode(row) for row in as_coalition_matrix(coalitions, p)]
         mine_codes: set[str] = set()
         busy_codes: dict[str, tuple] = {}
+        hold = min(x for x in (hold_for, self.max_claim_seconds, float("inf")) if x is not None)
+        hold = None if hold == float("inf") else hold
         with self._lock:
             try:
                 with self.conn:
@@ -575,7 +593,8 @@ class EvaluationStore:
                         raise StoreBusyError(self._busy_message(busy_codes))
             except sqlite3.Error as exc:
                 raise StoreError(self._explain(exc, "could not record which coalitions this run evaluates")) from exc
-            self._claimed |= mine_codes
+            until = now + hold if hold is not None else float("inf")
+            self._claimed.update(dict.fromkeys(mine_codes, until))
         if mine_codes:
             self._start_heartbeat()
         found = np.array([c in stored for c in codes], dtype=bool)
@@ -624,7 +643,8 @@ class EvaluationStore:
                                           [(c, _owner()) for c in codes])
             except sqlite3.Error:
                 logger.warning("evaluation store %s: could not release claims (they expire)", self.path)
-            self._claimed -= set(codes)
+            for c in codes:
+                self._claimed.pop(c, None)
             self._claims_done()
 
     def _start_heartbeat(self) -> None:
@@ -656,10 +676,14 @@ class EvaluationStore:
                 if store._conn is None or not store._claimed:
                     store._heartbeat = None
                     return
+                now = time.time()
+                # only claims still within their hold: a hung evaluation's claim is not kept alive
+                live = [code for code, until in store._claimed.items() if now <= until]
                 try:
                     with store._conn:
                         store._conn.execute("BEGIN IMMEDIATE")
-                        store._conn.execute("UPDATE claims SET heartbeat = ? WHERE owner = ?", (time.time(), _owner()))
+                        store._conn.executemany("UPDATE claims SET heartbeat = ? WHERE owner = ? AND coalition = ?",
+                                                [(now, _owner(), code) for code in live])
                 except sqlite3.Error as exc:  # the run itself reports write problems
                     logger.warning("evaluation store %s: heartbeat failed: %s", store.path, exc)
             del store
@@ -717,14 +741,14 @@ class EvaluationStore:
                     f"{value!r} of coalition {format_coalition(row[0])} was NOT stored."
                 ) from exc
             if status == "ok":
-                self._claimed.discard(code)
+                self._claimed.pop(code, None)
                 self._claims_done()
 
     # -- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:
         self._stop.set()
         if self._conn is not None and self._claimed:
-            self.release(np.stack([_decode(c) for c in self._claimed]))
+            self.release(np.stack([_decode(c) for c in list(self._claimed)]))
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
