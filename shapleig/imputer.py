@@ -26,6 +26,7 @@ from .errors import BudgetError, GameError
 from .estimate import ShapleyEstimate
 from .game import BudgetedGame, check_budget, check_n_players
 from .shapley import MAX_ENUMERATION_PLAYERS, exact_shapley
+from .timeout import with_timeout
 
 # Imputed rows per model call: caps the batch at ~ DEFAULT_MAX_ROWS * d * 8 bytes of float64.
 DEFAULT_MAX_ROWS = 500_000
@@ -269,6 +270,7 @@ def explain(
     predict: Callable | None = None,
     feature_names: list[str] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
+    timeout: float | None = None,
 ) -> ShapleyEstimate:
     """Shapley values of one prediction ``f(x)`` with the interventional imputer over ``background``.
 
@@ -284,6 +286,9 @@ def explain(
     method:     ``"shapleig"`` (default), ``"shapleig-uncertainty"``, ``"shapleig-random"``,
                 ``"shapleig-leverage"``, ``"exact"`` (all ``2^d`` coalitions, d <= 20), or any
                 estimator object such as ``baselines.get("kernelshap")``.
+    timeout:    seconds per coalition evaluation; a longer one is abandoned (its worker process
+                killed) and retried once, then the call fails naming the coalition
+                (:mod:`shapleig.timeout`). ``model_calls`` then counts only this process's calls.
 
     Returns a :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d]) sum to
     ``f(x) - baseline`` (exactly, see :func:`condition_on_total`), ``baseline`` is the mean
@@ -291,6 +296,7 @@ def explain(
     ``info`` adds ``prediction`` (f(x)), ``feature_names``, ``efficiency_gap`` (the method's own
     deviation from efficiency before the correction) and ``model_calls``.
     """
+    evaluator = with_timeout(None, timeout)  # checked before anything is evaluated
     fn = model_predict(model, output=None, predict=predict)
     game = ImputerGame(fn, background, x, output=output, max_rows=max_rows, feature_names=feature_names)
     p = game.n_players
@@ -310,7 +316,7 @@ def explain(
         est = ShapleyEstimate(values=exact_shapley(game), evaluations=full, budget=budget,
                               std=np.zeros(p), covariance=np.zeros((p, p)), method="exact")
     else:
-        est = estimator.estimate(BudgetedGame(game, budget), budget, seed=seed)
+        est = estimator.estimate(BudgetedGame(game, budget, evaluator=evaluator), budget, seed=seed)
     calls = game.calls
     # v(empty) and v(N): one more model call on 1 + n_bg rows (cheap next to any coalition batch)
     ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))
