@@ -12,6 +12,7 @@ import numpy as np
 
 from .errors import BudgetError
 from .game import BudgetedGame, Game, check_budget, check_game
+from .numeric import check_value_range
 from .seeding import UNSET, SeedLike, resolve_seed
 from .timeout import check_timeout, with_timeout
 
@@ -208,6 +209,7 @@ class BaseEstimator(abc.ABC):
             result = self._estimate(budgeted, seed)
         finally:
             budgeted.budget = own_cap
+        check_value_range(budgeted.history()[1], self.name)  # rounding noise is an error, not a result
         result.evaluations = budgeted.evaluations
         result.budget = budget
         result.method = result.method or self.name

@@ -186,7 +186,11 @@ def build_model(
 
     t, p = X.shape
     train_X = torch.as_tensor(np.asarray(X, dtype=np.float64), dtype=DTYPE)
-    train_Y = torch.as_tensor(np.asarray(y, dtype=np.float64), dtype=DTYPE).reshape(t, 1)
+    # botorch's Standardize replaces a std below 1e-8 by 1 (and squares 1e154 to inf): hand it
+    # values already standardised by the scale-free standardize, which it then leaves as they are,
+    # so the fitted (standardised-unit) hyperparameters do not depend on the game's units
+    y_tilde, _, _ = standardize(np.asarray(y, dtype=np.float64))
+    train_Y = torch.as_tensor(y_tilde, dtype=DTYPE).reshape(t, 1)
     loc, scale = lengthscale_prior_params(p)
     with _float64_default():
         prior = LogNormalPrior(torch.tensor(loc, dtype=DTYPE), torch.tensor(scale, dtype=DTYPE))
