@@ -254,19 +254,7 @@ class EvaluationStore:
         try:
             self._check_contents(conn)
             conn.execute("PRAGMA synchronous = FULL")  # a committed value survives a crash
-            if not memory:
-                conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
-            # the whole schema in one write transaction (a read-only file or folder fails here, not
-            # mid-run): processes creating the same new store at once see none of it or all of it
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._check_contents(conn)  # again, under the lock: another process may have won
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    conn.execute(statement)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.rollback()
-                raise
+            self._when_unlocked(lambda: self._create_schema(conn, memory))
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(self._explain(exc, "cannot be opened for writing")) from exc
@@ -274,6 +262,37 @@ class EvaluationStore:
             conn.close()
             raise
         self._conn = conn
+
+    def _create_schema(self, conn: sqlite3.Connection, memory: bool) -> None:
+        if not memory:
+            conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
+        # the whole schema in one write transaction (a read-only file or folder fails here, not
+        # mid-run): processes creating the same new store at once see none of it or all of it
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._check_contents(conn)  # again, under the lock: another process may have won
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.rollback()
+            raise
+
+    def _when_unlocked(self, action: Any) -> None:
+        """Run ``action``, retrying for up to ``timeout`` seconds while SQLite reports the file
+        locked: switching a new file to WAL takes an exclusive lock for which SQLite does not wait
+        (no busy handler), so processes creating one store at once would otherwise fail."""
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay * (1.0 + np.random.default_rng().random()))  # jitter: no lockstep retries
+            delay = min(2 * delay, 0.2)
 
     def _check_header(self) -> None:
         try:

@@ -189,7 +189,7 @@ def build_model(
     # botorch's Standardize replaces a std below 1e-8 by 1 (and squares 1e154 to inf): hand it
     # values already standardised by the scale-free standardize, which it then leaves as they are,
     # so the fitted (standardised-unit) hyperparameters do not depend on the game's units
-    y_tilde, _, _ = standardize(np.asarray(y, dtype=np.float64))
+    y_tilde, y_mean, y_scale = standardize(np.asarray(y, dtype=np.float64))
     train_Y = torch.as_tensor(y_tilde, dtype=DTYPE).reshape(t, 1)
     loc, scale = lengthscale_prior_params(p)
     with _float64_default():
@@ -218,6 +218,8 @@ def build_model(
             mean_module=mean,
             outcome_transform=Standardize(m=1),
         )
+    # the raw units, for readers of the model's training data (acquisition.posterior_from_model)
+    model.shapleig_y_mean, model.shapleig_y_scale = y_mean, y_scale
     if init is not None:
         ls = np.broadcast_to(np.asarray(init.lengthscales, dtype=np.float64), (p,))
         if not ard:  # one shared lengthscale: start from the geometric mean of the given ones
