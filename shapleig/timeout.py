@@ -10,14 +10,16 @@ policy applies to it: retried up to ``max_retries`` times, then
 by :class:`~shapleig.game.BudgetedGame` as for any failure, so another process sharing the store
 can take the coalition over.
 
-On Linux the worker is forked, so it inherits the game (lambdas and closures work); elsewhere it
-is spawned and the game must be picklable.
+On Linux the worker is forked, so it inherits the game (lambdas and closures work), and it is
+killed by the kernel if its parent dies; elsewhere it is spawned and the game must be picklable.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
+import sys
 import time
 from typing import Any
 
@@ -36,8 +38,23 @@ def check_timeout(timeout: Any, what: str = "timeout") -> float | None:
     return t
 
 
-def _serve(game: Any, conn: Any) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this worker when its parent dies (Linux ``PR_SET_PDEATHSIG``): a
+    worker hung inside the game would otherwise outlive a parent killed with SIGKILL."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # no prctl: the parent's exit still closes the pipe
+            pass
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(0)
+
+
+def _serve(game: Any, conn: Any, parent: int) -> None:
     """Worker loop: evaluate each coalition matrix received until the pipe closes."""
+    _die_with_parent(parent)
     while True:
         try:
             coalitions = conn.recv()
@@ -63,7 +80,7 @@ class WorkerProcess:
         ctx = mp.get_context(method)
         self.game = game
         self._conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(game, child), daemon=True,
+        self.process = ctx.Process(target=_serve, args=(game, child, os.getpid()), daemon=True,
                                    name="shapleig-evaluation-worker")
         self.process.start()
         child.close()

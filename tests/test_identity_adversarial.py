@@ -414,10 +414,11 @@ def python_random_state(tmp_path):
 
 
 def dict_keys(tmp_path):
+    """Same values in the same key order, one key renamed: only the keys tell the games apart."""
     def make(weights):
-        return lambda Z: np.asarray(Z, float).sum(axis=1) * weights.get("a", 0.0)
+        return lambda Z: np.asarray(Z, float).sum(axis=1) * weights.get("b", 0.0) + weights["a"]
 
-    return (FunctionGame(make({"a": 1.0, "b": 2.0}), P), lambda: FunctionGame(make({"x": 1.0, "b": 2.0}), P),
+    return (FunctionGame(make({"a": 1.0, "b": 2.0}), P), lambda: FunctionGame(make({"a": 1.0, "c": 2.0}), P),
             r"closure variable weights: dict\[2\] #")
 
 

@@ -129,11 +129,17 @@ def _dense_shapley(fn, p: int) -> np.ndarray:
 
 def test_leverage_shap_row_weights_on_a_non_additive_game():
     """With every coalition sampled, the weighted regression is exact only with the Shapley-kernel
-    row weights (an additive game would be fit exactly by any weights)."""
+    row weights. The game is a random table: on additive or pairwise games (and symmetric terms)
+    every size-only weighting gives the Shapley value, so those cannot pin the weights."""
     from baselines.leverage import LeverageSHAP
 
     p = 5
-    fn = _pairwise_game(p)
+    table = np.random.default_rng(11).normal(size=2**p)  # a generic game: every order of interaction
+    index = 2 ** np.arange(p)
+
+    def fn(Z):
+        return table[np.asarray(Z, dtype=np.int64) @ index]
+
     exact = _dense_shapley(fn, p)
     np.testing.assert_allclose(shapley_from_table(all_coalitions(p), fn(all_coalitions(p))), exact, atol=1e-12)
     est = LeverageSHAP().estimate(FunctionGame(fn, p), 2**p, seed=0)

@@ -13,9 +13,11 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -42,6 +44,25 @@ def _hangs_on_pair(Z):
     return np.asarray(Z, float).sum(axis=1)
 
 
+def _within(seconds: float, call) -> Any:
+    """``call()`` in a thread; fail (instead of hanging the suite) if it has not returned in time."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still waiting after {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 @pytest.mark.parametrize("chunk_size", [1, None])
 def test_a_hung_call_is_killed_retried_and_reported(chunk_size, tmp_path):
     evaluator = SerialEvaluator(chunk_size=chunk_size, timeout=0.5)
@@ -50,7 +71,7 @@ def test_a_hung_call_is_killed_retried_and_reported(chunk_size, tmp_path):
     start = time.perf_counter()
     with pytest.raises(EvaluationFailedError, match=r"coalition \{0, 1\} failed in 2 attempts.*timed out after "
                                                     r"0\.5 s \(the evaluation was abandoned and its worker process"):
-        bg(ROWS)
+        _within(15, lambda: bg(ROWS))
     assert time.perf_counter() - start < 10
     # the value before the hung coalition was stored; the hung one twice as an error (the run
     # stops at the final failure, as for any failure)
@@ -145,7 +166,7 @@ def test_a_second_process_takes_over_a_coalition_whose_evaluation_hung(tmp_path)
         game = HangingGame(P, hang=[HUNG], started_file=str(tmp_path / "unused"))
         start = time.perf_counter()
         bg = BudgetedGame(game, 8, store=EvaluationStore(tmp_path / "s.sqlite", lease_seconds=lease))
-        values = bg(np.array([[0, 0, 1, 1], [1, 1, 0, 0]], dtype=bool))
+        values = _within(lease / 2, lambda: bg(np.array([[0, 0, 1, 1], [1, 1, 0, 0]], dtype=bool)))
         waited = time.perf_counter() - start
         out, err = proc.communicate(timeout=60)
     finally:
@@ -165,7 +186,7 @@ def test_the_heartbeat_stops_holding_a_claim_of_a_process_stuck_without_timeout(
         game = HangingGame(P, hang=[HUNG], started_file=str(tmp_path / "unused"))
         start = time.perf_counter()
         bg = BudgetedGame(game, 8, store=EvaluationStore(tmp_path / "s.sqlite", lease_seconds=1.0))
-        bg(np.array([[1, 1, 0, 0]], dtype=bool))
+        _within(15, lambda: bg(np.array([[1, 1, 0, 0]], dtype=bool)))
         waited = time.perf_counter() - start
         assert proc.poll() is None  # A is still stuck in its call: B did not wait for it to die
     finally:
@@ -173,3 +194,19 @@ def test_the_heartbeat_stops_holding_a_claim_of_a_process_stuck_without_timeout(
         proc.communicate()
     assert waited < 10, f"took {waited:.1f} s"
     assert bg.accounting()["n_game_evaluations"] == 1
+
+
+def test_a_hung_worker_dies_with_its_parent(tmp_path):
+    """A parent killed with SIGKILL cannot kill its worker: the kernel does (PR_SET_PDEATHSIG), so
+    no hung evaluation outlives the run that started it."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("parent-death signal is Linux only")
+    proc = _start_hanging_process(tmp_path, timeout="60", lease=30.0, max_claim="none")
+    worker = int((tmp_path / "started").read_text())  # written by the game, inside the worker
+    assert worker != proc.pid and _pid_alive(worker)
+    proc.kill()
+    proc.communicate()
+    deadline = time.monotonic() + 10
+    while _pid_alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _pid_alive(worker)
