@@ -14,11 +14,19 @@ Components, in order of preference:
 - otherwise the object's state: every attribute (``vars(game)`` or ``__getstate__``), one
   component per attribute, so a seed hidden from ``repr`` (``SOUM(random_state=1)``) still counts.
 
-Values are digested by content: numpy arrays in full, random generators by their state, functions
-by their code object (bytes, constants, names), closure cells, defaults and the module globals they
-read; library functions and classes by their qualified name. What cannot be digested (an object
-with no state that refuses to pickle) is reported by :func:`opaque_parts`; such a game needs an
-explicit ``game_id``. Nothing here unpickles anything.
+Unless the game defines ``identity()`` or ``fingerprint()``, a user-defined game class also adds
+``class.code``: the body of every user class in its MRO (methods, properties, class attributes).
+
+Values are digested by content: numpy arrays in full, random generators by their state, dicts by
+keys and values, functions by their code object (bytes, constants, names), closure cells,
+defaults and the module globals they read (:func:`global_values`: also ``module.attr`` read
+through a user module, and every global when the code calls ``globals()``), ``functools.partial``
+by its function and arguments, user classes by their body, instances by their class and state.
+Functions and classes of installed packages are identified by qualified name and the package's
+version (:func:`package_version`). What cannot be digested (an object with no state that refuses
+to pickle) is reported by :func:`opaque_parts`; such a game needs an explicit ``game_id``, as does
+a game depending on anything outside the process (files, environment, remote services: see
+docs/guide.md §2). Nothing here unpickles anything.
 """
 
 from __future__ import annotations
@@ -477,7 +485,8 @@ def game_identity(game: Any, game_id: str | None = None) -> dict[str, str]:
     """The identity components of ``game`` (see the module docstring), plus ``game_id``.
 
     Keys: ``class``, ``n_players`` and then ``identity.*`` / ``fingerprint`` / ``param.*`` /
-    ``state.*`` components; ``opaque`` lists parts that could not be digested.
+    ``state.*`` components, ``class.code`` (or ``class.version``) for games without their own
+    ``identity()``/``fingerprint()``; ``opaque`` lists parts that could not be digested.
     """
     out = {"class": _qualname(type(game)), "n_players": str(getattr(game, "n_players", "?"))}
     opaque: list[str] = []

@@ -18,10 +18,15 @@ write it. Before a coalition is evaluated, the process claims it (table ``claims
 transaction that checks the log); another process that needs it waits for its value instead of
 paying for it again (or raises :class:`~shapleig.errors.StoreBusyError` with ``wait=False``).
 A claim held by a dead process on this host, or not refreshed for ``lease_seconds`` (the owner
-refreshes its claims from a background thread), is taken over.
+refreshes its claims from a background thread, every ``lease_seconds / 4``), is taken over. A
+claim covers only work that is starting (``BudgetedGame`` claims one chunk at a time for a serial
+evaluator) and is refreshed only within its hold (an evaluation timeout's worst case, or
+``max_claim_seconds``), so a process stuck in one evaluation does not hold it for ever.
 
-**Files.** A file that is not an SQLite database, is damaged, or is a database of something else
-is refused with :class:`~shapleig.errors.StoreError`; so is a store that cannot be written
+**Files.** A file that is not an SQLite database, is damaged, is a database of something else,
+or holds what a store never has (a trigger, a view, a value that is not REAL, a damaged ``meta``
+row) is refused with :class:`~shapleig.errors.StoreError`; the schema of a new store is created
+in one transaction, so processes creating it at once all succeed; so is a store that cannot be written
 (read-only) when it is opened, and a write that fails (disk full) stops the run with an error
 naming the value that was not stored. Rows are only ever inserted; nothing is unpickled.
 

@@ -40,19 +40,33 @@ def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
     (["run", "--tasks", "wvg-7", "--methods", "permutation", "--budgets", "20", "--seeds", "2",
       "--out", "r.parquet", "--eval-timeout", "0"], "--eval-timeout must be a finite number of seconds > 0"),
 ])
-def test_bad_input_exits_2_with_one_line_and_writes_nothing(argv, says, tmp_path):
-    out = _cli(*argv, cwd=tmp_path)
-    assert out.returncode == 2, out
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and says in lines[0], out.stderr
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(argv, says, tmp_path, capsys, monkeypatch):
+    from tasks.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], lines
     assert not (tmp_path / "r.parquet").exists()
 
 
-def test_the_largest_seed_runs_and_is_recorded(tmp_path):
+def test_python_dash_m_reports_explain_errors_in_one_line(tmp_path):
+    """The ``python -m tasks.cli`` path (a second copy of the module) exits 2 with one line too."""
+    out = _cli("explain", "--model", "missing.txt", "--data", "x.csv", "--row", "0", "--seed", "-1", cwd=tmp_path)
+    assert out.returncode == 2, out
+    assert out.stderr.strip().splitlines() == ["shapleig explain: error: --seed -1: seed must be a non-negative int, "
+                                               "got -1"], out.stderr
+
+
+def test_the_largest_seed_runs_and_is_recorded(tmp_path, monkeypatch):
+    from tasks.cli import main
+
+    monkeypatch.chdir(tmp_path)
     seed = 2**63 - 1
-    out = _cli("run", "--tasks", "wvg-7", "--methods", "permutation", "--budgets", "16", "--seeds", f"{seed},",
-               "--out", "r.parquet", "--quiet", "--eval-timeout", "30", cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
+    assert main(["run", "--tasks", "wvg-7", "--methods", "permutation", "--budgets", "16", "--seeds", f"{seed},",
+                 "--out", "r.parquet", "--quiet"]) == 0
     import pandas as pd
 
     assert pd.read_parquet(tmp_path / "r.parquet")["seed"].tolist() == [seed]
