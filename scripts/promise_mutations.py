@@ -45,7 +45,7 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
      "            for attr, inner in {}.items():", ["tests/test_identity_adversarial.py -k module_attribute"]),
     ("identity ignores package versions", "shapleig/identity.py",
      '        out = {f"{prefix}.name": _qualname(fn),\n               f"{prefix}.version": package_version(',
-     '        out = {f"{prefix}.name": _qualname(fn),\n               f"{prefix}.nothing": (', 
+     '        out = {f"{prefix}.name": _qualname(fn),\n               f"{prefix}.nothing": (',
      ["tests/test_identity_adversarial.py::test_an_upgraded_installed_package_is_another_game"]),
     ("BIC penalty d log t instead of d/2 log t", "shapleig/kernel_choice.py", "- 0.5 * n_params * np.log(n_obs)",
      "- n_params * np.log(n_obs)", ["tests/test_promises.py::test_bic_log_evidence_by_hand"]),
