@@ -43,3 +43,8 @@ class StoreError(ShapleigError, RuntimeError):
 class StoreBusyError(StoreError):
     """Another live process is evaluating coalitions of this store and the store was opened with
     ``wait=False``."""
+
+
+class NumericRangeError(GameError):
+    """A game's values differ by too little next to their magnitude for float64 to resolve their
+    differences (e.g. 1e9 + 1e-6 * v): every estimator would return rounding noise."""

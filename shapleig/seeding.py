@@ -22,8 +22,10 @@ def spawn_seeds(seed: int, n: int) -> list[int]:
 # ``random_state`` accepted as its scikit-learn / shapiq alias.
 SeedLike = Union[int, np.integer, np.random.Generator, None]
 
-# Largest seed drawn for None or a Generator: 63 bits keep it a non-negative int64 everywhere.
-_MAX_DRAWN_SEED = 2**63
+# Seeds are 0 <= seed < 2**63: a non-negative int64, which every consumer accepts (numpy's
+# SeedSequence, torch.manual_seed, pandas/parquet int64 columns). Drawn seeds stay in that range.
+SEED_LIMIT = 2**63
+_MAX_DRAWN_SEED = SEED_LIMIT
 
 
 class _Unset:
@@ -43,7 +45,7 @@ def resolve_seed(seed: Any = UNSET, random_state: Any = UNSET, *, default: int =
     OS entropy; a ``numpy.random.Generator`` draws one from the generator (advancing it, as
     scikit-learn does). Either way the returned int repeats the run when passed back as ``seed``.
     Neither given: ``default``. Both given and different: ``ValueError``. Anything else (floats,
-    bools, negative ints, strings, ``RandomState``) raises ``TypeError``/``ValueError`` naming it.
+    bools, negative ints, ints >= 2**63, strings, ``RandomState``) raises ``TypeError``/``ValueError`` naming it.
     """
     if seed is not UNSET and random_state is not UNSET and not _same_seed(seed, random_state):
         raise ValueError(
@@ -64,6 +66,8 @@ def resolve_seed(seed: Any = UNSET, random_state: Any = UNSET, *, default: int =
         )
     if value < 0:
         raise ValueError(f"seed must be a non-negative int, got {value}")
+    if value >= SEED_LIMIT:  # results tables store seeds as int64; torch seeds are int64 too
+        raise ValueError(f"seed must be below 2**63 = {SEED_LIMIT}, got {value}")
     return int(value)
 
 

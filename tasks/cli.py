@@ -16,6 +16,7 @@ output path, a corrupt table) is reported before any evaluation, with exit statu
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -94,6 +95,9 @@ def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Pa
     from tasks import harness, plots
 
     try:
+        from shapleig.runs.timeout import check_timeout
+
+        eval_timeout = check_timeout(getattr(args, "eval_timeout", None), "--eval-timeout")
         plan = harness.build_plan(tasks, methods, args.budgets, args.seeds,
                                   method_options=args.option or (), gp_options=_gp_options(args),
                                   skip_small=args.skip_small)
@@ -111,7 +115,7 @@ def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Pa
     start = time.perf_counter()
     df = harness.execute_plan(plan, out=out, n_jobs=args.jobs, cache_dir=cache, live=args.live,
                               progress=not args.quiet, errors="record" if args.keep_going else "raise",
-                              log=None if args.quiet else _err)
+                              log=None if args.quiet else _err, eval_timeout=eval_timeout)
     failed = df[df["error"].fillna("") != ""]
     print_frame(plots.mse_table(df), "mean MSE (rows: task group, method; columns: budget)")
     if df["task"].nunique() > 0 and df["method"].nunique() > 1:
@@ -247,6 +251,8 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
     p.add_argument("--live", action="store_true",
                    help="evaluate expensive games live instead of from the enumerated table")
     p.add_argument("--keep-going", action="store_true", help="record failing runs instead of stopping")
+    p.add_argument("--eval-timeout", type=float, default=None, metavar="SECONDS",
+                   help="abandon a game evaluation that takes longer than this (it runs in a worker process)")
     p.add_argument("--skip-small", action="store_true", default=demo,
                    help="skip budgets below a method's minimum instead of failing"
                    + (" (always on in the demo)" if demo else ""))
@@ -334,15 +340,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:
-        parser.exit(2, f"shapleig {args.command}: error: {exc}\n")
+        parser.exit(2, f"shapleig {args.command}: error: {_one_line(exc)}\n")
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
     except (RuntimeError, ShapleigError) as exc:
-        _err(f"shapleig {args.command}: failed: {exc}")
+        _err(f"shapleig {args.command}: failed: {_one_line(exc)}")
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a bug or an unforeseen input: one line, not a traceback
+        if os.environ.get("SHAPLEIG_DEBUG"):
+            raise
+        _err(f"shapleig {args.command}: failed: {type(exc).__name__}: {_one_line(exc)} "
+             f"(set SHAPLEIG_DEBUG=1 for the traceback)")
         return 1
     return 0
 
 
+def _one_line(exc: BaseException) -> str:
+    """An error message on one line (multi-line messages joined with '; ')."""
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m tasks.cli` runs this file as __main__, a second copy of the module: use the real
+    # tasks.cli, whose UsageError is the one the subcommand modules (explain_cli) raise
+    from tasks.cli import main as _main
+
+    sys.exit(_main())

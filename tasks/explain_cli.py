@@ -87,7 +87,17 @@ def feature_frame(df: Any, model: Any, drop: list[str]) -> Any:
 def cmd_explain(args: argparse.Namespace) -> int:
     import shapleig
     from shapleig.errors import ShapleigError
+    from shapleig.runs.timeout import check_timeout
+    from shapleig.seeding import resolve_seed
 
+    try:  # every input is checked before the model is loaded or anything evaluated
+        seed = resolve_seed(args.seed)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--seed {args.seed}: {exc}") from exc
+    try:
+        timeout = check_timeout(args.eval_timeout, "--eval-timeout")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     model = load_model(Path(args.model))
     data = feature_frame(load_table(Path(args.data)), model, args.drop or [])
     if not -len(data) <= args.row < len(data):
@@ -96,7 +106,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
         raise UsageError(f"--background must be a positive number of rows, got {args.background}")
     source = data if args.background_data is None else feature_frame(
         load_table(Path(args.background_data)), model, args.drop or [])
-    background = source.sample(min(args.background, len(source)), random_state=args.seed)
+    # pandas' own integer seeds stop at 2**32, the project's at 2**63: a Generator beyond that
+    state = seed if seed < 2**32 else np.random.default_rng(seed)
+    background = source.sample(min(args.background, len(source)), random_state=state)
     plot = None
     if args.plot:
         from tasks.harness import check_output_path
@@ -106,8 +118,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
     try:
-        est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=args.seed,
-                               method=args.method, output=args.output)
+        est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=seed,
+                               method=args.method, output=args.output, timeout=timeout)
     except ShapleigError as exc:  # raised by validation before any coalition is evaluated
         raise UsageError(str(exc)) from exc
     import pandas as pd
@@ -133,7 +145,9 @@ def add_explain_parser(sub: Any) -> None:
     p.add_argument("--data", required=True, help="rows (.csv or .parquet) holding the explained row")
     p.add_argument("--row", type=int, required=True, help="position of the explained row in --data")
     p.add_argument("--budget", type=int, default=None, help="coalitions to evaluate (default min(2^d, 8d))")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="0 <= seed < 2**63 (default 0)")
+    p.add_argument("--eval-timeout", type=float, default=None, metavar="SECONDS",
+                   help="abandon a model evaluation (one coalition) that takes longer than this")
     p.add_argument("--method", default="shapleig",
                    help="any method of `shapleig methods` (default shapleig), e.g. exact, kernelshap")
     p.add_argument("--background", type=int, default=100, help="background rows sampled from the data (100)")

@@ -41,6 +41,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from shapleig.seeding import SEED_LIMIT
 from tasks.catalog import Task, resolve_tasks
 from tasks.methods import MethodSpec, resolve_methods
 
@@ -93,6 +94,9 @@ def resolve_budget(spec: str | int, p: int) -> int:
     return int(spec)
 
 
+MAX_SEEDS = 100_000  # a count or range beyond this is a typo, not a study
+
+
 def parse_seeds(items: Iterable[str | int] | int) -> list[int]:
     """Seeds: a single count ``N`` (seeds 0..N-1), or explicit lists ``'0,3,7'`` / ranges ``'0-4'``.
 
@@ -110,6 +114,8 @@ def parse_seeds(items: Iterable[str | int] | int) -> list[int]:
         n = int(items[0])
         if n < 1:
             raise ValueError(f"--seeds {n}: need at least one seed")
+        if n > MAX_SEEDS:
+            raise ValueError(f"--seeds {n}: at most {MAX_SEEDS} seeds per study")
         return list(range(n))
     seeds: list[int] = []
     for item in items:
@@ -121,6 +127,10 @@ def parse_seeds(items: Iterable[str | int] | int) -> list[int]:
             lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
             if hi < lo:
                 raise ValueError(f"bad seed range {part!r}")
+            if hi >= SEED_LIMIT:
+                raise ValueError(f"bad seed {part!r}: seeds are below 2**63 = {SEED_LIMIT}")
+            if hi - lo + 1 + len(seeds) > MAX_SEEDS:
+                raise ValueError(f"bad seed range {part!r}: at most {MAX_SEEDS} seeds per study")
             seeds += [s for s in range(lo, hi + 1) if s not in seeds]
     if not seeds:
         raise ValueError("no seeds given")
@@ -357,9 +367,11 @@ def _fitting_budgets(
 # running
 def run_job(
     job: Job, task: Task, game: Any, spec: MethodSpec, exact: np.ndarray, threads: int | None = None,
-    errors: str = "raise",
+    errors: str = "raise", eval_timeout: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Run one job; one row per budget it fills. ``errors='record'`` turns a crash into rows."""
+    """Run one job; one row per budget it fills. ``errors='record'`` turns a crash into rows.
+    ``eval_timeout``: seconds per game call (``estimate(..., timeout=)``); the game then runs in
+    a worker process, so ``game_s`` stays 0."""
     p = int(game.n_players)
     base = {
         "task": task.name, "group": task.group, "kind": task.kind, "p": p, "method": spec.label,
@@ -367,7 +379,7 @@ def run_job(
         "anytime": bool(job.anytime), "exact": exact.tolist(), "versions": package_versions(),
     }
     try:
-        return _run(job, game, spec, exact, base, threads)
+        return _run(job, game, spec, exact, base, threads, eval_timeout)
     except Exception as exc:  # noqa: BLE001 - recorded, or re-raised with context
         if errors != "record":
             raise RuntimeError(
@@ -385,7 +397,8 @@ def run_job(
         ]
 
 
-def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, threads: int | None) -> list[dict]:
+def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, threads: int | None,
+         eval_timeout: float | None = None) -> list[dict]:
     from tasks.metrics import max_abs_error, mse
 
     estimator = spec.build()
@@ -397,7 +410,8 @@ def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, t
         b_max, n_max = pending[-1]
         timed = TimedGame(game)
         start = time.perf_counter()
-        result = estimator.estimate(timed, n_max, seed=job.seed)
+        extra = {} if eval_timeout is None else {"timeout": eval_timeout}
+        result = estimator.estimate(timed, n_max, seed=job.seed, **extra)
         total = time.perf_counter() - start
         info = getattr(result, "info", {}) or {}
         common = {"accounting": str(info.get("accounting", "")), "noise": _noise_note(info), "error": ""}
@@ -488,8 +502,10 @@ def execute_plan(
     progress: bool = True,
     errors: str = "raise",
     log: Any = None,
+    eval_timeout: float | None = None,
 ) -> pd.DataFrame:
-    """Run a validated :class:`Plan` (see :func:`run_benchmark`)."""
+    """Run a validated :class:`Plan` (see :func:`run_benchmark`); ``eval_timeout`` as in
+    :func:`run_job`."""
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
@@ -507,7 +523,7 @@ def execute_plan(
     threads = None if int(n_jobs) == 1 else 1
     calls = (
         delayed(run_job)(job, plan.tasks[job.task_index], served[job.task_index], plan.methods[job.method_index],
-                         exacts[job.task_index], threads, errors)
+                         exacts[job.task_index], threads, errors, eval_timeout)
         for job in plan.jobs
     )
     rows: list[dict] = []

@@ -137,3 +137,28 @@ class FailingGame(QuadraticGame):
                     f.write(code + "\n")
         return out
 
+
+
+class HangingGame(QuadraticGame):
+    """A QuadraticGame that hangs forever on the coalitions in ``hang`` ('0'/'1' strings) in a
+    process whose environment has ``SHAPLEIG_TEST_HANG=1``, after writing its pid to
+    ``started_file``; elsewhere it behaves. Its values (and identity) are QuadraticGame's, so a
+    hanging process and a healthy one share a store."""
+
+    def __init__(self, n_players: int, hang: list[str], started_file: str, seed: int = 0):
+        super().__init__(n_players, seed=seed)
+        self.hang = sorted(hang)
+        self.started_file = started_file
+
+    def params(self) -> dict[str, Any]:
+        return super().params()
+
+    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        z = np.asarray(coalitions, dtype=bool)
+        for row in z:
+            if os.environ.get("SHAPLEIG_TEST_HANG") == "1" and _code(row) in self.hang:
+                with open(self.started_file, "w") as f:
+                    f.write(str(os.getpid()))
+                while True:
+                    time.sleep(0.05)
+        return self.values(z)

@@ -31,8 +31,18 @@ Figures per campaign:
 - *estimate differs*: resumed runs whose estimate is not bit-identical to the uninterrupted run
   (must be 0).
 
+Two more campaigns (issue 20), run with ``--creation-trials`` and ``--hang-trials``:
+
+- *concurrent creation*: ``--creation-processes`` processes released by one barrier open and bind
+  the same new store, ``--creation-trials`` times; failed opens must be 0;
+- *hung evaluations*: a process evaluates a list of coalitions and hangs for ever inside the game
+  on one of them, with an evaluation timeout of 1 s; a second process sharing the store asks for
+  the same coalitions and must finish, with the right values, well within the lease (30 s), and
+  the hung process must report the timeout and leave no claim behind.
+
 Run: ``PYTHONPATH=. python scripts/studies/fault_injection.py --trials 60`` (about a minute on 2 cores);
-``tests/test_fault_injection.py`` runs the same campaign as a slow test.
+``--trials 0 --creation-trials 50 --hang-trials 10`` runs only the two new campaigns.
+``tests/runs/test_fault_injection.py`` runs the same campaigns as slow tests.
 """
 
 from __future__ import annotations
@@ -368,20 +378,146 @@ def run_campaign(n_trials: int = 60, seed: int = 0, configs: list[str] | None = 
     return campaign
 
 
+# -- concurrent creation of one new store ---------------------------------------------------------
+
+def _create_store(args: tuple[str, Any]) -> str:
+    path, barrier = args
+    from _games_for_parallel import QuadraticGame
+
+    from shapleig import EvaluationStore
+
+    try:
+        barrier.wait(timeout=60)
+        store = EvaluationStore(path, timeout=60)
+        store.bind(QuadraticGame(3, seed=0))
+        store.close()
+        return "ok"
+    except Exception as exc:  # noqa: BLE001 - counted and shown
+        return f"{type(exc).__name__}: {exc}"
+
+
+def run_creation_campaign(trials: int = 50, processes: int = 4) -> dict[str, Any]:
+    """``processes`` processes released by one barrier open and bind the same new store, ``trials``
+    times; every failure is counted (the schema is one transaction, so there must be none)."""
+    ctx = multiprocessing.get_context("fork")
+    failures: list[str] = []
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder, ctx.Manager() as manager, ctx.Pool(processes) as pool:
+        for t in range(trials):
+            barrier = manager.Barrier(processes)
+            path = str(Path(folder) / f"new_{t}.sqlite")
+            failures += [r for r in pool.map(_create_store, [(path, barrier)] * processes) if r != "ok"]
+    return {"stores created": trials, "processes per store": processes, "opens": trials * processes,
+            "failed opens": len(failures), "first failure": failures[0] if failures else "",
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
+# -- hung evaluations on a shared store ----------------------------------------------------------
+
+_HANG_SCRIPT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from _games_for_parallel import HangingGame
+from shapleig import BudgetedGame, EvaluationStore
+from shapleig.runs.evaluators import SerialEvaluator
+rows = np.array([[c == "1" for c in code] for code in sys.argv[5].split(",")])
+game = HangingGame(rows.shape[1], hang=[sys.argv[3]], started_file=sys.argv[4])
+store = EvaluationStore(sys.argv[2], lease_seconds=float(sys.argv[7]))
+try:
+    BudgetedGame(game, len(rows), store=store, evaluator=SerialEvaluator(chunk_size=1, timeout=float(sys.argv[6])),
+                 max_retries=0)(rows)
+except Exception as exc:
+    print("FAILED", type(exc).__name__, exc, flush=True)
+else:
+    print("DONE", flush=True)
+"""
+
+
+def run_hang_campaign(trials: int = 10, seed: int = 0, timeout: float = 1.0, lease: float = 30.0,
+                      log: Any = None) -> dict[str, Any]:
+    """Each trial: process A evaluates a random list of coalitions and hangs for ever on one of
+    them (a real endless loop inside the game) with an evaluation ``timeout``; once it is stuck,
+    this process (B) asks the store for the same coalitions. Counted: B runs that finished, B's
+    wait, wrong values B served, A runs that reported the timeout, and claims left behind."""
+    import subprocess
+
+    from _games_for_parallel import HangingGame, QuadraticGame
+
+    from shapleig import BudgetedGame, EvaluationStore
+
+    rng = np.random.default_rng(seed)
+    p = 6
+    out = {"trials": trials, "timeout s": timeout, "lease s": lease, "B finished": 0, "B max wait s": 0.0,
+           "wrong values served": 0, "A reported the timeout": 0, "claims left behind": 0}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SHAPLEIG_TEST_HANG": "1"}
+    for t in range(trials):
+        with tempfile.TemporaryDirectory() as folder:
+            codes = sorted({"".join("1" if b else "0" for b in rng.random(p) < 0.5) for _ in range(8)})
+            hung = codes[int(rng.integers(len(codes)))]
+            store_path, started = str(Path(folder) / "s.sqlite"), str(Path(folder) / "started")
+            proc = subprocess.Popen([sys.executable, "-c", _HANG_SCRIPT, str(REPO / "tests"), store_path, hung,
+                                     started, ",".join(codes), str(timeout), str(lease)], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                deadline = time.monotonic() + 120
+                while not os.path.exists(started) and proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                rows = np.array([[c == "1" for c in code] for code in codes])
+                game = HangingGame(p, hang=[hung], started_file=os.devnull)
+                begin = time.perf_counter()
+                values = BudgetedGame(game, len(codes), store=EvaluationStore(store_path, lease_seconds=lease))(rows)
+                waited = time.perf_counter() - begin
+                a_out, _ = proc.communicate(timeout=120)
+            finally:
+                proc.kill()
+            out["B finished"] += 1
+            out["B max wait s"] = round(max(out["B max wait s"], waited), 2)
+            out["wrong values served"] += int(np.sum(values != QuadraticGame(p).values(rows)))
+            out["A reported the timeout"] += int("timed out after" in a_out)
+            import sqlite3
+
+            con = sqlite3.connect(store_path)
+            out["claims left behind"] += con.execute("SELECT COUNT(*) FROM claims").fetchone()[0]
+            con.close()
+            if log is not None:
+                log(f"hang {t + 1:2d}: {len(codes)} coalitions, hung on {hung}; B waited {waited:.2f} s; "
+                    f"A: {a_out.strip()[:90]}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=60)
+    parser.add_argument("--creation-trials", type=int, default=0,
+                        help="also: this many new stores, each created by --creation-processes processes at once")
+    parser.add_argument("--creation-processes", type=int, default=4)
+    parser.add_argument("--hang-trials", type=int, default=0,
+                        help="also: this many trials of a real hung evaluation (timeout 1 s) on a shared store")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--configs", nargs="+", default=None, choices=sorted(CONFIGS))
     parser.add_argument("--json", default=None, help="also write the summary and every trial to this file")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     start = time.perf_counter()
-    campaign = run_campaign(args.trials, args.seed, args.configs, log=print)
-    summary = campaign.summary()
-    print(f"\nfault injection: {time.perf_counter() - start:.0f} s")
-    for key, value in summary.items():
-        print(f"  {key}: {value}")
+    summary: dict[str, Any] = {}
+    campaign = Campaign()
+    if args.trials > 0:
+        campaign = run_campaign(args.trials, args.seed, args.configs, log=print)
+        summary = campaign.summary()
+        print(f"\nfault injection: {time.perf_counter() - start:.0f} s")
+        for key, value in summary.items():
+            print(f"  {key}: {value}")
+    if args.creation_trials > 0:
+        summary["concurrent creation"] = run_creation_campaign(args.creation_trials, args.creation_processes)
+        print("\nconcurrent creation of one new store:")
+        for key, value in summary["concurrent creation"].items():
+            print(f"  {key}: {value}")
+    if args.hang_trials > 0:
+        summary["hung evaluations"] = run_hang_campaign(args.hang_trials, args.seed, log=print)
+        print("\nhung evaluations on a shared store:")
+        for key, value in summary["hung evaluations"].items():
+            print(f"  {key}: {value}")
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": summary, "trials": [asdict(t) for t in campaign.trials]},
                                               indent=1))

@@ -12,7 +12,10 @@ import numpy as np
 from shapleig.errors import BudgetError
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_game
+from shapleig.games.numeric import check_value_range
 from shapleig.runs.budget import BudgetedGame
+from shapleig.runs.evaluators import with_timeout
+from shapleig.runs.timeout import check_timeout
 from shapleig.seeding import UNSET, SeedLike, resolve_seed
 
 
@@ -84,6 +87,7 @@ class BaseEstimator(abc.ABC):
         store: Any = None,
         evaluator: Any = None,
         max_retries: int = 1,
+        timeout: float | None = None,
         random_state: SeedLike = UNSET,
     ) -> ShapleyEstimate:
         """Estimate the Shapley values of ``game`` with at most ``budget`` distinct evaluations.
@@ -94,6 +98,8 @@ class BaseEstimator(abc.ABC):
         ``store`` (an ``EvaluationStore``) reuses and records values so a killed run resumes;
         ``evaluator`` runs new coalitions (e.g. on an executor); a coalition whose evaluation raises
         or returns NaN/inf is retried ``max_retries`` times before the run stops naming it.
+        ``timeout`` (seconds per game call): a call that takes longer is abandoned (its worker
+        process killed, :mod:`shapleig.runs.timeout`) and counts as a failed attempt.
         """
         p = check_game(game, self.min_players)
         budget = check_budget(budget, minimum=None)  # the method's own minimum is stated below
@@ -105,6 +111,9 @@ class BaseEstimator(abc.ABC):
                 f"({self.min_budget_reason(p)}); got budget {budget}"
             )
         if isinstance(game, BudgetedGame):
+            if check_timeout(timeout) is not None:
+                raise ValueError("timeout applies to a game estimate() wraps itself; for a BudgetedGame "
+                                 "give its evaluator the timeout (SerialEvaluator(timeout=...))")
             budgeted = game
             if budgeted.remaining < budget:
                 raise BudgetError(
@@ -112,6 +121,7 @@ class BaseEstimator(abc.ABC):
                     f"fewer than budget {budget}"
                 )
         else:
+            evaluator = with_timeout(evaluator, timeout, store is not None)
             budgeted = BudgetedGame(game, budget, store=store, evaluator=evaluator, max_retries=max_retries)
         start = time.perf_counter()
         # cap a caller's BudgetedGame at this call's budget for the duration of the run
@@ -121,6 +131,7 @@ class BaseEstimator(abc.ABC):
             result = self._estimate(budgeted, seed)
         finally:
             budgeted.budget = own_cap
+        check_value_range(budgeted.history()[1], self.name)  # rounding noise is an error, not a result
         result.evaluations = budgeted.evaluations
         result.budget = budget
         result.method = result.method or self.name

@@ -28,6 +28,7 @@ from shapleig.estimation.result import ShapleyEstimate
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
 from shapleig.games.game import check_budget
 from shapleig.runs.budget import BudgetedGame
+from shapleig.runs.evaluators import with_timeout
 
 
 def resolve_method(method: Any, **options: Any) -> Any:
@@ -87,6 +88,7 @@ def explain(
     predict: Callable | None = None,
     feature_names: list[str] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
+    timeout: float | None = None,
 ) -> ShapleyEstimate:
     """Shapley values of one prediction ``f(x)`` with the interventional imputer over ``background``.
 
@@ -102,6 +104,9 @@ def explain(
     method:     a registered method name (:mod:`shapleig.registry`: ``"shapleig"`` (default), the
                 GP arms, ``"exact"`` (all ``2^d`` coalitions, d <= 20), the baselines such as
                 ``"kernelshap"``, ``"shapiq:<Approximator>"``), or any estimator object.
+    timeout:    seconds per coalition evaluation; a longer one is abandoned (its worker process
+                killed) and retried once, then the call fails naming the coalition
+                (:mod:`shapleig.runs.timeout`). ``model_calls`` then counts only this process's calls.
 
     Returns a :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d]) sum to
     ``f(x) - baseline`` (exactly, see :func:`condition_on_total`), ``baseline`` is the mean
@@ -109,6 +114,7 @@ def explain(
     ``info`` adds ``prediction`` (f(x)), ``feature_names``, ``efficiency_gap`` (the method's own
     deviation from efficiency before the correction) and ``model_calls``.
     """
+    evaluator = with_timeout(None, timeout)  # checked before anything is evaluated
     fn = model_predict(model, output=None, predict=predict)
     game = ImputerGame(fn, background, x, output=output, max_rows=max_rows, feature_names=feature_names)
     p = game.n_players
@@ -120,7 +126,7 @@ def explain(
     budget = check_budget(budget)
     if full is not None:
         budget = min(budget, full)
-    est = estimator.estimate(BudgetedGame(game, budget), budget, seed=seed)
+    est = estimator.estimate(BudgetedGame(game, budget, evaluator=evaluator), budget, seed=seed)
     calls = game.calls
     # v(empty) and v(N): one more model call on 1 + n_bg rows (cheap next to any coalition batch)
     ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))

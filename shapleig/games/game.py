@@ -49,7 +49,10 @@ class FunctionGame:
         self.game_id = None if game_id is None else str(game_id)
 
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
-        return np.asarray(self.fn(coalitions), dtype=np.float64)
+        raw = np.asarray(self.fn(coalitions))
+        # real numbers as float64; anything else (complex, text) is passed on unconverted, so the
+        # evaluator refuses it naming what came back instead of numpy silently coercing it
+        return raw.astype(np.float64) if raw.dtype.kind in "biuf" else raw
 
     def identity(self) -> dict[str, str]:
         """Identity components for evaluation stores (:mod:`shapleig.games.identity`): the function's
@@ -85,15 +88,40 @@ def check_game(game: Any, minimum_players: int = 2) -> int:
     return check_n_players(game.n_players, minimum_players)
 
 
+def real_values(values: Any) -> np.ndarray:
+    """A game's raw output as a float64 array; :class:`GameError` unless every entry is a real
+    number (bool, int or float). Complex numbers (numpy would drop their imaginary part with only
+    a warning) and strings (numpy would parse ``"1.5"``) are refused, naming what came back."""
+    try:
+        raw = np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        raise GameError(f"game returned values that are not numbers: {exc}") from exc
+    kind = raw.dtype.kind
+    if kind == "O":
+        bad = [x for x in raw.ravel().tolist() if isinstance(x, (str, bytes, complex)) or not isinstance(
+            x, (int, float, np.integer, np.floating, np.bool_))]
+        if bad:
+            raise GameError(f"game returned values that are not numbers: {bad[0]!r} "
+                            f"({type(bad[0]).__name__}); return floats")
+    elif kind == "c":
+        raise GameError(f"game returned complex values ({raw.dtype}); return real numbers "
+                        f"(e.g. the real part or the modulus, whichever the game means)")
+    elif kind not in "biuf":
+        raise GameError(f"game returned values that are not numbers (dtype {raw.dtype}, e.g. "
+                        f"{raw.ravel()[:1].tolist()}); return floats")
+    try:
+        return raw.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise GameError(f"game returned values that are not numbers: {exc}") from exc
+
+
 def as_value_vector(values: Any, n_coalitions: int) -> np.ndarray:
-    """A game's raw output as ``float64[n_coalitions]``; :class:`GameError` on a wrong shape.
+    """A game's raw output as ``float64[n_coalitions]``; :class:`GameError` on a wrong shape or on
+    entries that are not real numbers (:func:`real_values`).
 
     Accepts ``(m,)`` and ``(m, 1)``. Finiteness is not checked here (see :func:`check_game_values`).
     """
-    try:
-        v = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise GameError(f"game returned values that are not numbers: {exc}") from exc
+    v = real_values(values)
     if v.ndim == 2 and v.shape[1] == 1:
         v = v[:, 0]
     if v.shape != (n_coalitions,):

@@ -14,23 +14,36 @@ Components, in order of preference:
 - otherwise the object's state: every attribute (``vars(game)`` or ``__getstate__``), one
   component per attribute, so a seed hidden from ``repr`` (``SOUM(random_state=1)``) still counts.
 
-Values are digested by content: numpy arrays in full, random generators by their state, functions
-by their code object (bytes, constants, names), closure cells, defaults and the module globals they
-read; library functions and classes by their qualified name. What cannot be digested (an object
-with no state that refuses to pickle) is reported by :func:`opaque_parts`; such a game needs an
-explicit ``game_id``. Nothing here unpickles anything.
+Unless the game defines ``identity()`` or ``fingerprint()``, a user-defined game class also adds
+``class.code``: the body of every user class in its MRO (methods, properties, class attributes).
+
+Values are digested by content: numpy arrays in full, random generators by their state, dicts by
+keys and values, functions by their code object (bytes, constants, names), closure cells,
+defaults and the module globals they read (:func:`global_values`: also ``module.attr`` read
+through a user module, and every global when the code calls ``globals()``), ``functools.partial``
+by its function and arguments, user classes by their body, instances by their class and state.
+Functions and classes of installed packages are identified by qualified name and the package's
+version (:func:`package_version`). What cannot be digested (an object with no state that refuses
+to pickle) is reported by :func:`opaque_parts`; such a game needs an explicit ``game_id``, as does
+a game depending on anything outside the process (files, environment, remote services: see
+docs/guide.md §2). Nothing here unpickles anything.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import json
+import logging
 import pickle
+import platform
 import random
 import sys
 import sysconfig
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -41,18 +54,58 @@ _LIBRARY_ROOTS = tuple(
 )
 
 
-def _is_library(fn: Any) -> bool:
-    """True for a function defined in the standard library or an installed package.
+# names in a class body that never change its instances' values (or are interpreter bookkeeping)
+_CLASS_SKIP = frozenset({"__dict__", "__weakref__", "__module__", "__doc__", "__qualname__", "_abc_impl",
+                         "__firstlineno__", "__static_attributes__", "__annotations__", "__parameters__",
+                         "__orig_bases__", "__slotnames__"})
+# built-ins that read module state instead of naming it: a function calling them depends on every global
+_READS_ALL_GLOBALS = frozenset({"globals", "vars", "eval", "exec"})
+# loggers never change a game's values and reach every handler (and its lock): type and name only
+_INERT_TYPES: tuple[type, ...] = (logging.Logger, logging.LoggerAdapter)
 
-    Those are identified by name (their code is versioned with the library); user code (a script,
-    ``__main__``, a notebook, a project folder) is digested by content.
-    """
-    name = getattr(fn, "__module__", None) or ""
+
+def _is_library_module(name: str) -> bool:
+    """True for a module of the standard library, the interpreter, or an installed package."""
+    if name in sys.builtin_module_names or name == "builtins":
+        return True
     module = sys.modules.get(name)
     path = getattr(module, "__file__", None) if module is not None else None
     if name == "__main__" or path is None:
         return False
     return path.startswith(_LIBRARY_ROOTS)
+
+
+def _is_library(fn: Any) -> bool:
+    """True for a function or class defined in the standard library or an installed package.
+
+    Those are identified by name and the package's version (:func:`package_version`); user code
+    (a script, ``__main__``, a notebook, a project folder) is digested by content.
+    """
+    return _is_library_module(getattr(fn, "__module__", None) or "")
+
+
+@functools.cache
+def _distributions() -> dict[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
+@functools.cache
+def package_version(module: str) -> str:
+    """``"numpy 2.4.6"``: the distribution(s) and version(s) that provide ``module``'s top-level
+    package; ``"python 3.11.7"`` for the standard library. An upgraded package is another game."""
+    top = (module or "?").split(".")[0]
+    if top in sys.builtin_module_names or top in getattr(sys, "stdlib_module_names", ()) or top == "builtins":
+        return f"python {platform.python_version()}"
+    found = []
+    for dist in sorted(set(_distributions().get(top, []))):
+        try:
+            found.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    if not found:
+        version = getattr(sys.modules.get(top), "__version__", None)
+        found.append(f"{top} {version}" if isinstance(version, str) else f"{top} (version unknown)")
+    return ", ".join(found)
 
 
 class _Digest:
@@ -62,6 +115,7 @@ class _Digest:
         self.h = hashlib.sha256()
         self.opaque: list[str] = []
         self._active: set[int] = set()
+        self._seen: dict[int, int] = {}  # functions, classes, modules, code already fed: by order
 
     def text(self, tag: str, body: str | bytes = b"") -> None:
         body = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
@@ -75,6 +129,13 @@ class _Digest:
             self.opaque.append(f"{where or 'game'} (nested more than {_MAX_DEPTH} levels deep)")
             return
         key = id(obj)
+        if isinstance(obj, (types.FunctionType, types.CodeType, types.ModuleType, type)):
+            # shared code is fed once: a reference by first-seen order keeps the encoding canonical
+            # and the walk linear in the size of the code it reaches
+            if key in self._seen:
+                self.text("seen", str(self._seen[key]))
+                return
+            self._seen[key] = len(self._seen)
         if key in self._active:
             self.text("cycle")
             return
@@ -93,7 +154,7 @@ class _Digest:
             else:
                 self.text("data", np.ascontiguousarray(obj).tobytes())
             return
-        if isinstance(obj, dict):
+        if isinstance(obj, (dict, types.MappingProxyType)):
             self.text("dict", str(len(obj)))
             for k, v in sorted(obj.items(), key=lambda kv: _sort_key(kv[0])):
                 self.feed(k, depth, where)
@@ -118,11 +179,43 @@ class _Digest:
             self.feed(obj.__func__, depth, where)
             self.feed(obj.__self__, depth, where + ".__self__")
             return
+        if isinstance(obj, functools.partial):  # the wrapped function and its bound arguments
+            self.text("partial")
+            self.feed(obj.func, depth, where + ".func")
+            self.feed(obj.args, depth, where + ".args")
+            self.feed(obj.keywords, depth, where + ".keywords")
+            return
         if isinstance(obj, types.ModuleType):
             self.text("module", obj.__name__)
+            if _is_library_module(obj.__name__):
+                self.text("version", package_version(obj.__name__))
+            else:  # a user module reached other than as a global (e.g. an attribute): all of it
+                self.feed(_module_values(obj), depth, where)
             return
-        if isinstance(obj, type) or isinstance(obj, (types.BuiltinFunctionType, np.ufunc)):
+        if isinstance(obj, type):
+            self._class(obj, depth, where)
+            return
+        if isinstance(obj, (types.BuiltinFunctionType, types.MethodWrapperType, np.ufunc)):
             self.text("named", _qualname(obj))
+            self.text("version", package_version(getattr(obj, "__module__", None) or type(obj).__module__))
+            owner = getattr(obj, "__self__", None)  # a bound built-in method: its object counts
+            if owner is not None and not isinstance(owner, types.ModuleType):
+                self.feed(owner, depth, where + ".__self__")
+            return
+        if isinstance(obj, (staticmethod, classmethod)):
+            self.text(type(obj).__name__)
+            self.feed(obj.__func__, depth, where)
+            return
+        if isinstance(obj, property):
+            self.text("property")
+            self.feed((obj.fget, obj.fset, obj.fdel), depth, where)
+            return
+        if isinstance(obj, functools.cached_property):
+            self.text("cached_property")
+            self.feed(obj.func, depth, where)
+            return
+        if isinstance(obj, _INERT_TYPES):
+            self.text("inert", _qualname(type(obj)) + ":" + str(getattr(obj, "name", "")))
             return
         if isinstance(obj, np.random.Generator):
             self.text("Generator")
@@ -161,9 +254,27 @@ class _Digest:
         self.feed(code.co_varnames, depth, where)
         self.feed(code.co_consts, depth, where)
 
+    def _class(self, cls: type, depth: int, where: str) -> None:
+        """A class by name and version if it comes from a library; else by the body of every
+        user class in its MRO (methods' code, class-level attributes), so an edited method or a
+        changed ``Config.W`` is another game."""
+        self.text("class", _qualname(cls))
+        if _is_library(cls):
+            self.text("version", package_version(cls.__module__))
+            return
+        for klass in cls.__mro__:
+            if _is_library(klass):
+                self.text("base", _qualname(klass))
+                continue
+            self.text("body", _qualname(klass))
+            for name in sorted(k for k in klass.__dict__ if k not in _CLASS_SKIP):
+                self.feed(name, depth, where)
+                self.feed(klass.__dict__[name], depth, f"{where}.{name}")
+
     def _function(self, fn: types.FunctionType, depth: int, where: str) -> None:
         self.text("function", _qualname(fn))
         if _is_library(fn):
+            self.text("version", package_version(fn.__module__))
             return
         self._code(fn.__code__, depth, where)
         self.feed(fn.__defaults__, depth, where)
@@ -173,11 +284,16 @@ class _Digest:
             self.feed(value, depth, f"{where}.{name}")
         for name, value in global_values(fn).items():
             self.feed(name, depth, where)
+            if isinstance(value, types.ModuleType):  # its attributes read are listed as "module.attr"
+                self.text("module", value.__name__)
+                continue
             self.feed(value, depth, f"{where}.{name}")
 
     def _object(self, obj: Any, depth: int, where: str) -> None:
         cls = type(obj)
         self.text("object", _qualname(cls))
+        if not _is_library(cls):  # its methods and class attributes compute its values too
+            self.feed(cls, depth, where + ".__class__")
         if callable(getattr(obj, "identity", None)) and not isinstance(obj, type):
             self.feed(obj.identity(), depth, where)
             return
@@ -240,10 +356,43 @@ def _code_names(code: types.CodeType) -> set[str]:
     return names
 
 
+def _code_strings(code: types.CodeType) -> set[str]:
+    out = {c for c in code.co_consts if isinstance(c, str)}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _code_strings(const)
+    return out
+
+
+def _module_values(module: types.ModuleType, names: Any = None) -> dict[str, Any]:
+    """``{name: value}`` of a module's attributes (those in ``names``, else all but dunders)."""
+    attrs = vars(module)
+    keys = sorted(k for k in attrs if not (k.startswith("__") and k.endswith("__"))) if names is None else sorted(
+        k for k in names if k in attrs)
+    return {k: attrs[k] for k in keys}
+
+
 def global_values(fn: types.FunctionType) -> dict[str, Any]:
-    """``{name: value}`` of the module globals the function's code (and nested code) reads."""
+    """``{name: value}`` of the module globals the function's code (and nested code) reads.
+
+    Reads through a user module count too, as ``"module.attr"`` (``config.W``, a helper called as
+    ``helpers.h``; the attribute names are those in the code and its string constants, so
+    ``getattr(config, "W")`` counts). A function that calls ``globals()``/``vars()``/``eval``/``exec``
+    reads every global of its module.
+    """
     g = fn.__globals__
-    return {name: g[name] for name in sorted(_code_names(fn.__code__)) if name in g}
+    names = _code_names(fn.__code__)
+    strings = _code_strings(fn.__code__)
+    if names & _READS_ALL_GLOBALS and not names & _READS_ALL_GLOBALS & set(g):
+        names |= {k for k in g if not (k.startswith("__") and k.endswith("__"))}
+    out: dict[str, Any] = {}
+    for name in sorted(n for n in names if n in g):
+        value = g[name]
+        out[name] = value
+        if isinstance(value, types.ModuleType) and not _is_library_module(value.__name__):
+            for attr, inner in _module_values(value, names | strings).items():
+                out[f"{name}.{attr}"] = inner
+    return out
 
 
 def digest_value(value: Any, where: str = "", opaque: list[str] | None = None) -> str:
@@ -281,6 +430,10 @@ def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, s
     if isinstance(fn, types.MethodType):
         out = function_identity(fn.__func__, prefix)
         out[f"{prefix}.self"] = show_value(fn.__self__, f"{prefix}.self", opaque)
+    elif isinstance(fn, functools.partial):
+        out = function_identity(fn.func, f"{prefix}.func")
+        out[f"{prefix}.args"] = show_value(fn.args, f"{prefix}.args", opaque)
+        out[f"{prefix}.keywords"] = show_value(fn.keywords, f"{prefix}.keywords", opaque)
     elif isinstance(fn, types.FunctionType) and not _is_library(fn):
         out = {
             f"{prefix}.code": f"{_qualname(fn)} #{digest_value(fn.__code__)[:12]}",
@@ -291,15 +444,34 @@ def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, s
         for name, value in closure_values(fn).items():
             out[f"{prefix}.closure.{name}"] = show_value(value, f"{prefix}.{name}", opaque)
         for name, value in global_values(fn).items():
-            out[f"{prefix}.global.{name}"] = show_value(value, f"{prefix}.{name}", opaque)
-    elif isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, np.ufunc, type)):
-        out = {f"{prefix}.name": _qualname(fn)}
+            shown = f"module {value.__name__}" if isinstance(value, types.ModuleType) else None
+            out[f"{prefix}.global.{name}"] = shown or show_value(value, f"{prefix}.{name}", opaque)
+    elif isinstance(fn, type) and not _is_library(fn):  # a user class used as the function
+        out = {f"{prefix}.name": _qualname(fn), f"{prefix}.code": show_value(fn, prefix, opaque)}
+    elif isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, types.MethodWrapperType, np.ufunc, type)):
+        out = {f"{prefix}.name": _qualname(fn),
+               f"{prefix}.version": package_version(getattr(fn, "__module__", None) or type(fn).__module__)}
+        owner = getattr(fn, "__self__", None)
+        if not isinstance(fn, (types.FunctionType, type)) and owner is not None and not isinstance(owner, types.ModuleType):
+            out[f"{prefix}.self"] = show_value(owner, f"{prefix}.self", opaque)
+    elif _is_library(type(fn)) and _is_library(fn) and isinstance(getattr(fn, "__qualname__", None), str):
+        # a library's function wrapped in a callable object (numpy's dispatchers): name and version
+        out = {f"{prefix}.name": _qualname(fn), f"{prefix}.version": package_version(fn.__module__)}
     else:
         out = {f"{prefix}.class": _qualname(type(fn))}
+        out.update(_class_code(type(fn), f"{prefix}.", opaque))
         out.update(_components(fn, f"{prefix}.", opaque))
     if opaque:
         out["opaque"] = "; ".join(opaque)
     return out
+
+
+def _class_code(cls: type, prefix: str, opaque: list[str]) -> dict[str, str]:
+    """``{prefix + "class.code": digest}`` of a user class's body (methods, class attributes), or
+    ``{prefix + "class.version": ...}`` for a library class."""
+    if _is_library(cls):
+        return {f"{prefix}class.version": package_version(cls.__module__)}
+    return {f"{prefix}class.code": f"{_qualname(cls)} #{digest_value(cls, prefix + 'class', opaque)[:12]}"}
 
 
 def _components(obj: Any, prefix: str, opaque: list[str]) -> dict[str, str]:
@@ -313,7 +485,8 @@ def game_identity(game: Any, game_id: str | None = None) -> dict[str, str]:
     """The identity components of ``game`` (see the module docstring), plus ``game_id``.
 
     Keys: ``class``, ``n_players`` and then ``identity.*`` / ``fingerprint`` / ``param.*`` /
-    ``state.*`` components; ``opaque`` lists parts that could not be digested.
+    ``state.*`` components, ``class.code`` (or ``class.version``) for games without their own
+    ``identity()``/``fingerprint()``; ``opaque`` lists parts that could not be digested.
     """
     out = {"class": _qualname(type(game)), "n_players": str(getattr(game, "n_players", "?"))}
     opaque: list[str] = []
@@ -331,6 +504,8 @@ def game_identity(game: Any, game_id: str | None = None) -> dict[str, str]:
             out["params"] = show_value(params, "params", opaque)
     else:
         out.update(_components(game, "state.", opaque))
+    if not callable(getattr(game, "identity", None)) and not callable(getattr(game, "fingerprint", None)):
+        out.update(_class_code(type(game), "", opaque))  # the methods that compute the values
     if opaque:
         out["opaque"] = "; ".join(filter(None, [out.get("opaque", ""), *opaque]))
     if game_id is not None:
@@ -361,8 +536,12 @@ def identity_differences(stored: dict[str, str], current: dict[str, str], limit:
             out.append(f"{label}: only in the new game ({b})")
         elif b is None:
             out.append(f"{label}: only in the stored game ({a})")
+        elif key == "class.code":
+            out.append(f"the code of the game's class changed ({a} vs {b})")
         elif key.endswith(".code"):
             out.append(f"the code of {key[:-5]} changed ({a} vs {b})")
+        elif key.endswith("version"):
+            out.append(f"the version of {label.removesuffix(' version').removesuffix('.version')} changed ({a} vs {b})")
         else:
             out.append(f"{label}: {a} vs {b}")
     if len(out) > limit:

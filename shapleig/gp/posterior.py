@@ -78,19 +78,34 @@ class Hyperparameters:
 
 
 def standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """``(y_tilde, y_mean, y_scale)`` as botorch ``Standardize(m=1)``.
+    """``(y_tilde, y_mean, y_scale)`` as botorch ``Standardize(m=1)``, but scale-free.
 
-    ``y_scale`` is the Bessel-corrected sample std, replaced by 1 when below 1e-8 or undefined
-    (fewer than two values). An empty ``y`` gives mean 0 and scale 1.
+    ``y_scale`` is the Bessel-corrected sample std however small or large it is (botorch's
+    ``Standardize`` replaces a std below 1e-8 by 1, which breaks the invariance
+    ``estimate(c * v + shift) == c * estimate(v)`` for games in small units). It is computed on
+    ``y`` divided by its largest deviation, so values up to the float limit neither overflow nor
+    underflow. Undefined (fewer than two values) or zero (all values equal): the largest ``|y|``,
+    or 1 if that is 0, so equal values standardise to 0 in any units. An empty ``y`` gives mean 0
+    and scale 1. Non-finite values are refused with ``ValueError``.
     """
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     if y.shape[0] == 0:
         return y.copy(), 0.0, 1.0
-    mean = float(np.mean(y))
-    scale = float(np.std(y, ddof=1)) if y.shape[0] > 1 else float("nan")
-    if not (scale >= 1e-8):  # also catches nan
-        scale = 1.0
-    return (y - mean) / scale, mean, scale
+    if not np.all(np.isfinite(y)):
+        raise ValueError("standardize: the values are not all finite")
+    big = float(np.max(np.abs(y)))
+    if big == 0.0:
+        return np.zeros_like(y), 0.0, 1.0
+    mean = float(np.mean(y / big)) * big  # no overflow of the sum near the float limit
+    dev = y - mean
+    spread = float(np.max(np.abs(dev)))
+    if y.shape[0] > 1 and spread > 0.0 and np.isfinite(spread):
+        scale = float(np.std(dev / spread, ddof=1)) * spread
+    else:
+        scale = big
+    if not (scale > 0.0 and np.isfinite(scale)):  # a subnormal spread: treat as equal values
+        scale = big
+    return dev / scale, mean, scale
 
 
 def cholesky_with_jitter(K: np.ndarray) -> tuple[np.ndarray, float]:

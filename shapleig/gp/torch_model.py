@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from botorch.models.kernels.categorical import CategoricalKernel
 
-from shapleig.gp.posterior import Hyperparameters
+from shapleig.gp.posterior import Hyperparameters, standardize
 from shapleig.gp.priors import (
     MIN_FIXED_NOISE,
     FitResult,
@@ -93,7 +93,11 @@ def build_model(
 
     t, p = X.shape
     train_X = torch.as_tensor(np.asarray(X, dtype=np.float64), dtype=DTYPE)
-    train_Y = torch.as_tensor(np.asarray(y, dtype=np.float64), dtype=DTYPE).reshape(t, 1)
+    # botorch's Standardize replaces a std below 1e-8 by 1 (and squares 1e154 to inf): hand it
+    # values already standardised by the scale-free standardize, which it then leaves as they are,
+    # so the fitted (standardised-unit) hyperparameters do not depend on the game's units
+    y_tilde, y_mean, y_scale = standardize(np.asarray(y, dtype=np.float64))
+    train_Y = torch.as_tensor(y_tilde, dtype=DTYPE).reshape(t, 1)
     loc, scale = lengthscale_prior_params(p)
     with _float64_default():
         prior = LogNormalPrior(torch.tensor(loc, dtype=DTYPE), torch.tensor(scale, dtype=DTYPE))
@@ -121,6 +125,8 @@ def build_model(
             mean_module=mean,
             outcome_transform=Standardize(m=1),
         )
+    # the raw units, for readers of the model's training data (botorch_acquisition.posterior_from_model)
+    model.shapleig_y_mean, model.shapleig_y_scale = y_mean, y_scale
     if init is not None:
         ls = np.broadcast_to(np.asarray(init.lengthscales, dtype=np.float64), (p,))
         if not ard:  # one shared lengthscale: start from the geometric mean of the given ones

@@ -22,7 +22,10 @@ def posterior_from_model(model) -> ShapleyPosterior:
     X = model.train_inputs[0].detach().cpu().numpy() > 0.5
     y_std = model.train_targets.detach().reshape(-1, 1)
     y_raw, _ = model.outcome_transform.untransform(y_std)
-    return ShapleyPosterior(model_hyperparameters(model), X, y_raw.reshape(-1).cpu().numpy())
+    y_raw = y_raw.reshape(-1).cpu().numpy()
+    # build_model trains on values it standardised itself (scale-free); back to the game's units
+    y_raw = y_raw * getattr(model, "shapleig_y_scale", 1.0) + getattr(model, "shapleig_y_mean", 0.0)
+    return ShapleyPosterior(model_hyperparameters(model), X, y_raw)
 
 
 class _ShapleyAcquisition(AcquisitionFunction):

@@ -9,7 +9,7 @@ import numpy as np
 from shapleig.errors import BudgetExhaustedError, EvaluationFailedError
 from shapleig.games.coalitions import as_coalition_matrix, coalition_keys
 from shapleig.games.game import Game, as_value_vector, check_budget, check_game
-from shapleig.runs.evaluators import EvaluationRecord
+from shapleig.runs.evaluators import EvaluationRecord, SerialEvaluator
 
 
 def game_fingerprint(game: Any, game_id: str | None = None) -> str:
@@ -152,18 +152,25 @@ class BudgetedGame:
             if self.store is None:
                 self._evaluate_into(fresh, np.arange(k), values, known)
                 return
-            pending = np.arange(k)
-            while pending.size:
-                found, stored, mine, busy = self.store.claim(fresh[pending])
-                values[pending[found]] = stored[found]
-                known[pending[found]] = True
+            step, hold = self._claim_plan()
+            if step is not None:  # stored values first, in one read; then claim chunk by chunk
+                found, stored = self.store.lookup(fresh)
+                values[found], known[found] = stored[found], True
                 from_store += int(found.sum())
-                if mine.any():
-                    self._evaluate_into(fresh, pending[mine], values, known)
-                pending = pending[busy]
-                waited |= set(pending.tolist())
-                if pending.size:
-                    self.store.wait_for_others(fresh[pending])
+            todo = np.flatnonzero(~known)
+            for first in range(0, todo.size, step or max(todo.size, 1)):  # claim only what starts now
+                pending = todo[first : first + (step or todo.size)]
+                while pending.size:
+                    found, stored, mine, busy = self.store.claim(fresh[pending], hold_for=hold)
+                    values[pending[found]] = stored[found]
+                    known[pending[found]] = True
+                    from_store += int(found.sum())
+                    if mine.any():
+                        self._evaluate_into(fresh, pending[mine], values, known)
+                    pending = pending[busy]
+                    waited |= set(pending.tolist())
+                    if pending.size:
+                        self.store.wait_for_others(fresh[pending])
         finally:
             if self.store is not None and not known.all():
                 self.store.release(fresh[~known])  # others may evaluate what we could not
@@ -174,6 +181,20 @@ class BudgetedGame:
             self.n_store_hits += from_store
             self.n_waited += len(waited)
             self.n_game_evaluations += int(known.sum()) - from_store
+
+    def _claim_plan(self) -> tuple[int | None, float | None]:
+        """How many coalitions to claim at a time (None: all; a serial evaluator starts one chunk
+        at a time, so only that chunk is claimed) and for how long the heartbeat may hold each
+        claim (None: while this process lives; with an evaluation timeout, the longest the
+        chunk's attempts can take, so a claim never outlives its abandoned evaluation)."""
+        step = self.evaluator.chunk_size if isinstance(self.evaluator, SerialEvaluator) else None
+        timeout = getattr(self.evaluator, "timeout", None)
+        if timeout is None:
+            return step, None
+        own = getattr(self.evaluator, "max_retries", None)
+        attempts = (self.max_retries if own is None else own) + 1
+        calls = 1 + (step or 1) * attempts  # a failed chunk call is split into single calls
+        return step, float(timeout) * calls + 1.0
 
     def _evaluate_into(
         self, fresh: np.ndarray, todo: np.ndarray, values: np.ndarray, known: np.ndarray

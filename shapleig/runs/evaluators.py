@@ -22,6 +22,7 @@ processes must be picklable (define them at module level).
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 from collections import deque
@@ -34,6 +35,7 @@ import numpy as np
 from shapleig.errors import EvaluationFailedError, NonFiniteValueError
 from shapleig.games.coalitions import format_coalition
 from shapleig.games.game import Game, as_value_vector
+from shapleig.runs.timeout import WorkerProcess, check_timeout
 
 
 @dataclass(frozen=True)
@@ -191,11 +193,16 @@ class SerialEvaluator(_RetryingEvaluator):
     because each value is reported (and stored) before the next coalition is evaluated.
     ``max_retries``, when set, overrides the one passed to :meth:`evaluate` (the
     ``BudgetedGame``'s), so retries can be configured wherever an evaluator is accepted.
+    ``timeout`` (seconds per game call): each call runs in a worker process
+    (:mod:`shapleig.runs.timeout`) that is killed when the call takes longer; the attempt then counts
+    as failed ("timed out") and is retried like any other failure.
     """
 
-    def __init__(self, chunk_size: int | None = None, max_retries: int | None = None):
+    def __init__(self, chunk_size: int | None = None, max_retries: int | None = None,
+                 timeout: float | None = None):
         self.chunk_size = _check_chunk_size(chunk_size, allow_none=True)
         self.max_retries = _check_retries(max_retries)
+        self.timeout = check_timeout(timeout)
 
     def evaluate(
         self,
@@ -208,21 +215,32 @@ class SerialEvaluator(_RetryingEvaluator):
         """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``)."""
         state = self._attempts(coalitions, max_retries, on_result)
         queue = deque((rows, 1) for rows in _chunks(coalitions.shape[0], self.chunk_size))
-        while queue and state.failure is None:
-            rows, attempt = queue.popleft()
-            start = time.perf_counter()
-            output, error, exc = None, None, None
-            try:
-                output = game(coalitions[rows].copy())
-            except Exception as e:  # any failure of the game is retried; interrupts are not
-                error, exc = _describe(e), e
-            seconds = time.perf_counter() - start
-            # retries go first, so a coalition's attempts are consecutive
-            queue.extendleft(reversed(state.outcome(rows, attempt, output, seconds, error, exc)))
+        worker: WorkerProcess | None = None
+        try:
+            while queue and state.failure is None:
+                rows, attempt = queue.popleft()
+                start = time.perf_counter()
+                output, error, exc = None, None, None
+                if self.timeout is not None:  # in a worker process that is killed if it hangs
+                    if worker is None or not worker.alive:
+                        worker = WorkerProcess(game)
+                    output, seconds, error = worker.call(coalitions[rows].copy(), self.timeout)
+                else:
+                    try:
+                        output = game(coalitions[rows].copy())
+                    except Exception as e:  # any failure of the game is retried; interrupts are not
+                        error, exc = _describe(e), e
+                    seconds = time.perf_counter() - start
+                # retries go first, so a coalition's attempts are consecutive
+                queue.extendleft(reversed(state.outcome(rows, attempt, output, seconds, error, exc)))
+        finally:
+            if worker is not None:
+                worker.close()
         return state.finish()
 
     def __repr__(self) -> str:
-        return f"SerialEvaluator(chunk_size={self.chunk_size}, max_retries={self.max_retries})"
+        extra = f", timeout={self.timeout}" if self.timeout is not None else ""
+        return f"SerialEvaluator(chunk_size={self.chunk_size}, max_retries={self.max_retries}{extra})"
 
 
 def _evaluate_chunk(game: Game, coalitions: np.ndarray, token: str) -> tuple[Any, float, str | None]:
@@ -250,9 +268,14 @@ class ExecutorEvaluator(_RetryingEvaluator):
     so there all unfinished tasks are cancelled). The executor is not shut down: its owner does
     that. Dask: ``ExecutorEvaluator(client.get_executor())``; every submission carries a unique
     token, so a retry is really recomputed rather than served from Dask's cache of pure tasks.
+    ``timeout`` (seconds per task, counted from when the executor reports it running): a task
+    still running then is abandoned and its attempt counts as failed and is retried; an executor
+    cannot kill a running task, so its worker stays busy until the game call returns (use
+    ``SerialEvaluator(timeout=...)`` to have hung calls killed).
     """
 
-    def __init__(self, executor: Executor, chunk_size: int = 1, max_retries: int | None = None):
+    def __init__(self, executor: Executor, chunk_size: int = 1, max_retries: int | None = None,
+                 timeout: float | None = None):
         if not callable(getattr(executor, "submit", None)):
             raise TypeError(
                 f"executor must have a submit(fn, *args) method like concurrent.futures.Executor, "
@@ -261,6 +284,7 @@ class ExecutorEvaluator(_RetryingEvaluator):
         self.executor = executor
         self.chunk_size = _check_chunk_size(chunk_size, allow_none=False)
         self.max_retries = _check_retries(max_retries)
+        self.timeout = check_timeout(timeout)
 
     def evaluate(
         self,
@@ -284,13 +308,37 @@ class ExecutorEvaluator(_RetryingEvaluator):
                     f"{type(self.executor).__name__}: {_describe(exc)}"
                 ) from exc
             pending[future] = (rows, attempt)
+            started[future] = time.perf_counter()
+
+        started: dict[Future, float] = {}  # when each task was submitted, then seen running
+
+        def timed_out() -> list[Future]:
+            """Tasks running longer than the timeout: abandoned (reported failed, retried)."""
+            now, late = time.perf_counter(), []
+            for future in list(pending):
+                if future.running() and not getattr(future, "_shapleig_seen_running", False):
+                    future._shapleig_seen_running = True  # type: ignore[attr-defined]
+                    started[future] = now  # the clock starts when it runs, not while it queues
+                elif now - started[future] > self.timeout and not future.done():
+                    late.append(future)
+            return late
 
         try:
             for rows in _chunks(coalitions.shape[0], self.chunk_size):
                 submit(rows, 1)
             while pending:
-                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                poll = None if self.timeout is None else min(self.timeout / 4, 0.25)
+                done, _ = wait(list(pending), timeout=poll, return_when=FIRST_COMPLETED)
+                for future in [] if self.timeout is None else timed_out():
+                    rows, attempt = pending.pop(future)
+                    future.cancel()  # a running task cannot be stopped: its worker stays busy
+                    error = (f"TimeoutError: timed out after {self.timeout:g} s (abandoned; the executor's "
+                             f"worker may stay busy until the game call returns)")
+                    for again in state.outcome(rows, attempt, None, self.timeout, error):
+                        submit(*again)
                 for future in done:
+                    if future not in pending:
+                        continue
                     rows, attempt = pending.pop(future)
                     if future.cancelled():
                         continue
@@ -309,5 +357,26 @@ class ExecutorEvaluator(_RetryingEvaluator):
         return state.finish()
 
     def __repr__(self) -> str:
+        extra = f", timeout={self.timeout}" if self.timeout is not None else ""
         return (f"ExecutorEvaluator({type(self.executor).__name__}, chunk_size={self.chunk_size}, "
-                f"max_retries={self.max_retries})")
+                f"max_retries={self.max_retries}{extra})")
+
+
+def with_timeout(evaluator: Any, timeout: Any, stored: bool = False) -> Any:
+    """The evaluator to use for ``estimate(..., evaluator=, timeout=)``: ``evaluator`` itself
+    when ``timeout`` is None; else a ``SerialEvaluator(timeout=...)`` (one coalition per call
+    with a store, so each value is committed as it comes), or ``evaluator`` with that timeout
+    when it is one of the project's evaluators without one of its own."""
+    timeout = check_timeout(timeout)
+    if timeout is None:
+        return evaluator
+    if evaluator is None:
+        return SerialEvaluator(chunk_size=1 if stored else None, timeout=timeout)
+    if not hasattr(evaluator, "timeout"):
+        raise ValueError(f"timeout={timeout:g} cannot be applied to evaluator {evaluator!r}; give it a timeout "
+                         f"of its own")
+    if evaluator.timeout is not None and evaluator.timeout != timeout:
+        raise ValueError(f"timeout={timeout:g} conflicts with the evaluator's own timeout {evaluator.timeout:g}")
+    configured = copy.copy(evaluator)  # the caller's evaluator stays as it was
+    configured.timeout = timeout
+    return configured

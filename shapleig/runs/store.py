@@ -11,17 +11,22 @@ game's identity (:func:`shapleig.games.identity.game_identity`: its code, parame
 by content, plus the store's ``game_id``) and its fingerprint. Any other game is refused with
 :class:`~shapleig.errors.StoreMismatchError` naming what differed, unless the store is opened with
 ``accept_game_change=True`` (you vouch that the values are the same). ``verify=True`` re-evaluates
-one stored coalition when a run resumes and refuses the store if the value changed.
+a random sample of stored coalitions when a run resumes and refuses the store if a value changed.
 
 **Concurrency.** The file is in WAL mode with a busy timeout, so several processes can read and
 write it. Before a coalition is evaluated, the process claims it (table ``claims``, in the same
 transaction that checks the log); another process that needs it waits for its value instead of
 paying for it again (or raises :class:`~shapleig.errors.StoreBusyError` with ``wait=False``).
 A claim held by a dead process on this host, or not refreshed for ``lease_seconds`` (the owner
-refreshes its claims from a background thread), is taken over.
+refreshes its claims from a background thread, every ``lease_seconds / 4``), is taken over. A
+claim covers only work that is starting (``BudgetedGame`` claims one chunk at a time for a serial
+evaluator) and is refreshed only within its hold (an evaluation timeout's worst case, or
+``max_claim_seconds``), so a process stuck in one evaluation does not hold it for ever.
 
-**Files.** A file that is not an SQLite database, is damaged, or is a database of something else
-is refused with :class:`~shapleig.errors.StoreError`; so is a store that cannot be written
+**Files.** A file that is not an SQLite database, is damaged, is a database of something else,
+or holds what a store never has (a trigger, a view, a value that is not REAL, a damaged ``meta``
+row) is refused with :class:`~shapleig.errors.StoreError`; the schema of a new store is created
+in one transaction, so processes creating it at once all succeed; so is a store that cannot be written
 (read-only) when it is opened, and a write that fails (disk full) stops the run with an error
 naming the value that was not stored. Rows are only ever inserted; nothing is unpickled.
 
@@ -98,6 +103,7 @@ _TABLES = {
     "meta": {"key", "value"},
     "evaluations": {"id", "fingerprint", "coalition", "value", "seconds", "time", "status", "attempt", "error"},
 }
+_TYPES = {"evaluations": {"value": "REAL", "coalition": "TEXT", "status": "TEXT", "fingerprint": "TEXT"}}
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 _LOOKUP_CHUNK = 500  # SQLite limits the number of bound parameters per statement
@@ -169,14 +175,19 @@ class EvaluationStore:
                         on something the automatic identity cannot see (a file the game reads).
     accept_game_change: reuse the store even if the game's identity differs from the one that
                         wrote it (a warning lists the differences); you vouch for the values.
-    verify:             when the store already holds values, re-evaluate its first stored coalition
-                        once on binding and refuse the store if the value differs (relative
-                        tolerance ``verify_rtol``); costs one extra game evaluation per resume.
+    verify:             when the store already holds values, re-evaluate ``verify_count`` stored
+                        coalitions drawn at random once on binding and refuse the store, listing
+                        those whose value differs (relative tolerance ``verify_rtol``); costs
+                        ``verify_count`` extra game evaluations (one call) per resume.
     wait:               when another live process is evaluating a coalition this run needs, wait
                         for its value (True) or raise :class:`StoreBusyError` (False).
     timeout:            seconds to wait for SQLite locks held by other processes.
     lease_seconds:      a claim not refreshed for this long (its process hung or its host died)
                         is taken over; claims of dead processes on this host are taken at once.
+    max_claim_seconds:  the heartbeat refreshes a claim for at most this long after it was taken
+                        (None: while the process lives), so a process stuck in one evaluation
+                        loses its claim ``lease_seconds`` later. An evaluation ``timeout`` sets a
+                        per-claim limit of its own (timeout times attempts).
 
     Pass it (or just a path) to ``DesignLoop(..., store=...)``, ``estimate(..., store=...)`` or
     ``BudgetedGame(..., store=...)``. Usable as a context manager; picklable (reopens by path).
@@ -190,32 +201,42 @@ class EvaluationStore:
         accept_game_change: bool = False,
         verify: bool = False,
         verify_rtol: float = 1e-9,
+        verify_count: int = 3,
         wait: bool = True,
         timeout: float = 60.0,
         lease_seconds: float = 120.0,
+        max_claim_seconds: float | None = None,
     ):
         self.path = os.fspath(path)
         self.game_id = None if game_id is None else str(game_id)
         self.accept_game_change = bool(accept_game_change)
         self.verify = bool(verify)
         self.verify_rtol = float(verify_rtol)
+        self.verify_count = int(verify_count)
+        if self.verify_count < 1:
+            raise ValueError(f"verify_count must be >= 1, got {verify_count}")
         self.wait = bool(wait)
         self.timeout = float(timeout)
         self.lease_seconds = float(lease_seconds)
+        self.max_claim_seconds = None if max_claim_seconds is None else float(max_claim_seconds)
+        if self.max_claim_seconds is not None and not self.max_claim_seconds > 0:
+            raise ValueError(f"max_claim_seconds must be > 0 or None, got {max_claim_seconds}")
         if not self.lease_seconds > 0 or not self.timeout >= 0:
             raise ValueError(f"lease_seconds must be > 0 and timeout >= 0, got {lease_seconds}, {timeout}")
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._verified = False
-        self._claimed: set[str] = set()  # coalitions this object has claimed and not yet stored
+        # coalitions this object has claimed and not yet stored -> time until which the heartbeat
+        # refreshes the claim (inf: as long as this process lives)
+        self._claimed: dict[str, float] = {}
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._connect()
 
     def _settings(self) -> dict[str, Any]:
         return {"game_id": self.game_id, "accept_game_change": self.accept_game_change, "verify": self.verify,
-                "verify_rtol": self.verify_rtol, "wait": self.wait, "timeout": self.timeout,
-                "lease_seconds": self.lease_seconds}
+                "verify_rtol": self.verify_rtol, "verify_count": self.verify_count, "wait": self.wait, "timeout": self.timeout,
+                "lease_seconds": self.lease_seconds, "max_claim_seconds": self.max_claim_seconds}
 
     # -- opening ----------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -243,15 +264,45 @@ class EvaluationStore:
         try:
             self._check_contents(conn)
             conn.execute("PRAGMA synchronous = FULL")  # a committed value survives a crash
-            if not memory:
-                conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
-            conn.executescript(_SCHEMA)
-            conn.execute("BEGIN IMMEDIATE")  # a read-only file or folder fails here, not mid-run
-            conn.execute("ROLLBACK")
+            self._when_unlocked(lambda: self._create_schema(conn, memory))
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(self._explain(exc, "cannot be opened for writing")) from exc
+        except StoreError:
+            conn.close()
+            raise
         self._conn = conn
+
+    def _create_schema(self, conn: sqlite3.Connection, memory: bool) -> None:
+        if not memory:
+            conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
+        # the whole schema in one write transaction (a read-only file or folder fails here, not
+        # mid-run): processes creating the same new store at once see none of it or all of it
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._check_contents(conn)  # again, under the lock: another process may have won
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.rollback()
+            raise
+
+    def _when_unlocked(self, action: Any) -> None:
+        """Run ``action``, retrying for up to ``timeout`` seconds while SQLite reports the file
+        locked: switching a new file to WAL takes an exclusive lock for which SQLite does not wait
+        (no busy handler), so processes creating one store at once would otherwise fail."""
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay * (1.0 + np.random.default_rng().random()))  # jitter: no lockstep retries
+            delay = min(2 * delay, 0.2)
 
     def _check_header(self) -> None:
         try:
@@ -270,23 +321,43 @@ class EvaluationStore:
     def _check_contents(self, conn: sqlite3.Connection) -> None:
         """Refuse a damaged database, or one that holds something other than a store."""
         try:
-            tables = {r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+            objects = conn.execute(
+                "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
             check = conn.execute("PRAGMA quick_check").fetchall()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path} is not a readable evaluation store (damaged or truncated?): {exc}") from exc
         if [tuple(r) for r in check] != [("ok",)]:
             problems = "; ".join(str(r[0]) for r in check[:3])
             raise StoreError(f"evaluation store {self.path} is damaged (SQLite integrity check: {problems})")
+        tables = {name for kind, name in objects if kind == "table"}
+        foreign = sorted(f"{kind} {name}" for kind, name in objects if kind in ("trigger", "view"))
+        if foreign:  # a trigger can rewrite values as they are stored; a view is not ours either
+            raise StoreError(
+                f"{self.path} holds {', '.join(foreign)}, which an evaluation store never has (a trigger "
+                f"could change values as they are written); refusing to use it. Give a new file name, "
+                f"or drop them if you created them on purpose."
+            )
         if not tables:
             return
         for name, columns in _TABLES.items():
-            have = {r[1] for r in conn.execute(f"PRAGMA table_info({name})")} if name in tables else set()
-            if not columns <= have:
+            info = conn.execute(f"PRAGMA table_info({name})").fetchall() if name in tables else []
+            if not columns <= {r[1] for r in info}:
                 raise StoreError(
                     f"{self.path} is an SQLite database but not an evaluation store (its tables: "
                     f"{sorted(tables)}); refusing to write into it. Give a new file name."
                 )
+            types = {r[1]: str(r[2]).upper() for r in info}
+            wrong = {c: t for c, t in _TYPES.get(name, {}).items() if types.get(c) != t}
+            if wrong:
+                raise StoreError(f"evaluation store {self.path}: table {name} declares "
+                                 f"{', '.join(f'{c} {types.get(c)}' for c in wrong)} instead of "
+                                 f"{', '.join(f'{c} {t}' for c, t in wrong.items())}; refusing a tampered store")
+        if "evaluations" in tables:
+            bad = conn.execute("SELECT id, typeof(value) FROM evaluations WHERE status = 'ok' "
+                               "AND typeof(value) != 'real' ORDER BY id LIMIT 1").fetchone()
+            if bad is not None:
+                raise StoreError(f"evaluation store {self.path} holds a non-numeric value ({bad[1]}) in row "
+                                 f"{bad[0]}; a store only ever writes REAL values, refusing to use it")
 
     def _explain(self, exc: sqlite3.Error, doing: str) -> str:
         text = str(exc)
@@ -309,6 +380,33 @@ class EvaluationStore:
         with self._lock:
             return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
 
+    def _checked_meta(self, meta: dict[str, str]) -> dict[str, str]:
+        """``meta`` after checking the rows a bound store must have; :class:`StoreError` naming
+        the first damaged one (edited by hand or by a foreign program)."""
+        if not meta:
+            return meta
+        problems = []
+        fp = meta.get("fingerprint")
+        if not (isinstance(fp, str) and len(fp) == 32 and all(c in "0123456789abcdef" for c in fp)):
+            problems.append(f"fingerprint {fp!r} is not 32 hex digits")
+        n = meta.get("n_players")
+        if not (isinstance(n, str) and n.isdigit() and int(n) >= 1):
+            problems.append(f"n_players {n!r} is not a positive integer")
+        if "identity" in meta:
+            try:
+                identity = json.loads(meta["identity"])
+            except (TypeError, ValueError) as exc:
+                problems.append(f"identity is not valid JSON ({exc})")
+            else:
+                if not (isinstance(identity, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                           for k, v in identity.items())):
+                    problems.append("identity is not a mapping of texts")
+        if problems:
+            raise StoreError(f"evaluation store {self.path} has a damaged meta table: {'; '.join(problems)}; "
+                             f"refusing to use it (give a new file name)")
+        meta.setdefault("game", "?")
+        return meta
+
     @property
     def fingerprint(self) -> str | None:
         """Fingerprint of the game this store belongs to, or None if none is bound yet."""
@@ -320,7 +418,7 @@ class EvaluationStore:
         Returns the store's fingerprint. Raises :class:`StoreMismatchError` naming what differs
         when the store was written for a different game (unless ``accept_game_change``), and
         :class:`GameError` when the game's identity cannot be digested and no ``game_id`` is set.
-        With ``verify``, re-evaluates one stored coalition the first time (see the class doc).
+        With ``verify``, re-evaluates a random sample of stored coalitions the first time (see the class doc).
         """
         p = check_game(game)
         identity = game_identity(game, self.game_id)
@@ -337,7 +435,7 @@ class EvaluationStore:
             try:
                 with self.conn:
                     self.conn.execute("BEGIN IMMEDIATE")  # two processes binding at once: one wins
-                    meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+                    meta = self._checked_meta(dict(self.conn.execute("SELECT key, value FROM meta").fetchall()))
                     if not meta:
                         self.conn.executemany(
                             "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -374,30 +472,38 @@ class EvaluationStore:
             logger.warning("evaluation store %s: reusing values of a different game identity (%s)",
                            self.path, "; ".join(diffs))
         if self.verify and not self._verified:
-            self._verify_one(game)
+            self._verify_sample(game)
         return stored
 
-    def _verify_one(self, game: Any) -> None:
-        """Re-evaluate the first stored coalition; :class:`StoreMismatchError` if it changed."""
+    def _verify_sample(self, game: Any) -> None:
+        """Re-evaluate up to ``verify_count`` stored coalitions drawn at random (so a store doctored
+        anywhere, not only in its first row, can be caught); :class:`StoreMismatchError` listing
+        every coalition whose value changed."""
         with self._lock:
-            row = self.conn.execute(
-                "SELECT coalition, value FROM evaluations WHERE status = 'ok' ORDER BY id LIMIT 1").fetchone()
-        if row is None:
+            rows = self.conn.execute(
+                "SELECT coalition, value FROM evaluations WHERE status = 'ok' AND id IN (SELECT MIN(id) "
+                "FROM evaluations WHERE status = 'ok' GROUP BY coalition) ORDER BY id").fetchall()
+        if not rows:
             self._verified = True
             return
-        z = _decode(row[0])[None, :]
-        now = float(as_value_vector(game(z.copy()), 1)[0])
-        stored = float(row[1])
-        if not np.isclose(now, stored, rtol=self.verify_rtol, atol=self.verify_rtol * 1e-3):
+        # fresh entropy: which rows are checked must not be predictable from the run's seed
+        pick = np.random.default_rng().choice(len(rows), size=min(self.verify_count, len(rows)), replace=False)
+        chosen = [rows[i] for i in sorted(pick)]
+        Z = np.stack([_decode(code) for code, _ in chosen])
+        now = as_value_vector(game(Z.copy()), len(chosen))
+        differ = [f"{format_coalition(Z[k])}: stored {float(stored)!r}, now {float(now[k])!r}"
+                  for k, (_, stored) in enumerate(chosen)
+                  if not np.isclose(now[k], float(stored), rtol=self.verify_rtol, atol=self.verify_rtol * 1e-3)]
+        if differ:
             raise StoreMismatchError(
-                f"the evaluation store at {self.path} holds {stored!r} for coalition "
-                f"{format_coalition(z[0])}, but the game now returns {now!r}: the game changed since "
-                f"the store was written (or is not deterministic). Use a new store path."
+                f"the evaluation store at {self.path}: {len(differ)} of {len(chosen)} re-evaluated coalitions "
+                f"differ ({'; '.join(differ)}), so the game now returns other values than the store holds: the "
+                f"game changed since the store was written (or is not deterministic). Use a new store path."
             )
         self._verified = True
 
     def _require_bound(self) -> tuple[str, int]:
-        meta = self.meta()
+        meta = self._checked_meta(self.meta())
         if not meta:
             raise ValueError(
                 f"the evaluation store at {self.path} is not bound to a game yet (call bind(game))"
@@ -412,14 +518,16 @@ class EvaluationStore:
             chunk = sorted(set(codes[s : s + _LOOKUP_CHUNK]))
             marks = ",".join("?" * len(chunk))
             rows = self.conn.execute(
-                "SELECT coalition, value FROM evaluations WHERE status = 'ok' "
+                "SELECT coalition, value, typeof(value) FROM evaluations WHERE status = 'ok' "
                 f"AND fingerprint = ? AND coalition IN ({marks}) ORDER BY id",
                 [fingerprint, *chunk],
             ).fetchall()
-            for code, value in rows:
-                if not isinstance(value, (float, int)):  # e.g. a blob: never decoded, refused
+            for code, value, kind in rows:
+                # only REAL is ever written: text ('1.5'), integers or blobs were put there by hand
+                if kind != "real" or not isinstance(value, float):  # never decoded, refused
                     raise StoreError(f"evaluation store {self.path} holds a non-numeric value "
-                                     f"({type(value).__name__}) for coalition {code}; refusing to use it")
+                                     f"({type(value).__name__}, SQLite {kind}) for coalition {code}; "
+                                     f"refusing to use it")
                 stored.setdefault(code, float(value))
         return stored
 
@@ -473,8 +581,14 @@ class EvaluationStore:
             return False  # its process is gone (our pid now means that process died)
         return now - heartbeat <= self.lease_seconds
 
-    def claim(self, coalitions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def claim(self, coalitions: np.ndarray, hold_for: float | None = None,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Look ``coalitions`` (``bool[m, p]``) up and claim the missing ones, in one transaction.
+
+        ``hold_for``: seconds for which the heartbeat keeps the new claims alive (e.g. the
+        evaluation timeout times the attempts); after that (capped by ``max_claim_seconds``) they
+        are no longer refreshed, so other processes take them over ``lease_seconds`` later even if
+        this process hangs.
 
         Returns ``(found, values, mine, busy)`` (``bool[m]``, ``float64[m]``, ``bool[m]``,
         ``bool[m]``): stored values; coalitions this process now owns and must evaluate (and then
@@ -485,6 +599,8 @@ class EvaluationStore:
         codes = [_encode(row) for row in as_coalition_matrix(coalitions, p)]
         mine_codes: set[str] = set()
         busy_codes: dict[str, tuple] = {}
+        hold = min(x for x in (hold_for, self.max_claim_seconds, float("inf")) if x is not None)
+        hold = None if hold == float("inf") else hold
         with self._lock:
             try:
                 with self.conn:
@@ -506,7 +622,8 @@ class EvaluationStore:
                         raise StoreBusyError(self._busy_message(busy_codes))
             except sqlite3.Error as exc:
                 raise StoreError(self._explain(exc, "could not record which coalitions this run evaluates")) from exc
-            self._claimed |= mine_codes
+            until = now + hold if hold is not None else float("inf")
+            self._claimed.update(dict.fromkeys(mine_codes, until))
         if mine_codes:
             self._start_heartbeat()
         found = np.array([c in stored for c in codes], dtype=bool)
@@ -555,7 +672,8 @@ class EvaluationStore:
                                           [(c, _owner()) for c in codes])
             except sqlite3.Error:
                 logger.warning("evaluation store %s: could not release claims (they expire)", self.path)
-            self._claimed -= set(codes)
+            for c in codes:
+                self._claimed.pop(c, None)
             self._claims_done()
 
     def _start_heartbeat(self) -> None:
@@ -587,10 +705,14 @@ class EvaluationStore:
                 if store._conn is None or not store._claimed:
                     store._heartbeat = None
                     return
+                now = time.time()
+                # only claims still within their hold: a hung evaluation's claim is not kept alive
+                live = [code for code, until in store._claimed.items() if now <= until]
                 try:
                     with store._conn:
                         store._conn.execute("BEGIN IMMEDIATE")
-                        store._conn.execute("UPDATE claims SET heartbeat = ? WHERE owner = ?", (time.time(), _owner()))
+                        store._conn.executemany("UPDATE claims SET heartbeat = ? WHERE owner = ? AND coalition = ?",
+                                                [(now, _owner(), code) for code in live])
                 except sqlite3.Error as exc:  # the run itself reports write problems
                     logger.warning("evaluation store %s: heartbeat failed: %s", store.path, exc)
             del store
@@ -648,14 +770,14 @@ class EvaluationStore:
                     f"{value!r} of coalition {format_coalition(row[0])} was NOT stored."
                 ) from exc
             if status == "ok":
-                self._claimed.discard(code)
+                self._claimed.pop(code, None)
                 self._claims_done()
 
     # -- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:
         self._stop.set()
         if self._conn is not None and self._claimed:
-            self.release(np.stack([_decode(c) for c in self._claimed]))
+            self.release(np.stack([_decode(c) for c in list(self._claimed)]))
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

@@ -275,12 +275,18 @@ def test_standardize_matches_botorch() -> None:
     from botorch.models.transforms.outcome import Standardize
 
     rng = np.random.default_rng(0)
-    for y in (rng.normal(size=7) * 4 + 2, np.full(5, 3.0), np.array([1.5, 1.5 + 1e-10])):
+    for y in (rng.normal(size=7) * 4 + 2, np.full(5, 3.0), rng.normal(size=6) * 1e-7):
         yt, mean, scale = standardize(y)
         bt, _ = Standardize(m=1)(torch.tensor(y, dtype=torch.float64)[:, None])
         np.testing.assert_allclose(yt, bt[:, 0].numpy(), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(yt * scale + mean, y, rtol=1e-12)
-    assert standardize(np.array([4.0]))[1:] == (4.0, 1.0)
+    # below botorch's 1e-8 floor the std is kept (botorch would divide by 1 instead): the
+    # standardised values are those of the same data at unit scale (issue 20, scale invariance)
+    y = np.array([1.5, 1.5 + 1e-10])
+    yt, mean, scale = standardize(y)
+    np.testing.assert_allclose(yt, [-np.sqrt(0.5), np.sqrt(0.5)], rtol=1e-5)
+    np.testing.assert_allclose(scale, 1e-10 / np.sqrt(2), rtol=1e-5)
+    assert standardize(np.array([4.0]))[1:] == (4.0, 4.0)  # one value: its magnitude, y_tilde 0
     assert standardize(np.zeros(0))[1:] == (0.0, 1.0)
 
 

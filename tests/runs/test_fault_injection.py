@@ -33,3 +33,17 @@ def test_kill_minus_nine_at_random_points_loses_and_repeats_nothing():
     assert summary["evaluations repeated"] == 0, summary
     assert summary["wrong values served"] == 0, summary
     assert summary["resumed estimates differing from an uninterrupted run"] == 0, summary
+
+
+@pytest.mark.slow
+def test_concurrent_creation_and_hung_evaluations_campaigns():
+    import fault_injection
+
+    creation = fault_injection.run_creation_campaign(trials=50, processes=4)
+    print(creation)
+    assert creation["opens"] == 200 and creation["failed opens"] == 0, creation
+    hangs = fault_injection.run_hang_campaign(trials=5, seed=2026)
+    print(hangs)
+    assert hangs["B finished"] == 5 and hangs["wrong values served"] == 0, hangs
+    assert hangs["A reported the timeout"] == 5 and hangs["claims left behind"] == 0, hangs
+    assert hangs["B max wait s"] < hangs["lease s"] / 2, hangs

@@ -147,7 +147,7 @@ def test_override_reuses_a_store_and_says_what_differs(tmp_path, caplog):
     assert bg.accounting()["n_store_hits"] == 3
 
 
-def test_verify_re_evaluates_one_stored_coalition(tmp_path):
+def test_verify_re_evaluates_stored_coalitions(tmp_path):
     data = tmp_path / "weights.npy"
     np.save(data, np.arange(P, dtype=float))
 
@@ -159,7 +159,7 @@ def test_verify_re_evaluates_one_stored_coalition(tmp_path):
     BudgetedGame(game, 5, store=EvaluationStore(tmp_path / "s.sqlite", verify=True))  # unchanged: accepted
     np.save(data, np.arange(P, dtype=float) + 1.0)
     msg = _refusal(game, tmp_path / "s.sqlite", verify=True)
-    assert "holds 0.0 for coalition {0}, but the game now returns 1.0" in msg
+    assert "3 of 3 re-evaluated coalitions differ ({0}: stored 0.0, now 1.0; {1}: stored 1.0, now 2.0;" in msg
 
 
 def test_store_given_as_a_path_to_an_estimator(tmp_path):
@@ -195,7 +195,7 @@ def test_pickled_payloads_are_refused(tmp_path):
     con.execute("UPDATE evaluations SET value = ? WHERE id = 1", (pickle.dumps(_Payload(str(marker))),))
     con.commit()
     con.close()
-    with pytest.raises(StoreError, match="non-numeric value \\(bytes\\) for coalition 00; refusing"):
+    with pytest.raises(StoreError, match="non-numeric value \\(blob\\) in row 1"):
         BudgetedGame(game, 4, store=path)(coalitions[:1])
     assert not marker.exists()
 

@@ -1,0 +1,126 @@
+"""Break each integrity promise of issue 20 once, run the tests that pin it, restore, report.
+
+Each mutation is a one-line change to the source (a promise broken on purpose); it is *caught*
+when the named tests fail with it in place. The file is restored byte for byte afterwards (also
+on Ctrl-C). Run from the repository root on a clean work tree:
+
+    PYTHONPATH=. python scripts/studies/promise_mutations.py            # all mutations (~10 minutes)
+    PYTHONPATH=. python scripts/studies/promise_mutations.py --only bic # those whose name contains "bic"
+
+Prints one line per mutation and ``caught N of M``; exits 1 if any mutation survived.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# (name, file, text to replace, replacement, tests that must fail)
+MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
+    ("synchronous FULL -> OFF", "shapleig/runs/store.py", 'PRAGMA synchronous = FULL"', 'PRAGMA synchronous = OFF"',
+     ["tests/project/test_promises.py::test_the_store_commits_with_synchronous_full"]),
+    ("first stored value wins -> last", "shapleig/runs/store.py", "stored.setdefault(code, float(value))",
+     "stored[code] = float(value)", ["tests/project/test_promises.py::test_the_first_stored_value_wins"]),
+    ("heartbeat lease/4 -> lease*4", "shapleig/runs/store.py", "interval = self.lease_seconds / 4",
+     "interval = self.lease_seconds * 4", ["tests/project/test_promises.py::test_the_heartbeat_refreshes_claims_every_quarter_lease"]),
+    ("identity ignores Generator state", "shapleig/games/identity.py",
+     'self.text("Generator")\n            self.feed(obj.bit_generator.state, depth, where)',
+     'self.text("Generator")', ["tests/games/test_identity_adversarial.py -k generator"]),
+    ("identity ignores dict keys", "shapleig/games/identity.py",
+     "            for k, v in sorted(obj.items(), key=lambda kv: _sort_key(kv[0])):\n                self.feed(k, depth, where)\n",
+     "            for k, v in sorted(obj.items(), key=lambda kv: _sort_key(kv[0])):\n", ["tests/games/test_identity_adversarial.py -k dict_keys"]),
+    ("identity ignores partial arguments", "shapleig/games/identity.py",
+     'out[f"{prefix}.keywords"] = show_value(fn.keywords, f"{prefix}.keywords", opaque)', "pass",
+     ["tests/games/test_identity_adversarial.py -k partial_other_args"]),
+    ("identity ignores class bodies", "shapleig/games/identity.py", "    if _is_library(cls):\n        return {f\"{prefix}class.version\"",
+     "    if True:\n        return {f\"{prefix}class.version\"", ["tests/games/test_identity_adversarial.py -k class_call_code"]),
+    ("identity ignores reads through modules", "shapleig/games/identity.py",
+     "            for attr, inner in _module_values(value, names | strings).items():",
+     "            for attr, inner in {}.items():", ["tests/games/test_identity_adversarial.py -k module_attribute"]),
+    ("identity ignores package versions", "shapleig/games/identity.py",
+     '        out = {f"{prefix}.name": _qualname(fn),\n               f"{prefix}.version": package_version(',
+     '        out = {f"{prefix}.name": _qualname(fn),\n               f"{prefix}.nothing": (',
+     ["tests/games/test_identity_adversarial.py::test_an_upgraded_installed_package_is_another_game"]),
+    ("BIC penalty d log t instead of d/2 log t", "shapleig/gp/kernel_choice.py", "- 0.5 * n_params * np.log(n_obs)",
+     "- n_params * np.log(n_obs)", ["tests/project/test_promises.py::test_bic_log_evidence_by_hand"]),
+    ("Leverage SHAP row weights without P(z)", "baselines/leverage.py",
+     "w = 1.0 / (s * (n - s) * weight_layer[s])", "w = 1.0 / (s * (n - s))",
+     ["tests/project/test_promises.py::test_leverage_shap_row_weights_on_a_non_additive_game"]),
+    ("antithetic permutations not reversed", "baselines/permutation.py", "perms[1::2] = perms[0::2, ::-1]",
+     "perms[1::2] = perms[0::2]", ["tests/project/test_promises.py::test_antithetic_permutations_come_as_reversed_pairs"]),
+    ("resolve_budget truncates", "tasks/harness.py", "return int(round(float(spec[:-1] or 1) * p))",
+     "return int(float(spec[:-1] or 1) * p)", ["tests/project/test_promises.py::test_resolve_budget_rounds_to_the_nearest_integer"]),
+    ("random acquisition reuses the design stream", "shapleig/design/loop.py",
+     "picks = random_indices(self.available, q, self._select_rng)", "picks = random_indices(self.available, q, self._design_rng)",
+     ["tests/project/test_promises.py::test_random_acquisition_draws_from_its_own_stream"]),
+    ("triggers accepted", "shapleig/runs/store.py", "        if foreign:  # a trigger", "        if False:  # a trigger",
+     ["tests/runs/test_store_tampering.py::test_a_store_with_a_trigger_is_refused"]),
+    ("verify re-checks the first rows only", "shapleig/runs/store.py", "chosen = [rows[i] for i in sorted(pick)]",
+     "chosen = rows[: self.verify_count]", ["tests/runs/test_store_tampering.py::test_verify_re_evaluates_a_random_sample_and_names_each_difference"]),
+    ("schema created statement by statement", "shapleig/runs/store.py",
+     '        conn.execute("BEGIN IMMEDIATE")\n        try:\n            self._check_contents(conn)  # again',
+     '        conn.execute("BEGIN IMMEDIATE"); conn.execute("COMMIT")\n        try:\n            self._check_contents(conn)  # again',
+     ["tests/runs/test_store_tampering.py::test_processes_creating_the_same_new_store_all_succeed"]),
+    ("standardize floors small stds at 1", "shapleig/gp/posterior.py",
+     "    if not (scale > 0.0 and np.isfinite(scale)):  # a subnormal spread",
+     "    if scale < 1e-8:\n        scale = 1.0\n    if not (scale > 0.0 and np.isfinite(scale)):  # a subnormal spread",
+     ["tests/estimation/test_scale_invariance.py -k 'standardize or gp_arms'"]),
+    ("heartbeat keeps every claim alive", "shapleig/runs/store.py", "if now <= until]", "]",
+     ["tests/runs/test_timeout.py::test_the_heartbeat_stops_holding_a_claim_of_a_process_stuck_without_timeout"]),
+    ("claims cover the whole batch", "shapleig/runs/budget.py",
+     "step = self.evaluator.chunk_size if isinstance(self.evaluator, SerialEvaluator) else None",
+     "step = None", ["tests/runs/test_timeout.py::test_a_second_process_takes_over_a_coalition_whose_evaluation_hung"]),
+    ("hung calls are not killed", "shapleig/runs/evaluators.py", "if self.timeout is not None:  # in a worker process",
+     "if False:  # in a worker process", ["tests/runs/test_timeout.py::test_a_hung_call_is_killed_retried_and_reported[1]"]),
+    ("seeds >= 2**63 accepted", "shapleig/seeding.py", "    if value >= SEED_LIMIT:", "    if False:",
+     ["tests/tasks/test_cli_integrity.py"]),
+    ("complex values coerced", "shapleig/games/game.py", '    elif kind == "c":', '    elif False:',
+     ["tests/runs/test_store_tampering.py -k complex"]),
+]
+
+
+def run(only: str | None) -> int:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    caught = total = 0
+    for name, rel, old, new, tests in MUTATIONS:
+        if only and only not in name:
+            continue
+        path = REPO / rel
+        original = path.read_bytes()
+        text = original.decode()
+        if text.count(old) != 1:
+            print(f"SKIP   {name}: the text to mutate occurs {text.count(old)} times in {rel}")
+            continue
+        total += 1
+        start = time.perf_counter()
+        try:
+            path.write_text(text.replace(old, new))
+            argv: list[str] = []
+            for t in tests:  # "path::test" or "path -k 'expression'"
+                target, _, expr = t.partition(" -k ")
+                argv += [target] + (["-k", expr.strip("'")] if expr else [])
+            try:
+                out = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *argv],
+                                     cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False)
+                ok = out.returncode == 1  # tests ran and failed (2-5: collection/usage problems)
+                last = (out.stdout.strip().splitlines() or [""])[-1]
+            except subprocess.TimeoutExpired:  # e.g. a hung call no longer killed: the test hangs
+                ok, last = True, "the tests hung (killed after 180 s)"
+        finally:
+            path.write_bytes(original)
+        caught += ok
+        print(f"{'CAUGHT' if ok else 'MISSED'} {name} ({time.perf_counter() - start:.0f} s): {last}", flush=True)
+    print(f"caught {caught} of {total}")
+    return 0 if caught == total else 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default=None, help="run the mutations whose name contains this text")
+    sys.exit(run(parser.parse_args().only))
