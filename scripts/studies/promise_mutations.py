@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # (name, file, text to replace, replacement, tests that must fail)
 MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
@@ -27,7 +27,7 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
      ["tests/project/test_promises.py::test_the_store_commits_with_synchronous_full"]),
     ("first stored value wins -> last", "shapleig/runs/store.py", "stored.setdefault(code, float(value))",
      "stored[code] = float(value)", ["tests/project/test_promises.py::test_the_first_stored_value_wins"]),
-    ("heartbeat lease/4 -> lease*4", "shapleig/runs/store.py", "interval = self.lease_seconds / 4",
+    ("heartbeat lease/4 -> lease*4", "shapleig/runs/claims.py", "interval = self.lease_seconds / 4",
      "interval = self.lease_seconds * 4", ["tests/project/test_promises.py::test_the_heartbeat_refreshes_claims_every_quarter_lease"]),
     ("identity ignores Generator state", "shapleig/games/identity.py",
      'self.text("Generator")\n            self.feed(obj.bit_generator.state, depth, where)',
@@ -71,7 +71,7 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
      "    if not (scale > 0.0 and np.isfinite(scale)):  # a subnormal spread",
      "    if scale < 1e-8:\n        scale = 1.0\n    if not (scale > 0.0 and np.isfinite(scale)):  # a subnormal spread",
      ["tests/estimation/test_scale_invariance.py -k 'standardize or gp_arms'"]),
-    ("heartbeat keeps every claim alive", "shapleig/runs/store.py", "if now <= until]", "]",
+    ("heartbeat keeps every claim alive", "shapleig/runs/claims.py", "if now <= until]", "]",
      ["tests/runs/test_timeout.py::test_the_heartbeat_stops_holding_a_claim_of_a_process_stuck_without_timeout"]),
     ("claims cover the whole batch", "shapleig/runs/budget.py",
      "step = self.evaluator.chunk_size if isinstance(self.evaluator, SerialEvaluator) else None",

@@ -54,18 +54,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import sqlite3
 import threading
 import time
-import uuid
-import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
 
-from shapleig.errors import GameError, StoreBusyError, StoreError, StoreMismatchError
+from shapleig.errors import GameError, StoreError, StoreMismatchError
 from shapleig.games.coalitions import as_coalition_matrix, format_coalition
 from shapleig.games.game import as_value_vector, check_game, describe_game
 from shapleig.games.identity import (
@@ -74,6 +71,7 @@ from shapleig.games.identity import (
     identity_digest,
     opaque_parts,
 )
+from shapleig.runs.claims import ClaimsProtocol, claim_owner, decode_coalition, encode_coalition
 
 logger = logging.getLogger(__name__)
 
@@ -124,41 +122,6 @@ class StoredEvaluation:
     error: str | None
 
 
-def _encode(row: np.ndarray) -> str:
-    return "".join("1" if b else "0" for b in row)
-
-
-def _decode(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("ascii"), dtype=np.uint8) == ord("1")
-
-
-_HOST = socket.gethostname()
-_OWNERS: dict[int, str] = {}
-
-
-def _owner() -> str:
-    """This process's claim token: host, pid and a random part (pids repeat across containers)."""
-    pid = os.getpid()
-    if pid not in _OWNERS:
-        _OWNERS[pid] = f"{_HOST}:{pid}:{uuid.uuid4().hex[:12]}"
-    return _OWNERS[pid]
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` on this host is running (a zombie counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
-
-
 def open_store(store: Any) -> "EvaluationStore":
     """``store`` itself if it is an :class:`EvaluationStore`, else a store opened at that path."""
     if isinstance(store, EvaluationStore):
@@ -168,7 +131,7 @@ def open_store(store: Any) -> "EvaluationStore":
     raise TypeError(f"store must be an EvaluationStore or a file path, got {type(store).__name__}")
 
 
-class EvaluationStore:
+class EvaluationStore(ClaimsProtocol):
     """Append-only SQLite log of one game's evaluated coalitions (``path``: file, or ``":memory:"``).
 
     game_id:            optional label added to the game's identity, for games whose values depend
@@ -489,7 +452,7 @@ class EvaluationStore:
         # fresh entropy: which rows are checked must not be predictable from the run's seed
         pick = np.random.default_rng().choice(len(rows), size=min(self.verify_count, len(rows)), replace=False)
         chosen = [rows[i] for i in sorted(pick)]
-        Z = np.stack([_decode(code) for code, _ in chosen])
+        Z = np.stack([decode_coalition(code) for code, _ in chosen])
         now = as_value_vector(game(Z.copy()), len(chosen))
         differ = [f"{format_coalition(Z[k])}: stored {float(stored)!r}, now {float(now[k])!r}"
                   for k, (_, stored) in enumerate(chosen)
@@ -538,7 +501,7 @@ class EvaluationStore:
         so every reader sees the same value.
         """
         fingerprint, p = self._require_bound()
-        codes = [_encode(row) for row in as_coalition_matrix(coalitions, p)]
+        codes = [encode_coalition(row) for row in as_coalition_matrix(coalitions, p)]
         with self._lock:
             stored = self._stored(fingerprint, codes)
         found = np.array([c in stored for c in codes], dtype=bool)
@@ -553,7 +516,7 @@ class EvaluationStore:
                 "FROM evaluations ORDER BY id"
             ).fetchall()
         return [
-            StoredEvaluation(r[0], r[1], _decode(r[2]), r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows
+            StoredEvaluation(r[0], r[1], decode_coalition(r[2]), r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows
         ]
 
     def history(self) -> tuple[np.ndarray, np.ndarray]:
@@ -574,149 +537,6 @@ class EvaluationStore:
         return iter(self.records())
 
     # -- claims: one process pays for each coalition ----------------------------------------
-    def _claim_is_live(self, owner: str, host: str, pid: int, heartbeat: float, now: float) -> bool:
-        if owner == _owner():
-            return False  # ours (e.g. left over by an interrupted call): take it again
-        if host == _HOST and (pid == os.getpid() or not _pid_alive(pid)):
-            return False  # its process is gone (our pid now means that process died)
-        return now - heartbeat <= self.lease_seconds
-
-    def claim(self, coalitions: np.ndarray, hold_for: float | None = None,
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Look ``coalitions`` (``bool[m, p]``) up and claim the missing ones, in one transaction.
-
-        ``hold_for``: seconds for which the heartbeat keeps the new claims alive (e.g. the
-        evaluation timeout times the attempts); after that (capped by ``max_claim_seconds``) they
-        are no longer refreshed, so other processes take them over ``lease_seconds`` later even if
-        this process hangs.
-
-        Returns ``(found, values, mine, busy)`` (``bool[m]``, ``float64[m]``, ``bool[m]``,
-        ``bool[m]``): stored values; coalitions this process now owns and must evaluate (and then
-        :meth:`append`); coalitions another live process is evaluating. With ``wait=False`` a
-        busy coalition raises :class:`StoreBusyError` instead.
-        """
-        fingerprint, p = self._require_bound()
-        codes = [_encode(row) for row in as_coalition_matrix(coalitions, p)]
-        mine_codes: set[str] = set()
-        busy_codes: dict[str, tuple] = {}
-        hold = min(x for x in (hold_for, self.max_claim_seconds, float("inf")) if x is not None)
-        hold = None if hold == float("inf") else hold
-        with self._lock:
-            try:
-                with self.conn:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                    stored = self._stored(fingerprint, codes)
-                    now = time.time()
-                    for code in dict.fromkeys(c for c in codes if c not in stored):
-                        row = self.conn.execute(
-                            "SELECT owner, host, pid, heartbeat FROM claims WHERE coalition = ?", (code,)
-                        ).fetchone()
-                        if row is not None and self._claim_is_live(*row, now):
-                            busy_codes[code] = row
-                            continue
-                        self.conn.execute(
-                            "INSERT OR REPLACE INTO claims (coalition, owner, host, pid, heartbeat) "
-                            "VALUES (?, ?, ?, ?, ?)", (code, _owner(), _HOST, os.getpid(), now))
-                        mine_codes.add(code)
-                    if busy_codes and not self.wait:
-                        raise StoreBusyError(self._busy_message(busy_codes))
-            except sqlite3.Error as exc:
-                raise StoreError(self._explain(exc, "could not record which coalitions this run evaluates")) from exc
-            until = now + hold if hold is not None else float("inf")
-            self._claimed.update(dict.fromkeys(mine_codes, until))
-        if mine_codes:
-            self._start_heartbeat()
-        found = np.array([c in stored for c in codes], dtype=bool)
-        values = np.array([stored.get(c, np.nan) for c in codes], dtype=np.float64)
-        mine = np.array([c in mine_codes for c in codes], dtype=bool)
-        busy = np.array([c in busy_codes for c in codes], dtype=bool)
-        if busy_codes:
-            logger.info(self._busy_message(busy_codes) + "; waiting for its values")
-        return found, values, mine, busy
-
-    def _busy_message(self, busy: dict[str, tuple]) -> str:
-        code, (_, host, pid, heartbeat) = next(iter(busy.items()))
-        more = f" (and {len(busy) - 1} more coalitions)" if len(busy) > 1 else ""
-        return (f"evaluation store {self.path}: coalition {format_coalition(_decode(code))}{more} is being "
-                f"evaluated by process {pid} on host {host} (alive {time.time() - heartbeat:.0f} s ago)")
-
-    def wait_for_others(self, coalitions: np.ndarray, poll: float = 0.05, max_poll: float = 1.0) -> None:
-        """Sleep until at least one of ``coalitions`` is stored or no longer claimed by a live process."""
-        fingerprint, p = self._require_bound()
-        codes = [_encode(row) for row in as_coalition_matrix(coalitions, p)]
-        while True:
-            time.sleep(poll)
-            poll = min(2 * poll, max_poll)
-            with self._lock:
-                if self._stored(fingerprint, codes):
-                    return
-                now = time.time()
-                for code in codes:
-                    row = self.conn.execute(
-                        "SELECT owner, host, pid, heartbeat FROM claims WHERE coalition = ?", (code,)).fetchone()
-                    if row is None or not self._claim_is_live(*row, now):
-                        return
-
-    def release(self, coalitions: np.ndarray) -> None:
-        """Drop this process's claims on ``coalitions`` (after a failure: others may evaluate them)."""
-        _, p = self._require_bound()
-        codes = [_encode(row) for row in as_coalition_matrix(coalitions, p)]
-        codes = [c for c in codes if c in self._claimed]
-        if not codes or self._conn is None:
-            return
-        with self._lock:
-            try:
-                with self.conn:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                    self.conn.executemany("DELETE FROM claims WHERE coalition = ? AND owner = ?",
-                                          [(c, _owner()) for c in codes])
-            except sqlite3.Error:
-                logger.warning("evaluation store %s: could not release claims (they expire)", self.path)
-            for c in codes:
-                self._claimed.pop(c, None)
-            self._claims_done()
-
-    def _start_heartbeat(self) -> None:
-        with self._lock:
-            if self._heartbeat is not None and self._heartbeat.is_alive():
-                return
-            interval = self.lease_seconds / 4
-            self._heartbeat = threading.Thread(target=EvaluationStore._beat, args=(weakref.ref(self), self._stop, interval),
-                                               name="shapleig-store-heartbeat", daemon=True)
-            self._heartbeat.start()
-
-    def _claims_done(self) -> None:
-        """Called (under the lock) when this object holds no more claims: end the heartbeat."""
-        if not self._claimed:
-            self._stop.set()
-
-    @staticmethod
-    def _beat(ref: "weakref.ref[EvaluationStore]", stop: threading.Event, interval: float) -> None:
-        """Refresh this process's claims while it holds any, so others know it is alive. Ends when
-        it holds none (the next claim starts a new thread) or the store is gone; it keeps only a
-        weak reference, so an unused store is still closed by garbage collection."""
-        while True:
-            stop.wait(interval)
-            store = ref()
-            if store is None:
-                return
-            with store._lock:
-                stop.clear()
-                if store._conn is None or not store._claimed:
-                    store._heartbeat = None
-                    return
-                now = time.time()
-                # only claims still within their hold: a hung evaluation's claim is not kept alive
-                live = [code for code, until in store._claimed.items() if now <= until]
-                try:
-                    with store._conn:
-                        store._conn.execute("BEGIN IMMEDIATE")
-                        store._conn.executemany("UPDATE claims SET heartbeat = ? WHERE owner = ? AND coalition = ?",
-                                                [(now, _owner(), code) for code in live])
-                except sqlite3.Error as exc:  # the run itself reports write problems
-                    logger.warning("evaluation store %s: heartbeat failed: %s", store.path, exc)
-            del store
-
     # -- writing ----------------------------------------------------------------------------
     def append(
         self,
@@ -744,7 +564,7 @@ class EvaluationStore:
             value = float(value)
         else:
             value = None  # SQLite cannot hold NaN; the error column says what came back
-        code = _encode(row[0])
+        code = encode_coalition(row[0])
         with self._lock:
             try:
                 with self.conn:
@@ -756,7 +576,7 @@ class EvaluationStore:
                         (fingerprint, code, value, float(seconds), time.time(), status, int(attempt), error),
                     )
                     if status == "ok":
-                        self.conn.execute("DELETE FROM claims WHERE coalition = ? AND owner = ?", (code, _owner()))
+                        self.conn.execute("DELETE FROM claims WHERE coalition = ? AND owner = ?", (code, claim_owner()))
             except sqlite3.IntegrityError:
                 raise
             except sqlite3.Error as exc:
@@ -777,7 +597,7 @@ class EvaluationStore:
     def close(self) -> None:
         self._stop.set()
         if self._conn is not None and self._claimed:
-            self.release(np.stack([_decode(c) for c in list(self._claimed)]))
+            self.release(np.stack([decode_coalition(c) for c in list(self._claimed)]))
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
