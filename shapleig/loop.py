@@ -23,7 +23,7 @@ from .errors import BudgetError
 from .estimate import ShapleyEstimate
 from .game import BudgetedGame, Game, check_budget, check_game
 from .kernel_choice import KernelFit, fit_kernels, resolve_surrogate
-from .mixture import MixturePosterior, build_mixture
+from .mixture import MixturePosterior, build_mixture, check_calibrate
 from .posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, standardize
 from .seeding import resolve_seed
 from .surrogate import (
@@ -116,10 +116,12 @@ class DesignLoop:
                       :mod:`shapleig.kernel_choice`); ``"shared"``: one lengthscale for all players;
                       ``"ard"``: one per player (the published setting).
     ard:              the older switch: True means ``surrogate="ard"``, False ``"shared"``.
-    calibrate:        honest uncertainty (default): scale each kernel's posterior covariance by its
-                      leave-one-out calibration factor and raise each player's variance to the
-                      jackknife variance where that is larger (:mod:`shapleig.mixture`); False
-                      keeps the raw MAP posterior (the published read-out).
+    calibrate:        honest uncertainty (default True, i.e. ``"gated"``): scale each kernel's posterior
+                      covariance by its leave-one-out calibration factor and raise each player's
+                      variance to a floor: the jackknife variance of the kernels that LOO finds
+                      overconfident, and the kernels' disagreement (:mod:`shapleig.mixture`);
+                      ``"jackknife"``: the previous default (every kernel's jackknife variance as the
+                      floor); False keeps the raw MAP posterior (the published read-out).
     tol, rtol:        precision target: stop at the first step where every player's posterior std
                       is at most ``tol`` (raw units) or ``rtol * |v(N) - v(empty)|``; the result
                       says whether it was reached (``info["target_reached"]``).
@@ -156,7 +158,7 @@ class DesignLoop:
         warm_start: bool = False,
         ard: bool | None = None,
         surrogate: str | None = None,
-        calibrate: bool = True,
+        calibrate: bool | str = True,
         tol: float | None = None,
         rtol: float | None = None,
         hand_over: int = 0,
@@ -210,7 +212,8 @@ class DesignLoop:
         self.final_refit = bool(final_refit)
         self.warm_start = bool(warm_start)
         self.surrogate = resolve_surrogate(surrogate, ard)
-        self.calibrate = bool(calibrate)
+        check_calibrate(calibrate)
+        self.calibrate = calibrate if isinstance(calibrate, str) else bool(calibrate)
         self.tol = None if tol is None else float(tol)
         self.rtol = None if rtol is None else float(rtol)
         self.threads = threads
@@ -363,8 +366,8 @@ class DesignLoop:
             self._rebuild([
                 (c.name, c.weight, Hyperparameters(c.posterior.hyper.lengthscales, c.posterior.hyper.outputscale,
                                                    new, c.posterior.hyper.mean_constant))
-                for c in self.mixture.components
-            ], taus={c.name: c.tau for c in self.mixture.components})
+                for c in self.mixture.all_components
+            ], taus={c.name: c.tau for c in self.mixture.all_components})
 
     def _record(self) -> None:
         std = self.estimate_std()

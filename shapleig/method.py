@@ -13,7 +13,7 @@ from .estimate import BaseEstimator, ShapleyEstimate
 from .game import BudgetedGame, Game
 from .kernel_choice import fit_kernels, resolve_surrogate, surrogate_ard
 from .loop import DesignLoop, check_gp_options, check_loop_options, check_tolerance, min_budget
-from .mixture import build_mixture
+from .mixture import build_mixture, check_calibrate
 from .seeding import spawn_generators, spawn_seeds
 from .surrogate import check_fit_engine, compute_threads
 
@@ -50,7 +50,7 @@ class ShaplEIG(BaseEstimator):
         hand_over: int = 0,
         callbacks: tuple = (),
         surrogate: str | None = None,
-        calibrate: bool = True,
+        calibrate: bool | str = True,
         tol: float | None = None,
         rtol: float | None = None,
         fit_engine: str = "numpy",
@@ -71,7 +71,8 @@ class ShaplEIG(BaseEstimator):
         self.progress = bool(progress)
         self.warm_start = bool(warm_start)
         self.surrogate = resolve_surrogate(surrogate, ard)  # validated by check_loop_options above
-        self.calibrate = bool(calibrate)
+        check_calibrate(calibrate)
+        self.calibrate = calibrate if isinstance(calibrate, str) else bool(calibrate)
         self.tol = tol
         self.rtol = rtol
         self.hand_over = int(hand_over)
@@ -172,12 +173,13 @@ class GPLeverage(BaseEstimator):
         ard: bool | None = None,
         threads: int | None = 1,
         surrogate: str | None = None,
-        calibrate: bool = True,
+        calibrate: bool | str = True,
     ) -> None:
         self.surrogate = check_gp_options(noise, noise_convention, ard, surrogate)
         self.noise = float(noise)
         self.noise_convention = noise_convention
-        self.calibrate = bool(calibrate)
+        check_calibrate(calibrate)
+        self.calibrate = calibrate if isinstance(calibrate, str) else bool(calibrate)
         self.threads = threads
 
     @property
