@@ -69,6 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", default="benchmark_generality.parquet")
     ap.add_argument("--from", dest="reuse", default=None, help="print the report of an existing results table")
+    ap.add_argument("--merge", default=None,
+                    help="add the rows of an earlier results table (same tasks and seeds) for methods not run now, "
+                         "e.g. the baselines, which no change of the GP arms affects")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.quick:
@@ -163,7 +166,7 @@ def report(df: pd.DataFrame, default: str = DEFAULT, components: list[str] | Non
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reuse:
-        report(pd.read_parquet(args.reuse), args.default, args.components)
+        report(merged(pd.read_parquet(args.reuse), args.merge), args.default, args.components)
         return 0
     seeds = [int(s) for s in args.seeds.split(",") if s] if "," in args.seeds else int(args.seeds)
     sizes = tuple(args.sizes) if args.sizes else None
@@ -186,8 +189,17 @@ def main(argv: list[str] | None = None) -> int:
     bad = df[df["error"] != ""]
     if len(bad):
         print(f"{len(bad)} rows failed, first: {bad.error.iloc[0].splitlines()[0]}")
-    report(df, args.default, args.components)
+    report(merged(df, args.merge), args.default, args.components)
     return 0
+
+
+def merged(df: pd.DataFrame, earlier: str | None) -> pd.DataFrame:
+    """``df`` plus the rows of the table ``earlier`` whose method ``df`` does not hold (same tasks)."""
+    if not earlier:
+        return df
+    old = pd.read_parquet(earlier)
+    old = old[~old.method.isin(set(df.method)) & old.task.isin(set(df.task)) & old.seed.isin(set(df.seed))]
+    return pd.concat([df, old], ignore_index=True)
 
 
 if __name__ == "__main__":
