@@ -8,9 +8,10 @@ The shared kernel wins the small budgets, where p lengthscales cannot be identif
 values; ARD takes over once the data show that a few players dominate. ``"ard"`` and
 ``"shared"`` fit only that kernel (weight 1). ``"laplace"`` fits both and weighs them by a Laplace
 approximation of the evidence over the lengthscales (:mod:`shapleig.evidence`), which charges ARD
-each lengthscale's actual Occam factor instead of ``(1/2) log t``; measured on the generality
-benchmark it fixes the games where a few players dominate but loses badly where the shared kernel
-extrapolates exactly (additive plus pairwise games), so it is an option, not the default.
+each lengthscale's actual Occam factor instead of ``(1/2) log t``; on the generality benchmark it
+fixes the games where a few players dominate but loses where the shared kernel extrapolates
+exactly (additive plus pairwise games), and it is not yet measured on the public suites, so it is
+an option, not the default (docs/math.md §13).
 
 The fitted kernels are turned into one Shapley posterior, with calibrated uncertainty, by
 :func:`shapleig.mixture.build_mixture`.
