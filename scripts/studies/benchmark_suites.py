@@ -71,6 +71,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--from", dest="reuse", default=None, help="print the report of an existing results table")
     ap.add_argument("--anchors", default=str(ANCHORS), help="shapiq anchor CSV (default: ../shared/data/anchors)")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--default", default=DEFAULT, help="the method label reported as the default")
     return ap.parse_args(argv)
 
 
@@ -93,18 +94,23 @@ def table_seed(task: str) -> int | None:
 
 
 def coverage_rows(df: pd.DataFrame, level_z: float = 1.959963984540054) -> pd.DataFrame:
-    """Per run: players covered by values -/+ z * std, and players counted."""
+    """Per run: players covered by values -/+ z * std, players counted, the sum of squared
+    standardised errors (error / std)^2 and the summed interval width 2 z std."""
     rows = []
     for _, r in df.iterrows():
         if r["std"] is None or r["values"] is None:
             continue
         v, s, e = (np.asarray(r[c], dtype=float) for c in ("values", "std", "exact"))
+        err = np.abs(v - e)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z2 = np.where(s > 0, (err / s) ** 2, np.where(err > 0, np.inf, 0.0))
         rows.append({"group": r["group"], "budget_spec": r["budget_spec"],
-                     "covered": int(np.sum(np.abs(v - e) <= level_z * s)), "players": int(v.size)})
+                     "covered": int(np.sum(err <= level_z * s)), "players": int(v.size),
+                     "z2": float(np.sum(z2)), "width": float(np.sum(2 * level_z * s))})
     return pd.DataFrame(rows)
 
 
-def anchor_report(df: pd.DataFrame, path: Path) -> pd.DataFrame | None:
+def anchor_report(df: pd.DataFrame, path: Path, default: str = DEFAULT) -> pd.DataFrame | None:
     """Default vs best shapiq method, and published vs shapiq ShaplEIG, on the anchors' tables and seeds."""
     if not path.is_file():
         print(f"\n(anchor file {path} not found: no comparison with shapiq)")
@@ -123,7 +129,7 @@ def anchor_report(df: pd.DataFrame, path: Path) -> pd.DataFrame | None:
         best = cell.groupby("method").mse.apply(gm)
         mine = ours[(ours.suite == suite) & (ours.budget_spec == spec) & ours.table_seed.isin(tables)]
         row = {"suite": suite, "budget": spec, "best_shapiq": best.min(), "best_shapiq_method": best.idxmin()}
-        for label, method, seeds in (("default", DEFAULT, set(cell.seed)),
+        for label, method, seeds in (("default", default, set(cell.seed)),
                                      ("published", "shapleig-published", set(cell[cell.method == "ShaplEIG"].seed))):
             m = mine[(mine.method == method) & mine.seed.isin(seeds)]
             row[label] = gm(m.mse) if len(m) else np.nan
@@ -137,7 +143,7 @@ def anchor_report(df: pd.DataFrame, path: Path) -> pd.DataFrame | None:
     return pd.DataFrame(rows)
 
 
-def report(df: pd.DataFrame, anchors: Path) -> None:
+def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT) -> None:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 40)
     pd.set_option("display.max_rows", 500)
@@ -147,8 +153,8 @@ def report(df: pd.DataFrame, anchors: Path) -> None:
     print("gm-MSE per (suite, budget) cell (geometric mean over tables x seeds)")
     print(cells.to_string(float_format=fmt))
 
-    others = cells.drop(columns=[DEFAULT])
-    ratio = pd.DataFrame({"default": cells[DEFAULT], "best_other": others.min(axis=1),
+    others = cells.drop(columns=[default])
+    ratio = pd.DataFrame({"default": cells[default], "best_other": others.min(axis=1),
                           "best_other_method": others.idxmin(axis=1)})
     ratio["ratio"] = ratio["default"] / ratio["best_other"]
     print("\nthe default's ratio to the best other project method per cell (< 1: the default is better)")
@@ -156,7 +162,7 @@ def report(df: pd.DataFrame, anchors: Path) -> None:
     print(f"  worst cell {ratio.ratio.max():.3g} ({ratio.ratio.idxmax()}); geometric mean {gm(ratio.ratio):.3g}; "
           f"cells above 1.5: {int((ratio.ratio > 1.5).sum())} of {len(ratio)}")
 
-    cov = coverage_rows(ok[ok.method == DEFAULT])
+    cov = coverage_rows(ok[ok.method == default])
     if len(cov):
         c = cov.groupby(["group", "budget_spec"])[["covered", "players"]].sum()
         c = (c.covered / c.players).unstack("budget_spec")
@@ -164,13 +170,22 @@ def report(df: pd.DataFrame, anchors: Path) -> None:
         print(c.to_string(float_format=lambda x: f"{x:.2f}"))
         print(f"  pooled over everything: {cov.covered.sum() / cov.players.sum():.3f}; "
               f"lowest cell {c.min().min():.2f}")
+        g = cov.groupby(["group", "budget_spec"])[["z2", "players", "width"]].sum()
+        rms = np.sqrt(g.z2 / g.players).unstack("budget_spec")
+        print("RMS of error/std per cell (1: honest and sharp; < 1 too wide)")
+        print(rms.to_string(float_format=lambda x: f"{x:.2f}"))
+        inside = ((rms >= 0.5) & (rms <= 1.5)).to_numpy().mean()
+        print(f"  in [0.5, 1.5] in {inside:.0%} of cells; below 0.3 in {int((rms < 0.3).to_numpy().sum())} of "
+              f"{rms.size}; median {np.nanmedian(rms.to_numpy()):.2f}")
+        print("mean width of the 95% intervals")
+        print((g.width / g.players).unstack("budget_spec").to_string(float_format=fmt))
 
     runs = ok[~ok.anytime | (ok.budget == ok.groupby(["task", "method", "seed"]).budget.transform("max"))]
     timing = runs.groupby(["group", "method"]).wall_s.mean().unstack("method")
     print("\nseconds per run (anytime GP arms: one run at the largest budget)")
     print(timing.to_string(float_format=fmt))
 
-    anchor = anchor_report(ok, Path(anchors))
+    anchor = anchor_report(ok, Path(anchors), default)
     if anchor is not None and len(anchor):
         print("\nagainst shapiq 1.8.0 (anchor tables and seeds; gm-MSE)")
         print(anchor.to_string(index=False, float_format=fmt))
@@ -180,9 +195,9 @@ def report(df: pd.DataFrame, anchors: Path) -> None:
         q = anchor["published/shapiq_ShaplEIG"].dropna()
         if len(q):
             print(f"  published / shapiq ShaplEIG: range {q.min():.3g}-{q.max():.3g}, geometric mean {gm(q):.3g}")
-        if "shapleig" in timing and len(anchor):
+        if default in timing and len(anchor):
             t8 = anchor[anchor.budget == "8p"].set_index("suite")["shapiq_ShaplEIG_s"]
-            ours8 = timing[DEFAULT].reindex(t8.index)
+            ours8 = timing[default].reindex(t8.index)
             print("  time per run at 8p, default / shapiq ShaplEIG (anchor wall_s; not the same run):")
             print((ours8 / t8).to_string(float_format=fmt))
 
@@ -190,7 +205,7 @@ def report(df: pd.DataFrame, anchors: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reuse:
-        report(pd.read_parquet(args.reuse), Path(args.anchors))
+        report(pd.read_parquet(args.reuse), Path(args.anchors), args.default)
         return 0
     seeds = [int(s) for s in args.seeds.split(",")] if "," in args.seeds else int(args.seeds)
     tasks = [f"{s}/seed={k}" for s in args.suites for k in TABLE_SEEDS[: args.tables]]
@@ -207,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     df = harness.execute_plan(plan, out=out, n_jobs=args.jobs, progress=not args.quiet, errors="record")
     print(f"{len(df)} rows in {time.perf_counter() - start:.0f} s; wrote {out}")
-    report(df, Path(args.anchors))
+    report(df, Path(args.anchors), args.default)
     return 0
 
 

@@ -297,8 +297,8 @@ class DesignLoop:
             self._rebuild([
                 (c.name, c.weight, Hyperparameters(c.posterior.hyper.lengthscales, c.posterior.hyper.outputscale,
                                                    new, c.posterior.hyper.mean_constant))
-                for c in self.mixture.components
-            ], taus={c.name: c.tau for c in self.mixture.components})
+                for c in self.mixture.all_components
+            ], taus={c.name: c.tau for c in self.mixture.all_components})
 
     def _record(self) -> None:
         std = self.estimate_std()

@@ -29,6 +29,7 @@ from shapleig.design.acquisition import check_acquisition
 from shapleig.design.initial import DEFAULT_POOL_SIZE, INITIAL_DESIGNS
 from shapleig.design.refit import refit_schedule
 from shapleig.gp.kernel_choice import resolve_surrogate, surrogate_ard
+from shapleig.gp.mixture import check_calibrate
 from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import NOISE_CONVENTIONS, check_fit_engine, standardized_noise
 
@@ -58,8 +59,10 @@ class GPOptions:
             averaged by evidence (:mod:`shapleig.gp.kernel_choice`); ``"shared"``; ``"ard"`` (published).
         ard: the older switch: True means ``surrogate="ard"``, False ``"shared"``; normalised to
             agree with ``surrogate`` so ``clone()`` round-trips.
-        calibrate: honest uncertainty (LOO outputscale and jackknife floor, :mod:`shapleig.gp.mixture`);
-            False keeps the raw MAP posterior (the published read-out).
+        calibrate: the read-out (:mod:`shapleig.gp.mixture`): True / ``"jackknife"`` (default, honest:
+            LOO outputscale and the jackknife floor), ``"gated"`` (sharper: the floor only for kernels
+            LOO finds overconfident, plus the kernels' disagreement; covers less on some games) or
+            False (the raw MAP posterior, the published read-out).
         fit_engine: ``"numpy"`` (default, torch-free) or ``"gpytorch"`` (botorch's fit, the published route).
         threads: torch/BLAS threads while computing (None leaves the pools alone).
     """
@@ -68,7 +71,7 @@ class GPOptions:
     noise_convention: str = "standardized"
     surrogate: str | None = None
     ard: bool | None = None
-    calibrate: bool = True
+    calibrate: bool | str = True
     fit_engine: str = "numpy"
     threads: int | None = 1
 
@@ -80,7 +83,9 @@ class GPOptions:
             raise ValueError(f"unknown noise convention {self.noise_convention!r}; choose one of {NOISE_CONVENTIONS}")
         standardized_noise(self.noise, 1.0, self.noise_convention)  # validates noise
         _set(self, "noise", float(self.noise))
-        _set(self, "calibrate", bool(self.calibrate))
+        check_calibrate(self.calibrate)
+        if not isinstance(self.calibrate, str):
+            _set(self, "calibrate", bool(self.calibrate))
         check_fit_engine(self.fit_engine)
         if self.threads is not None and (isinstance(self.threads, bool) or int(self.threads) < 1):
             raise ValueError(f"threads must be a positive int or None, got {self.threads!r}")

@@ -6,13 +6,22 @@ mean and covariance are (law of total covariance)
 
     mu = sum_m w_m mu_m,     Sigma = sum_m w_m (tau_m Sigma_m + (mu_m - mu)(mu_m - mu)^T).
 
-The spread between the kernels' means is part of the uncertainty. With ``jackknife=True`` (the
-default read-out) each player's variance is then raised, where smaller, to the jackknife variance
-of the estimate (``sum_m w_m`` of each kernel's, see
-:meth:`~shapleig.gp.posterior.ShapleyPosterior.jackknife_covariance`), by scaling rows and columns
-of the covariance: the correlations stay the GP's. The GP variance alone says how uncertain phi is
-if the kernel describes the game; the jackknife says how much the estimate moves when one
-evaluation is left out, which stays honest when the kernel does not.
+The spread between the kernels' means is part of the uncertainty. Each player's variance is then
+raised, where smaller, to a floor, by scaling rows and columns of the covariance (the correlations
+stay the GP's). The floor depends on the read-out (``floor``, docs/math.md §13):
+
+- ``"gated"`` (an option, ``calibrate="gated"``): the jackknife variance of the estimate (see
+  :meth:`~shapleig.gp.posterior.ShapleyPosterior.jackknife_covariance`) summed over the kernels whose
+  leave-one-out calibration factor exceeds 1 (``sum_m w_m [tau_m > 1] jk_m``): inflate only where
+  the held-out residuals say the kernel is overconfident; and the kernels' disagreement
+  ``(max_m mu_m,i - min_m mu_m,i)^2 / 4`` over every fitted kernel, whatever its weight: a kernel
+  the evidence all but rules out still shows how far the estimate moves with the model;
+- ``"jackknife"`` (the default read-out, ``calibrate=True``): the jackknife variance ``sum_m w_m jk_m`` of every kernel;
+- ``"none"``: no floor (the raw or LOO-scaled mixture).
+
+The GP variance alone says how uncertain phi is if the kernel describes the game; the jackknife
+says how much the estimate moves when one evaluation is left out, which stays honest when the
+kernel does not, but is often many times the error where the kernel fits.
 
 Acquisition uses the most probable kernel (``primary``), whose candidate state keeps the exact
 frozen-hyperparameter updates of :mod:`shapleig.gp.posterior`.
@@ -35,6 +44,21 @@ TAU_RANGE = (1e-2, 1e4)
 # Up to this many observations the jackknife is recomputed at every read-out (O(t^3)); beyond, a
 # mixture extended between refits keeps the per-player inflation of the last computation.
 JACKKNIFE_EVERY_STEP = 1000
+# Variance floors of the read-out (see the module docstring).
+FLOORS = ("gated", "jackknife", "none")
+# calibrate= values of ShaplEIG / DesignLoop -> (LOO-scale the kernels, floor)
+CALIBRATIONS = {True: (True, "jackknife"), "jackknife": (True, "jackknife"), "gated": (True, "gated"),
+                False: (False, "none")}
+
+
+def check_calibrate(calibrate: bool | str) -> tuple[bool, str]:
+    """``(scale by LOO, floor)`` of a ``calibrate`` option: True / ``"jackknife"`` (the default
+    read-out), ``"gated"`` (sharper, covers less on some games) or False (the raw MAP posterior);
+    else a ``ValueError``."""
+    key = bool(calibrate) if isinstance(calibrate, (bool, np.bool_)) else calibrate
+    if not isinstance(key, (bool, str)) or key not in CALIBRATIONS:
+        raise ValueError(f"calibrate must be True, False, 'gated' or 'jackknife', got {calibrate!r}")
+    return CALIBRATIONS[key]
 
 
 @dataclass(frozen=True)
@@ -51,23 +75,31 @@ class MixturePosterior:
     """Gaussian mixture over phi from weighted :class:`ShapleyPosterior` components (raw units).
 
     ``components`` need not be normalised; weights below ``MIN_WEIGHT`` (after normalising) are
-    dropped. Every component must share the archive.
+    dropped from mean and covariance (the ``"gated"`` floor still reads their means, so they are
+    kept and extended as ``all_components``). Every component must share the archive.
+    ``jackknife=False`` means no floor whatever ``floor`` says.
     """
 
     def __init__(self, components: list[MixtureComponent], jackknife: bool = True,
-                 inflation: np.ndarray | None = None) -> None:
+                 inflation: np.ndarray | None = None, floor: str = "gated") -> None:
         if not components:
             raise ValueError("a mixture needs at least one component")
+        if floor not in FLOORS:
+            raise ValueError(f"unknown variance floor {floor!r}; choose one of {FLOORS}")
         total = float(sum(c.weight for c in components))
         if not np.isfinite(total) or total <= 0:
             raise ValueError(f"mixture weights must be non-negative with a positive sum, got {total}")
         kept = [c for c in components if c.weight / total >= MIN_WEIGHT]
         norm = float(sum(c.weight for c in kept))
         self.components = [MixtureComponent(c.name, c.weight / norm, c.tau, c.posterior) for c in kept]
-        p = {c.posterior.n_players for c in self.components}
+        self.floor = floor if jackknife else "none"
+        # dropped kernels matter only to the gated floor's disagreement term
+        self.all_components = [MixtureComponent(c.name, c.weight / total, c.tau, c.posterior) for c in components] \
+            if self.floor == "gated" else list(self.components)
+        p = {c.posterior.n_players for c in self.all_components}
         if len(p) != 1:
             raise ValueError(f"mixture components disagree on the number of players: {sorted(p)}")
-        self.jackknife = bool(jackknife)
+        self.jackknife = self.floor != "none"
         self._inflation = inflation  # per-player std factor >= 1 (None: compute when needed)
         self._mean: np.ndarray | None = None
         self._cov: np.ndarray | None = None
@@ -104,7 +136,7 @@ class MixturePosterior:
     @property
     def covariance(self) -> np.ndarray:
         """Mixture covariance of phi, float64[p, p]: calibrated within-kernel plus between-kernel,
-        with each player's variance raised to the jackknife's where smaller (``jackknife=True``)."""
+        with each player's variance raised to the floor where smaller (see the module docstring)."""
         if self._cov is None:
             cov = self._gp_covariance()
             if self.jackknife:
@@ -113,11 +145,24 @@ class MixturePosterior:
             self._cov = cov
         return self._cov.copy()
 
+    def variance_floor(self) -> np.ndarray:
+        """Per-player variance floor of the read-out, float64[p], raw units (zeros without one)."""
+        p = self.n_players
+        if self.floor == "none":
+            return np.zeros(p)
+        if self.floor == "jackknife":
+            return sum(c.weight * np.diag(c.posterior.jackknife_covariance()) for c in self.components)
+        jk = sum((c.weight * np.diag(c.posterior.jackknife_covariance()) for c in self.components if c.tau > 1.0),
+                 np.zeros(p))
+        means = np.array([c.posterior.mean for c in self.all_components])
+        spread = 0.25 * (means.max(axis=0) - means.min(axis=0)) ** 2
+        return np.maximum(jk, spread)
+
     def inflation(self, cov: np.ndarray | None = None) -> np.ndarray:
-        """Per-player factor ``max(1, sd_jackknife / sd_gp)`` applied to the std, float64[p]."""
+        """Per-player factor ``max(1, sd_floor / sd_gp)`` applied to the std, float64[p]."""
         if self._inflation is None:
             gp_cov = self._gp_covariance() if cov is None else cov
-            jk = sum(c.weight * np.diag(c.posterior.jackknife_covariance()) for c in self.components)
+            jk = self.variance_floor()
             gp = np.clip(np.diag(gp_cov), 0.0, None)
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(gp > 0, np.sqrt(np.clip(jk, 0.0, None) / gp), 1.0)
@@ -131,10 +176,11 @@ class MixturePosterior:
 
     def extend(self, X_new: np.ndarray, y_new: np.ndarray) -> "MixturePosterior":
         """Every component conditioned on the new evaluations (weights and calibration frozen)."""
-        comps = [MixtureComponent(c.name, c.weight, c.tau, c.posterior.extend(X_new, y_new)) for c in self.components]
+        comps = [MixtureComponent(c.name, c.weight, c.tau, c.posterior.extend(X_new, y_new))
+                 for c in self.all_components]
         t = comps[0].posterior.X.shape[0]
         keep = self._inflation if (self.jackknife and t > JACKKNIFE_EVERY_STEP) else None
-        return MixturePosterior(comps, jackknife=self.jackknife, inflation=keep)
+        return MixturePosterior(comps, inflation=keep, floor=self.floor)
 
 
 def loo_calibration(posterior: ShapleyPosterior) -> float:
@@ -151,16 +197,18 @@ def loo_calibration(posterior: ShapleyPosterior) -> float:
 
 
 def build_mixture(kernels: list[tuple[str, float, Hyperparameters]], X: np.ndarray, y: np.ndarray, *,
-                  calibrate: bool = True, taus: dict[str, float] | None = None) -> MixturePosterior:
+                  calibrate: bool | str = True, taus: dict[str, float] | None = None) -> MixturePosterior:
     """The Shapley posterior of weighted kernels ``(name, weight, hyperparameters)`` on archive ``(X, y)``.
 
-    ``calibrate=True`` (the default read-out) scales each kernel by :func:`loo_calibration` (or by
-    ``taus[name]`` when given, e.g. kept between refits) and floors variances at the jackknife's;
+    ``calibrate=True`` / ``"jackknife"`` (the default read-out) scales each kernel by
+    :func:`loo_calibration` (or by ``taus[name]`` when given, e.g. kept between refits) and floors
+    variances at every kernel's jackknife variance; ``"gated"`` floors them at the gated floor;
     ``False`` is the raw MAP posterior of the published setting.
     """
+    scale, floor = check_calibrate(calibrate)
     comps = []
     for name, weight, hyper in kernels:
         post = ShapleyPosterior(hyper, X, y)
-        tau = 1.0 if not calibrate else (taus[name] if taus is not None else loo_calibration(post))
+        tau = 1.0 if not scale else (taus[name] if taus is not None else loo_calibration(post))
         comps.append(MixtureComponent(name, weight, tau, post))
-    return MixturePosterior(comps, jackknife=calibrate)
+    return MixturePosterior(comps, floor=floor)

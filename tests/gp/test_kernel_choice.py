@@ -197,37 +197,78 @@ def test_jackknife_inflation_keeps_correlations():
     X, y, h = _random_archive(5, 15, 12, lengthscales=np.full(5, 0.6), noise=1e-6, mean_constant=0.0)
     post = ShapleyPosterior(h, X, y)
     plain = MixturePosterior([MixtureComponent("a", 1.0, 1.0, post)], jackknife=False)
-    honest = MixturePosterior([MixtureComponent("a", 1.0, 1.0, post)])
+    honest = MixturePosterior([MixtureComponent("a", 1.0, 1.0, post)], floor="jackknife")
     jk_sd = np.sqrt(np.diag(post.jackknife_covariance()))
+    assert np.any(jk_sd > plain.std)  # the floor binds somewhere, so the check below can fail
     np.testing.assert_allclose(honest.std, np.maximum(plain.std, jk_sd), rtol=1e-10)
     corr = lambda C: C / np.outer(np.sqrt(np.diag(C)), np.sqrt(np.diag(C)))  # noqa: E731
     np.testing.assert_allclose(corr(honest.covariance), corr(plain.covariance), atol=1e-12)
     np.testing.assert_array_equal(honest.mean, plain.mean)
 
 
-def test_default_loop_equals_dense_mixture():
-    """The default read-out is the BIC-weighted mixture of the two kernels' dense Shapley posteriors,
-    each scaled by its LOO calibration, with variances raised to the jackknife's (p = 6)."""
+def test_gated_floor_only_where_loo_says_overconfident_plus_disagreement():
+    """The gated floor takes the jackknife of kernels with tau > 1 only, and the kernels' disagreement
+    (max - min of their means)^2 / 4 over every kernel, a dropped one (weight < MIN_WEIGHT) included."""
+    X, y, h = _random_archive(5, 15, 12, lengthscales=np.full(5, 0.6), noise=1e-6, mean_constant=0.0)
+    a = ShapleyPosterior(h, X, y)
+    b = ShapleyPosterior(Hyperparameters(np.array([0.2, 1.0, 3.0, 0.5, 0.9]), 1.0, 1e-6), X, y)
+    jk = np.diag(a.jackknife_covariance())
+    for tau, expect_jk in ((1.5, True), (0.5, False)):
+        solo = MixturePosterior([MixtureComponent("a", 1.0, tau, a)])
+        gp = tau * np.diag(a.covariance)
+        floor = jk if expect_jk else np.zeros(5)
+        np.testing.assert_allclose(solo.std ** 2, np.maximum(gp, floor), rtol=1e-10)
+    mix = MixturePosterior([MixtureComponent("a", 1.0, 0.01, a), MixtureComponent("b", 1e-14, 3.0, b)])
+    assert [c.name for c in mix.components] == ["a"] and len(mix.all_components) == 2
+    spread = 0.25 * (a.mean - b.mean) ** 2
+    assert np.any(spread > 0.01 * np.diag(a.covariance))  # the disagreement binds somewhere
+    np.testing.assert_allclose(mix.std ** 2, np.maximum(0.01 * np.diag(a.covariance), spread), rtol=1e-10)
+    np.testing.assert_array_equal(mix.mean, a.mean)
+    ext = mix.extend(all_coalitions(5)[~np.isin(to_bitmask(all_coalitions(5)), to_bitmask(X))][:2], np.ones(2))
+    assert len(ext.all_components) == 2 and ext.floor == "gated"
+    with pytest.raises(ValueError, match="calibrate must be"):
+        ShaplEIG(calibrate="sometimes")
+    with pytest.raises(ValueError, match="unknown variance floor"):
+        MixturePosterior([MixtureComponent("a", 1.0, 1.0, a)], floor="max")
+
+
+@pytest.mark.parametrize("surrogate, calibrate", [("auto", True), ("shared", True), ("ard", True),
+                                                  ("auto", "gated"), ("shared", "gated"), ("ard", "gated"),
+                                                  ("auto", "jackknife"), ("auto", False)])
+def test_default_loop_equals_dense_mixture(surrogate, calibrate):
+    """Every read-out the default can give equals the dense 2^p computation (p = 6): the BIC-weighted
+    mixture of the kernels' dense Shapley posteriors, each scaled by its LOO calibration, with
+    variances raised to the floor (gated: jackknife of kernels with tau > 1 and the kernels'
+    disagreement; jackknife: every kernel's jackknife; none for the raw posterior)."""
     p = 6
     game = _table_game(p, 4)
-    loop = DesignLoop(game, 20, progress=False, seed=2)
+    loop = DesignLoop(game, 20, progress=False, seed=2, surrogate=surrogate, calibrate=calibrate)
     est = loop.run()
-    assert est.info["surrogate"] == "auto" and set(est.info["kernel_weights"]) <= {"shared", "ard"}
-    means, covs, ws, jks = [], [], [], []
+    assert est.info["surrogate"] == surrogate and set(est.info["kernel_weights"]) <= {"shared", "ard"}
+    means, covs, ws, jks, taus = [], [], [], [], []
     for k in loop.kernel_fits:
         m, S = _dense_shapley_posterior(k.hyper, loop.X, loop.y)
+        tau = np.clip(np.mean(_dense_loo_residuals(k.hyper, loop.X, loop.y) ** 2), 1e-2, 1e4) if calibrate else 1.0
         means.append(m)
-        covs.append(np.clip(np.mean(_dense_loo_residuals(k.hyper, loop.X, loop.y) ** 2), 1e-2, 1e4) * S)
+        covs.append(tau * S)
+        taus.append(tau)
         ws.append(k.weight)
         jks.append(_dense_jackknife_var(k.hyper, loop.X, loop.y))
+    all_means = list(means)
     ws = np.asarray(ws) / np.sum(ws)
     keep = ws >= 1e-10
     ws = ws[keep] / ws[keep].sum()
-    means, covs, jks = [x for x, k in zip(means, keep) if k], [x for x, k in zip(covs, keep) if k], \
-        [x for x, k in zip(jks, keep) if k]
+    means, covs, jks, taus = ([x for x, k in zip(xs, keep) if k] for xs in (means, covs, jks, taus))
     mean = sum(w * m for w, m in zip(ws, means))
     cov = sum(w * (S + np.outer(m - mean, m - mean)) for w, m, S in zip(ws, means, covs))
-    f = np.maximum(1.0, np.sqrt(sum(w * j for w, j in zip(ws, jks)) / np.diag(cov)))
+    if calibrate in ("jackknife", True):  # True: the default read-out, the jackknife floor
+        floor = sum(w * j for w, j in zip(ws, jks))
+    elif calibrate == "gated":
+        floor = sum((w * j for w, j, t in zip(ws, jks, taus) if t > 1), np.zeros(p))
+        floor = np.maximum(floor, 0.25 * (np.max(all_means, axis=0) - np.min(all_means, axis=0)) ** 2)
+    else:
+        floor = np.zeros(p)
+    f = np.maximum(1.0, np.sqrt(floor / np.diag(cov)))
     cov = cov * np.outer(f, f)
     np.testing.assert_allclose(est.values, mean, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(est.covariance, cov, rtol=1e-6, atol=1e-9 * np.abs(cov).max())
@@ -305,3 +346,50 @@ def test_default_and_published_clone():
         twin = clone(est)
         assert twin.get_params() == est.get_params() and twin.surrogate == est.surrogate
     assert ShaplEIG().ard is None and ShaplEIG(ard=False).surrogate == "shared"
+
+
+# -- the Laplace evidence (surrogate="laplace") --------------------------------------------------
+
+def test_laplace_evidence_gradient_and_gaussian_integral():
+    """The log-lengthscale objective's gradient equals its finite differences; the Laplace term
+    equals a direct numerical integral over log l for the shared kernel (one lengthscale, c and s
+    held at the MAP), where the integrand is close to Gaussian."""
+    from shapleig.gp.evidence import _grad_u, laplace_log_evidence
+    from shapleig.gp.numpy_fit import MapProblem, fit_map_numpy
+
+    rng = np.random.default_rng(0)
+    p = 5
+    X = all_coalitions(p)[rng.choice(32, 12, replace=False)]
+    y = X @ rng.normal(size=p) + 0.3 * X[:, 0] * X[:, 1]
+    ys, _, _ = standardize(y)
+    for ard in (False, True):
+        hyper, _ = fit_map_numpy(X, ys, noise=1e-6, ard=ard, seed=0)
+        prob = MapProblem.build(X, ys, 1e-6, ard)
+        ls = hyper.lengthscales if ard else hyper.lengthscales[:1]
+        u = np.concatenate([[hyper.mean_constant], [prob.pack(0.0, hyper.outputscale, ls)[1]], np.log(ls)])
+        _, g = _grad_u(prob, u)
+        num = [(_grad_u(prob, u + e)[0] - _grad_u(prob, u - e)[0]) / 2e-6 for e in np.eye(u.size) * 1e-6]
+        np.testing.assert_allclose(g, num, atol=1e-5)
+    hyper, _ = fit_map_numpy(X, ys, noise=1e-6, ard=False, seed=0)
+    prob = MapProblem.build(X, ys, 1e-6, False)
+    u = np.concatenate([[hyper.mean_constant], [prob.pack(0.0, hyper.outputscale, hyper.lengthscales[:1])[1]],
+                        np.log(hyper.lengthscales[:1])])
+    grid = u[2] + np.linspace(-6, 6, 2001)
+    vals = np.array([-_grad_u(prob, np.array([u[0], u[1], v]))[0] for v in grid])
+    direct = vals.max() + np.log(np.trapezoid(np.exp(vals - vals.max()), grid))
+    assert laplace_log_evidence(X, y, hyper, ard=False) == pytest.approx(direct, abs=0.1)
+
+
+def test_laplace_mode_weighs_by_laplace_evidence():
+    from shapleig.gp.evidence import laplace_log_evidence
+
+    p = 6
+    game = _table_game(p, 1)
+    rng = np.random.default_rng(0)
+    X = all_coalitions(p)[rng.choice(2**p, 24, replace=False)]
+    y = game(X)
+    fits = fit_kernels(X, y, "laplace", seed=3, noise=1e-6, noise_convention="standardized")
+    ev = np.array([laplace_log_evidence(X, y, k.hyper, k.kernel == "ard") for k in fits])
+    np.testing.assert_allclose([k.log_evidence for k in fits], ev)
+    np.testing.assert_allclose([k.weight for k in fits], evidence_weights(ev))
+    assert ShaplEIG(surrogate="laplace").estimate(game, 14, seed=0).info["surrogate"] == "laplace"

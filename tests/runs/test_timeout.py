@@ -24,8 +24,8 @@ import pytest
 
 from shapleig import BudgetedGame, EvaluationStore, FunctionGame, ShaplEIG
 from shapleig.errors import EvaluationFailedError
-from shapleig.runs.evaluators import ExecutorEvaluator, SerialEvaluator
 from shapleig.runs.claims import _pid_alive
+from shapleig.runs.evaluators import ExecutorEvaluator, SerialEvaluator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _games_for_parallel import HangingGame, QuadraticGame  # noqa: E402

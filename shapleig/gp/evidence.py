@@ -1,0 +1,86 @@
+"""Laplace approximation of a Hamming-kernel GP's log evidence around its MAP fit (docs/math.md §13).
+
+BIC charges every hyperparameter ``(1/2) log t``. With 2p-8p evaluations most of ARD's p
+lengthscales are barely constrained by the data; their posterior is close to their prior and their
+true Occam factor is close to 1, so BIC keeps the shared kernel long after the data show that a few
+players dominate. The Laplace approximation measures each parameter's Occam factor instead:
+
+    log p(y | kernel) ~ -f(u*) + (1/2) g^T H^-1 g + (k/2) log(2 pi) - (1/2) log det H,
+
+with ``f(u) = -log N(y~ | c, K + sigma^2 I) - log N(log l; loc, scale^2)``, the negative log joint
+density over ``u = (c, raw_s, log l)`` (the lengthscale prior is LogNormal, so it is Gaussian in
+``log l``). Only the k lengthscale coordinates are integrated: the constant mean and the
+outputscale have flat priors, which make their Occam factors improper, so they are profiled
+(held at the MAP; both kernels share them). ``g`` and ``H`` are the gradient and Hessian of f in
+the lengthscale block at the MAP fit (``g`` is not exactly 0 there: the MAP is found in the fit's
+softplus coordinates), the Hessian by central differences of the analytic gradient of
+:mod:`shapleig.fit` (2k gradient evaluations, each one Cholesky factor of the t x t kernel matrix).
+Eigenvalues of H below ``MIN_CURVATURE`` are raised to it (a flat direction: the quadratic
+expansion does not hold there). Used by ``surrogate="laplace"`` (:mod:`shapleig.kernel_choice`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from shapleig.gp.numpy_fit import MapProblem, _sigmoid, inverse_softplus
+from shapleig.gp.posterior import Hyperparameters, standardize
+
+# Finite-difference step in u (log-lengthscale, raw outputscale, mean constant).
+STEP = 1e-4
+MIN_CURVATURE = 1e-2
+
+
+def _to_theta(problem: MapProblem, u: np.ndarray) -> np.ndarray:
+    theta = u.copy()
+    theta[2:] = inverse_softplus(np.maximum(np.exp(u[2:]) - 1e-6, 1e-300))
+    return theta
+
+
+def _grad_u(problem: MapProblem, u: np.ndarray) -> tuple[float, np.ndarray]:
+    """``f(u)`` and its gradient: the fit's objective times t, moved to log-lengthscale coordinates.
+
+    The fit's objective holds ``-log p_LN(l)`` (density over l); over ``log l`` the density gains the
+    Jacobian ``l``, so ``f = t * objective - sum(log l)``."""
+    t = problem.X.shape[0]
+    theta = _to_theta(problem, u)
+    value, g = problem.objective(theta)
+    ls = np.exp(u[2:])
+    g = g * t
+    g[2:] = g[2:] * ls / _sigmoid(theta[2:]) - 1.0
+    return value * t - float(np.sum(u[2:])), g
+
+
+def laplace_log_evidence(X: np.ndarray, y: np.ndarray, hyper: Hyperparameters, ard: bool) -> float:
+    """Laplace log evidence (nats) of the kernel ``hyper`` (MAP, standardised units) on ``(X, y)``.
+
+    ``X`` bool[t, p], ``y`` raw float64[t]; ``ard``: p lengthscales (True) or one shared (False).
+    Returns -inf when the objective cannot be evaluated (indefinite kernel matrix).
+    """
+    y_std, _, _ = standardize(np.asarray(y, dtype=np.float64))
+    problem = MapProblem.build(X, y_std, hyper.noise, ard)
+    ls = np.asarray(hyper.lengthscales, dtype=np.float64)
+    ls = ls[:1] if not ard else ls
+    u0 = np.concatenate([[hyper.mean_constant], [problem.pack(0.0, hyper.outputscale, ls)[1]], np.log(ls)])
+    d = u0.size
+    try:
+        f0, g0 = _grad_u(problem, u0)
+        H = np.zeros((d, d))
+        for j in range(2, d):
+            e = np.zeros(d)
+            e[j] = STEP
+            H[:, j] = (_grad_u(problem, u0 + e)[1] - _grad_u(problem, u0 - e)[1]) / (2 * STEP)
+    except np.linalg.LinAlgError:
+        return -np.inf
+    if not (np.isfinite(f0) and np.all(np.isfinite(g0)) and np.all(np.isfinite(H))):
+        return -np.inf
+    # the lengthscale block only: mean constant and outputscale are profiled (their flat priors
+    # make their own Occam factors improper; both kernels share them)
+    H, g0 = H[2:, 2:], g0[2:]
+    vals, vecs = np.linalg.eigh(0.5 * (H + H.T))
+    vals = np.maximum(vals, MIN_CURVATURE)
+    proj = vecs.T @ g0
+    return float(-f0 + 0.5 * np.sum(proj**2 / vals) + 0.5 * (d - 2) * math.log(2 * math.pi)
+                 - 0.5 * np.sum(np.log(vals)))
