@@ -266,11 +266,30 @@ def test_explain_command_on_saved_models(tmp_path, capsys, diabetes):
 
     # the Ridge model has feature names too; the exact method on 2^5 coalitions
     assert main(["explain", "--model", str(tmp_path / "ridge.joblib"), "--data", str(tmp_path / "X.csv"),
-                 "--row", "-1", "--method", "exact", "--background", "30"]) == 0
+                 "--row", "441", "--method", "exact", "--background", "30"]) == 0
     assert "exact, 32 coalitions evaluated" in capsys.readouterr().out
+
+    # a baseline with options by name, an evaluation store and a parquet of the values; the rerun
+    # on the same store evaluates no coalition and gives the same values
+    argv = ["explain", "--model", str(tmp_path / "ridge.joblib"), "--data", str(tmp_path / "X.csv"),
+            "--row", "2", "--method", "kernelshap:paired=true", "--budget", "16", "--background", "10",
+            "--store", str(tmp_path / "run.sqlite"), "--out", str(tmp_path / "v.parquet")]
+    assert main(argv) == 0
+    first = pd.read_parquet(tmp_path / "v.parquet")
+    assert list(first["feature"].sort_values()) == sorted(X.columns) and (first["method_spec"] == "kernelshap:paired=true").all()
+    assert first["value"].sum() == pytest.approx(first["prediction"][0] - first["baseline"][0], abs=1e-9)
+    ref = shapleig.explain(joblib.load(tmp_path / "ridge.joblib"), back.sample(10, random_state=0), back.iloc[2],
+                           budget=16, method="kernelshap", method_options={"paired": True})
+    assert np.allclose(first.set_index("feature").loc[list(X.columns), "value"], ref.values)
+    assert main(argv) == 0
+    assert "kernelshap, 16 coalitions evaluated, 0 model calls" in capsys.readouterr().out
+    assert np.allclose(pd.read_parquet(tmp_path / "v.parquet")["value"], first["value"])
 
     for argv, message in (
         (["--row", "999"], "--row 999: the data has 442 rows"),
+        (["--row", "-1"], "--row -1: give a row position"),
+        (["--row", "0", "--method", "kernelshap:pairs=true"], "--method:"),
+        (["--row", "0", "--out", str(tmp_path / "v.csv")], "--out:"),
         (["--row", "0", "--method", "owen-x"], "unknown method 'owen-x'"),
         (["--row", "0", "--budget", "3"], "shapleig needs budget >= 7"),
     ):
@@ -307,3 +326,24 @@ def test_explain_takes_every_registered_method_by_name(lgbm6):
         assert est.method == name
         np.testing.assert_allclose(est.values.sum(), exact.values.sum(), rtol=1e-9)
         assert np.abs(est.values - exact.values).max() < 0.5 * np.abs(exact.values).max()
+
+
+def test_explain_seed_alias_store_and_method_options(tmp_path):
+    """``random_state`` is ``seed``'s alias; ``store=`` makes a rerun evaluate no coalition;
+    ``method_options`` configure a method given by name like the estimator object would."""
+    from baselines.kernelshap import KernelSHAP
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 5))
+    f = lambda Z: Z @ np.arange(1.0, 6.0) + Z[:, 0] * Z[:, 1]  # noqa: E731
+    a = shapleig.explain(f, X[:10], X[0], budget=14, random_state=5, method="kernelshap",
+                         method_options={"paired": True}, store=tmp_path / "s.sqlite")
+    b = shapleig.explain(f, X[:10], X[0], budget=14, seed=5, method=KernelSHAP(paired=True))
+    assert a.info["seed"] == 5 and np.array_equal(a.values, b.values)
+    c = shapleig.explain(f, X[:10], X[0], budget=14, seed=5, method="kernelshap")
+    assert not np.allclose(c.values, a.values)  # paired=True changed the design
+    again = shapleig.explain(f, X[:10], X[0], budget=14, seed=5, method="kernelshap",
+                             method_options={"paired": True}, store=tmp_path / "s.sqlite")
+    assert again.info["model_calls"] == 0 and np.array_equal(again.values, a.values)
+    with pytest.raises(ValueError, match="disagree"):
+        shapleig.explain(f, X[:10], X[0], seed=1, random_state=2)

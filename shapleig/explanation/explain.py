@@ -18,7 +18,7 @@ scikit-learn and LightGBM are never imported here: a model is recognised by its 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from shapleig.estimation.result import ShapleyEstimate
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
 from shapleig.games.game import check_budget
 from shapleig.runs.budget import BudgetedGame
+from shapleig.seeding import UNSET, SeedLike, resolve_seed
 
 
 def resolve_method(method: Any, **options: Any) -> Any:
@@ -81,8 +82,11 @@ def explain(
     x: Any,
     *,
     budget: int | None = None,
-    seed: int = 0,
+    seed: SeedLike = UNSET,
+    random_state: SeedLike = UNSET,
     method: Any = "shapleig",
+    method_options: Mapping[str, Any] | None = None,
+    store: Any = None,
     output: int | None = None,
     predict: Callable | None = None,
     feature_names: list[str] | None = None,
@@ -102,6 +106,12 @@ def explain(
     method:     a registered method name (:mod:`shapleig.registry`: ``"shapleig"`` (default), the
                 GP arms, ``"exact"`` (all ``2^d`` coalitions, d <= 20), the baselines such as
                 ``"kernelshap"``, ``"shapiq:<Approximator>"``), or any estimator object.
+    method_options: constructor options of a method given by name (``{"paired": True}`` for
+                ``"kernelshap"``); the CLI writes them ``--method kernelshap:paired=true``.
+    seed:       int (default 0), None (fresh entropy) or a numpy Generator; ``random_state`` is its
+                scikit-learn / shapiq alias. The seed used is in ``info["seed"]``.
+    store:      an :class:`~shapleig.runs.store.EvaluationStore` (or a directory path) that records
+                every coalition value, so a killed run resumes without re-evaluating the model.
 
     Returns a :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d]) sum to
     ``f(x) - baseline`` (exactly, see :func:`condition_on_total`), ``baseline`` is the mean
@@ -113,14 +123,15 @@ def explain(
     game = ImputerGame(fn, background, x, output=output, max_rows=max_rows, feature_names=feature_names)
     p = game.n_players
     full = 1 << p if p < 63 else None
-    estimator = resolve_method(method)
+    estimator = resolve_method(method, **dict(method_options or {}))
+    seed = resolve_seed(seed, random_state)
     if budget is None:
         budget = full if estimator.name == "exact" or full is None else min(full, 8 * p)
         budget = budget if budget is not None else 8 * p
     budget = check_budget(budget)
     if full is not None:
         budget = min(budget, full)
-    est = estimator.estimate(BudgetedGame(game, budget), budget, seed=seed)
+    est = estimator.estimate(BudgetedGame(game, budget, store=store), budget, seed=seed)
     calls = game.calls
     # v(empty) and v(N): one more model call on 1 + n_bg rows (cheap next to any coalition batch)
     ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))
