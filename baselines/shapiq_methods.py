@@ -48,6 +48,9 @@ class ShapiqMethod(BaseEstimator):
     (constructor keywords other than ``n`` and ``random_state``, checked against its signature)."""
 
     name: ClassVar[str] = "shapiq"
+    # a plain attribute here: shadows BaseEstimator's ``options`` property (the GP arms' options
+    # object), which has no setter
+    options: dict[str, Any] | None = None
 
     def __init__(self, approximator: str = "KernelSHAP", options: dict[str, Any] | None = None) -> None:
         classes = shapiq_approximators()
