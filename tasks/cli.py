@@ -196,9 +196,18 @@ def cmd_hpi(args: argparse.Namespace) -> int:
     try:
         study = study_from_args(args)
     except (ValueError, ImportError, ShapleigError) as exc:
-        raise UsageError(str(exc)) from exc
+        raise UsageError(cli_store_advice(exc, "give another output folder with --out DIR")) from exc
     study.run(log=print)
     return 0
+
+
+def cli_store_advice(exc: Exception, hint: str) -> str:
+    """The message of ``exc``; for a store written for another game, the library's advice
+    (``EvaluationStore(path, accept_game_change=True)``) replaced by the command-line one."""
+    text = str(exc)
+    if type(exc).__name__ == "StoreMismatchError":
+        text = text.split(" Use a new store path")[0].rstrip(". ") + f". {hint[:1].upper()}{hint[1:]}."
+    return text
 
 
 def _jobs(text: str) -> int:

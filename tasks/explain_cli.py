@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.cli import UsageError, _print_frame
+from tasks.cli import UsageError, _print_frame, cli_store_advice
 
 MODEL_SUFFIXES = {".txt": "lightgbm", ".model": "lightgbm", ".joblib": "pickle", ".pkl": "pickle",
                   ".pickle": "pickle"}
@@ -125,8 +125,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=args.seed,
                                method=estimator, output=args.output, store=args.store)
     except ShapleigError as exc:  # raised by validation before any coalition is evaluated
-        hint = " (or give another --store)" if type(exc).__name__ == "StoreMismatchError" else ""
-        raise UsageError(f"{exc}{hint}") from exc
+        raise UsageError(cli_store_advice(exc, "give another --store file")) from exc
     import pandas as pd
 
     table = pd.DataFrame({"feature": est.info["feature_names"], "value": est.values,
