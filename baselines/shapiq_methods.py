@@ -37,6 +37,15 @@ def shapiq_approximators() -> dict[str, type]:
     return {cls.__name__: cls for cls in SV_APPROXIMATORS if not hasattr(cls, "_import_error")}
 
 
+def shapiq_missing_extras() -> dict[str, str]:
+    """Name -> shapiq's own message for each approximator whose shapiq extra is not installed
+    (e.g. ``SPEX``: ``pip install 'shapiq[sparse]'``)."""
+    import shapleig.interop.shapiq_bridge  # noqa: F401
+    from shapiq.approximator import SV_APPROXIMATORS
+
+    return {cls.__name__: str(cls._import_error) for cls in SV_APPROXIMATORS if hasattr(cls, "_import_error")}
+
+
 def shapiq_random_state(seed: int) -> int:
     """shapiq's ``random_state`` for this project's seed: the seed itself when it fits in 31 bits
     (so ``seed=k`` reproduces shapiq's ``random_state=k``), else a 31-bit seed derived from it."""
@@ -54,6 +63,9 @@ class ShapiqMethod(BaseEstimator):
 
     def __init__(self, approximator: str = "KernelSHAP", options: dict[str, Any] | None = None) -> None:
         classes = shapiq_approximators()
+        missing = shapiq_missing_extras()
+        if approximator not in classes and approximator in missing:
+            raise ImportError(f"shapiq approximator {approximator!r} is not usable: {missing[approximator]}")
         if approximator not in classes:
             raise ValueError(
                 f"unknown shapiq approximator {approximator!r}; choose one of: {', '.join(sorted(classes))}"

@@ -126,6 +126,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                method=estimator, output=args.output, store=args.store)
     except ShapleigError as exc:  # raised by validation before any coalition is evaluated
         raise UsageError(cli_store_advice(exc, "give another --store file")) from exc
+    est.info["row"] = args.row
     import pandas as pd
 
     table = pd.DataFrame({"feature": est.info["feature_names"], "value": est.values,

@@ -53,12 +53,14 @@ COLUMNS = [
 VERSIONED_PACKAGES = ("shapleig", "torch", "gpytorch", "botorch", "numpy", "lightgbm")
 
 
-def package_versions() -> str:
-    """JSON ``{package: version}`` of the packages a result depends on (``None`` if not installed)."""
+def package_versions(method: str = "") -> str:
+    """JSON ``{package: version}`` of the packages a result depends on (``None`` if not installed);
+    a ``shapiq:<Approximator>`` method adds shapiq's version."""
     from importlib import metadata
 
     found: dict[str, str | None] = {}
-    for name in VERSIONED_PACKAGES:
+    extra = ("shapiq",) if str(method).startswith("shapiq:") else ()
+    for name in VERSIONED_PACKAGES + extra:
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -162,17 +164,26 @@ def check_results_path(path: str | os.PathLike[str]) -> Path:
 
 
 def write_parquet(df: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write ``df`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    """Write ``df`` to ``path`` atomically (temporary file in the same folder, then rename), with
+    the mode a plain ``open`` would give (0666 less the umask, usually 0644), not mkstemp's 0600."""
     out = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=".shapleig-", suffix=".parquet", dir=out.parent)
     os.close(fd)
     try:
         df.to_parquet(tmp, index=False)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return out
+
+
+def _umask() -> int:
+    """The process's umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # --------------------------------------------------------------------------------------------
@@ -403,7 +414,7 @@ def run_job(
     base = {
         "task": task.name, "group": task.group, "kind": task.kind, "p": p, "method": spec.label,
         "method_name": spec.name, "options": spec.options_json, "seed": int(job.seed),
-        "anytime": bool(job.anytime), "exact": exact.tolist(), "versions": package_versions(),
+        "anytime": bool(job.anytime), "exact": exact.tolist(), "versions": package_versions(spec.name),
     }
     try:
         return _run(job, game, spec, exact, base, threads)

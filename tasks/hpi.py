@@ -259,7 +259,7 @@ class Study:
     jobs: int
     settings: dict[str, Any]
 
-    def run(self, *, log: Any = print) -> StudyResult:
+    def run(self, *, log: Any = None) -> StudyResult:
         """Estimate (resuming from ``OUT/evaluations.sqlite``), write table, plot and summary."""
         from shapleig import EvaluationStore, ExecutorEvaluator
 
@@ -321,8 +321,9 @@ def shapley_table(game: Any, est: Any) -> pd.DataFrame:
     return table
 
 
-def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "") -> Path:
-    """Horizontal bars of the Shapley values with ± one std error bars, largest |value| on top."""
+def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "", n_std: float = 2.0) -> Path:
+    """Horizontal bars of the Shapley values, largest |value| on top, with ``± n_std`` posterior
+    std error bars (2, as :func:`shapleig.plot_explanation`) for methods that report a std."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -330,10 +331,10 @@ def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "") -> Path
 
     t = table.sort_values("rank", ascending=False)
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(t) + 1.4))
-    xerr = None if t["std"].isna().all() else t["std"].fillna(0.0).to_numpy()
+    xerr = None if t["std"].isna().all() else n_std * t["std"].fillna(0.0).to_numpy()
     ax.barh(t["hyperparameter"], t["shapley"], xerr=xerr, color="tab:blue", alpha=0.8, capsize=3)
     ax.axvline(0.0, color="black", lw=0.8)
-    ax.set_xlabel("Shapley value (± posterior std)")
+    ax.set_xlabel("Shapley value" + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path = Path(path)
@@ -472,9 +473,10 @@ def prepare_study(
     return Study(game, estimator, spec_m.label, n_eval, int(seed), out, jobs, settings)
 
 
-def run_study(model: Any = "lightgbm", dataset: str = "diabetes", *, log: Any = print, **options: Any) -> StudyResult:
+def run_study(model: Any = "lightgbm", dataset: str = "diabetes", *, log: Any = None, **options: Any) -> StudyResult:
     """:func:`prepare_study` then :meth:`Study.run`: the hyperparameters' Shapley values with error
-    bars, the table, the plot and a resumable store in ``out``."""
+    bars, the table, the plot and a resumable store in ``out``. Quiet as a library call; pass
+    ``log=print`` (as ``shapleig hpi`` does) for the table and the files written."""
     return prepare_study(model, dataset, **options).run(log=log)
 
 

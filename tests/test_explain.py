@@ -347,3 +347,25 @@ def test_explain_seed_alias_store_and_method_options(tmp_path):
     assert again.info["model_calls"] == 0 and np.array_equal(again.values, a.values)
     with pytest.raises(ValueError, match="disagree"):
         shapleig.explain(f, X[:10], X[0], seed=1, random_state=2)
+
+
+def test_to_frame_titles_and_std_labels():
+    """``to_frame`` gives one row per player; the plot title names the row and the prediction;
+    the std label says "posterior std" and appears only for methods with a posterior."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(20, 4))
+    f = lambda Z: Z @ np.array([1.0, -1.0, 2.0, 0.5])  # noqa: E731
+    est = shapleig.explain(f, X[:8], X[0], budget=12, feature_names=["a", "b", "c", "d"])
+    frame = est.to_frame()
+    assert list(frame.columns) == ["player", "value", "std"] and list(frame["player"]) == ["a", "b", "c", "d"]
+    np.testing.assert_array_equal(frame["value"], est.values)
+    np.testing.assert_array_equal(frame["std"], est.std)
+    est.info["row"] = 7
+    ax = shapleig.plot_explanation(est).axes[0]
+    assert ax.get_title().startswith(f"row 7: prediction {est.info['prediction']:.4g} (shapleig, 12 evaluations")
+    assert "± 2 posterior std" in ax.get_xlabel()
+    plain = shapleig.explain(f, X[:8], X[0], budget=12, method="permutation")
+    assert plain.to_frame()["std"].isna().all() and list(plain.to_frame()["player"]) == ["x0", "x1", "x2", "x3"]
+    game_est = shapleig.ShaplEIG().estimate(shapleig.FunctionGame(f, 4), 10, seed=0)
+    assert list(game_est.to_frame()["player"]) == [0, 1, 2, 3]
+    assert "std" not in shapleig.plot_explanation(plain).axes[0].get_xlabel()

@@ -281,6 +281,12 @@ def test_results_keep_estimates_std_exact_and_versions(tmp_path: Path) -> None:
     harness.run_benchmark(["wvg-7"], ["shapleig:pool_size=40,refit=never", "permutation"], ["9", "12"], [0],
                           out=out, progress=False)
     back = pd.read_parquet(out)
+    import os
+    import stat
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask  # as open() would, not mkstemp's 0600
     exact = weighted_voting_family7(5).exact_values()
     for _, row in back.iterrows():
         np.testing.assert_allclose(np.asarray(row["exact"]), exact)
@@ -364,3 +370,10 @@ def test_exact_reference_enumerates_games_without_exact_values() -> None:
     from shapleig.games.game import FunctionGame
 
     np.testing.assert_allclose(harness.exact_reference(FunctionGame(f, 4)), np.arange(1.0, 5.0), atol=1e-12)
+
+
+def test_versions_name_shapiq_for_shapiq_methods_only() -> None:
+    import json
+
+    assert "shapiq" in json.loads(harness.package_versions("shapiq:KernelSHAP"))
+    assert "shapiq" not in json.loads(harness.package_versions("kernelshap"))

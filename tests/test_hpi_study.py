@@ -127,3 +127,37 @@ def test_default_budget_never_exceeds_the_coalitions(tmp_path):
     assert prepare_study("lightgbm", "diabetes", hyperparameters=hps, budget="2p", out=tmp_path / "o").budget == 6
     with pytest.raises(ValueError, match="exceeds"):
         prepare_study("lightgbm", "diabetes", hyperparameters=hps, budget="4p", out=tmp_path / "o")
+
+
+def test_plot_shapley_two_std_bars_and_labels(tmp_path):
+    """hpi plots use ± 2 std like explanation plots, and say "posterior std" only with a std."""
+    import matplotlib.pyplot as plt
+
+    from tasks import hpi
+
+    table = pd.DataFrame({"hyperparameter": ["a", "b"], "shapley": [1.0, -0.5], "std": [0.1, 0.2], "rank": [1, 2]})
+    captured = {}
+    real = plt.Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        captured["fig"] = fig
+        return real(fig, *args, **kwargs)
+
+    plt.Figure.savefig = keep
+    try:
+        hpi.plot_shapley(table, tmp_path / "a.png")
+        ax = captured["fig"].axes[0]
+        assert ax.get_xlabel() == "Shapley value (bars: ± 2 posterior std)"
+        segments = [c for c in ax.collections if hasattr(c, "get_segments")][0].get_segments()
+        half = sorted(abs(s[1][0] - s[0][0]) / 2 for s in segments)
+        np.testing.assert_allclose(half, [0.2, 0.4])  # 2 * std
+        hpi.plot_shapley(table.assign(std=np.nan), tmp_path / "b.png")
+        assert captured["fig"].axes[0].get_xlabel() == "Shapley value"
+    finally:
+        plt.Figure.savefig = real
+
+
+def test_run_study_is_quiet_as_a_library_call(tmp_path, capsys):
+    run_study("lightgbm", "diabetes", hyperparameters=["learning_rate", "num_leaves", "subsample"],
+              budget=6, method="permutation", inner_budget=2, n_folds=2, out=tmp_path / "q")
+    assert capsys.readouterr().out == ""

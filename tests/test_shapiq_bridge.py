@@ -159,6 +159,14 @@ def test_bad_shapiq_method_names_and_options_fail_before_evaluation() -> None:
         baselines.get("shapiq:KernelSHAP", pairing=True)
     with pytest.raises(ValueError, match="set from the game and the seed"):
         baselines.get("shapiq:KernelSHAP", n=4)
+    # an approximator behind a missing shapiq extra names that extra (SPEX: shapiq[sparse])
+    from baselines.shapiq_methods import shapiq_missing_extras
+    from tasks.methods import parse_method
+
+    for name, message in shapiq_missing_extras().items():
+        with pytest.raises(ValueError, match="pip install") as info:
+            parse_method(f"shapiq:{name}")
+        assert "unknown" not in str(info.value) and name in str(info.value), message
 
 
 def test_shapleig_run_with_shapiq_methods(tmp_path: Path) -> None:
