@@ -31,8 +31,9 @@ _MAX_RANDOM_STATE = 2**31
 def shapiq_approximators() -> dict[str, type]:
     """Name -> class of every usable shapiq Shapley-value approximator (placeholders of missing
     shapiq extras left out). Raises ``ImportError`` naming ``shapleig[shapiq]`` without shapiq."""
-    import shapleig.interop.shapiq_bridge  # noqa: F401  (first: raises the ImportError that names the extra)
     from shapiq.approximator import SV_APPROXIMATORS
+
+    import shapleig.interop.shapiq_bridge  # noqa: F401  (first: raises the ImportError that names the extra)
 
     return {cls.__name__: cls for cls in SV_APPROXIMATORS if not hasattr(cls, "_import_error")}
 
@@ -40,8 +41,9 @@ def shapiq_approximators() -> dict[str, type]:
 def shapiq_missing_extras() -> dict[str, str]:
     """Name -> shapiq's own message for each approximator whose shapiq extra is not installed
     (e.g. ``SPEX``: ``pip install 'shapiq[sparse]'``)."""
-    import shapleig.interop.shapiq_bridge  # noqa: F401
     from shapiq.approximator import SV_APPROXIMATORS
+
+    import shapleig.interop.shapiq_bridge  # noqa: F401
 
     return {cls.__name__: str(cls._import_error) for cls in SV_APPROXIMATORS if hasattr(cls, "_import_error")}
 

@@ -90,7 +90,6 @@ def feature_frame(df: Any, model: Any, drop: list[str]) -> Any:
 def cmd_explain(args: argparse.Namespace) -> int:
     import shapleig
     from shapleig.errors import ShapleigError
-
     from tasks.harness import check_output_path, check_results_path
     from tasks.methods import parse_method
 

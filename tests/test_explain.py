@@ -335,7 +335,7 @@ def test_explain_seed_alias_store_and_method_options(tmp_path):
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 5))
-    f = lambda Z: Z @ np.arange(1.0, 6.0) + Z[:, 0] * Z[:, 1]  # noqa: E731
+    f = lambda Z: Z @ np.arange(1.0, 6.0) + Z[:, 0] * Z[:, 1]
     a = shapleig.explain(f, X[:10], X[0], budget=14, random_state=5, method="kernelshap",
                          method_options={"paired": True}, store=tmp_path / "s.sqlite")
     b = shapleig.explain(f, X[:10], X[0], budget=14, seed=5, method=KernelSHAP(paired=True))
@@ -354,7 +354,7 @@ def test_to_frame_titles_and_std_labels():
     the std label says "posterior std" and appears only for methods with a posterior."""
     rng = np.random.default_rng(1)
     X = rng.normal(size=(20, 4))
-    f = lambda Z: Z @ np.array([1.0, -1.0, 2.0, 0.5])  # noqa: E731
+    f = lambda Z: Z @ np.array([1.0, -1.0, 2.0, 0.5])
     est = shapleig.explain(f, X[:8], X[0], budget=12, feature_names=["a", "b", "c", "d"])
     frame = est.to_frame()
     assert list(frame.columns) == ["player", "value", "std"] and list(frame["player"]) == ["a", "b", "c", "d"]

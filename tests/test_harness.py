@@ -366,7 +366,7 @@ def test_harness_runs_a_shapiq_game_with_exact_values_through_the_adapter(tmp_pa
 
 
 def test_exact_reference_enumerates_games_without_exact_values() -> None:
-    f = lambda z: np.asarray(z, dtype=float) @ np.arange(1.0, 5.0)  # noqa: E731
+    f = lambda z: np.asarray(z, dtype=float) @ np.arange(1.0, 5.0)
     from shapleig.games.game import FunctionGame
 
     np.testing.assert_allclose(harness.exact_reference(FunctionGame(f, 4)), np.arange(1.0, 5.0), atol=1e-12)

@@ -148,7 +148,7 @@ def test_plot_shapley_two_std_bars_and_labels(tmp_path):
         hpi.plot_shapley(table, tmp_path / "a.png")
         ax = captured["fig"].axes[0]
         assert ax.get_xlabel() == "Shapley value (bars: ± 2 posterior std)"
-        segments = [c for c in ax.collections if hasattr(c, "get_segments")][0].get_segments()
+        segments = next(c for c in ax.collections if hasattr(c, "get_segments")).get_segments()
         half = sorted(abs(s[1][0] - s[0][0]) / 2 for s in segments)
         np.testing.assert_allclose(half, [0.2, 0.4])  # 2 * std
         hpi.plot_shapley(table.assign(std=np.nan), tmp_path / "b.png")

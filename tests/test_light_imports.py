@@ -16,7 +16,7 @@ HEAVY = ("torch", "botorch", "gpytorch", "linear_operator")
 
 def _run(code: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "default"}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, check=False,
                           timeout=300)
 
 

@@ -84,8 +84,8 @@ class ShaplEIG(BaseEstimator):
         ``tol`` (the game's units) or ``rtol * |v(N) - v(empty)|``; ``est.info["target_reached"]``
         and ``["target_evaluations"]`` say whether and when. They override the constructor's.
         """
-        kwargs = dict(seed=seed, store=store, evaluator=evaluator, max_retries=max_retries,
-                      random_state=random_state)
+        kwargs = {"seed": seed, "store": store, "evaluator": evaluator, "max_retries": max_retries,
+                  "random_state": random_state}
         if tol is None and rtol is None:
             return super().estimate(game, budget, **kwargs)
         configured = copy.copy(self)  # this call's target only; the estimator stays as configured

@@ -169,7 +169,7 @@ class ShapiqApproximator(Approximator):
             params.update({f"estimator__{k}": v for k, v in self.estimator.get_params(deep=True).items()})
         return params
 
-    def set_params(self, **params: Any) -> "ShapiqApproximator":
+    def set_params(self, **params: Any) -> ShapiqApproximator:
         """Set parameters by name (``estimator__<name>`` reaches the wrapped estimator); returns self."""
         nested = {k.split("__", 1)[1]: v for k, v in params.items() if k.startswith("estimator__")}
         for key, value in params.items():
