@@ -364,4 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the importable module's main: ``python -m tasks.cli`` would otherwise define a second
+    # UsageError class here, which the one explain_cli raises is not an instance of
+    from tasks.cli import main as _main
+
+    sys.exit(_main())

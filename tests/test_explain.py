@@ -369,3 +369,18 @@ def test_to_frame_titles_and_std_labels():
     game_est = shapleig.ShaplEIG().estimate(shapleig.FunctionGame(f, 4), 10, seed=0)
     assert list(game_est.to_frame()["player"]) == [0, 1, 2, 3]
     assert "std" not in shapleig.plot_explanation(plain).axes[0].get_xlabel()
+
+
+def test_negative_row_is_one_line_error_with_exit_2_from_python_m(tmp_path):
+    """``python -m tasks.cli explain --row -1``: exit 2 and one line on stderr (no traceback)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "tasks.cli", "explain", "--model", "m.txt", "--data", "x.csv",
+                           "--row", "-1"], capture_output=True, text=True, cwd=tmp_path, check=False,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "shapleig explain: error: --row -1: give a row position 0 .. n-1 (negative rows are not counted from the end)"]
