@@ -28,12 +28,17 @@ RESERVED = ("n", "random_state")
 _MAX_RANDOM_STATE = 2**31
 
 
+def _require_bridge() -> None:
+    """Import the bridge before shapiq: without shapiq >= 1.8 it raises the ImportError that names
+    the extra ``shapleig[shapiq]`` (a bare ``import shapiq`` error would not)."""
+    import shapleig.interop.shapiq_bridge  # noqa: F401
+
+
 def shapiq_approximators() -> dict[str, type]:
     """Name -> class of every usable shapiq Shapley-value approximator (placeholders of missing
     shapiq extras left out). Raises ``ImportError`` naming ``shapleig[shapiq]`` without shapiq."""
+    _require_bridge()
     from shapiq.approximator import SV_APPROXIMATORS
-
-    import shapleig.interop.shapiq_bridge  # noqa: F401  (first: raises the ImportError that names the extra)
 
     return {cls.__name__: cls for cls in SV_APPROXIMATORS if not hasattr(cls, "_import_error")}
 
@@ -41,9 +46,8 @@ def shapiq_approximators() -> dict[str, type]:
 def shapiq_missing_extras() -> dict[str, str]:
     """Name -> shapiq's own message for each approximator whose shapiq extra is not installed
     (e.g. ``SPEX``: ``pip install 'shapiq[sparse]'``)."""
+    _require_bridge()
     from shapiq.approximator import SV_APPROXIMATORS
-
-    import shapleig.interop.shapiq_bridge  # noqa: F401
 
     return {cls.__name__: str(cls._import_error) for cls in SV_APPROXIMATORS if hasattr(cls, "_import_error")}
 
