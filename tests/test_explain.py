@@ -301,22 +301,6 @@ def test_explain_command_on_saved_models(tmp_path, capsys, diabetes):
     assert "model file" in capsys.readouterr().err
 
 
-def test_readme_explain_example_runs(tmp_path, monkeypatch):
-    import re
-    from pathlib import Path
-
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme.read_text(), flags=re.S) if "shapleig.explain(" in b]
-    assert len(blocks) == 1, "README has one explain example"
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    exec(compile(blocks[0], str(readme), "exec"), namespace)
-    est = namespace["est"]
-    assert est.values.shape == (10,) and est.evaluations == 40
-    assert est.baseline + est.values.sum() == pytest.approx(est.info["prediction"], abs=1e-6)
-    assert (tmp_path / "explanation.png").read_bytes()[:4] == b"\x89PNG"
-
-
 def test_explain_takes_every_registered_method_by_name(lgbm6):
     """Baselines by name go through the same registry as the harness; efficiency holds for each."""
     model, bg, x = lgbm6
