@@ -28,15 +28,30 @@ RESERVED = ("n", "random_state")
 _MAX_RANDOM_STATE = 2**31
 
 
+def _require_bridge() -> None:
+    """Import the bridge before shapiq: without shapiq >= 1.8 it raises the ImportError that names
+    the extra ``shapleig[shapiq]`` (a bare ``import shapiq`` error would not)."""
+    import shapleig.interop.shapiq_bridge  # noqa: F401
+
+
 def shapiq_approximators() -> dict[str, type]:
     """Name -> class of every usable shapiq Shapley-value approximator (placeholders of missing
     shapiq extras left out). Raises ``ImportError`` naming ``shapleig[shapiq]`` without shapiq."""
     # isort: off
-    import shapleig.interop.shapiq_bridge  # noqa: F401  (first: raises the ImportError that names the extra)
+    _require_bridge()  # first: without shapiq >= 1.8 it raises the ImportError that names the extra
     from shapiq.approximator import SV_APPROXIMATORS
     # isort: on
 
     return {cls.__name__: cls for cls in SV_APPROXIMATORS if not hasattr(cls, "_import_error")}
+
+
+def shapiq_missing_extras() -> dict[str, str]:
+    """Name -> shapiq's own message for each approximator whose shapiq extra is not installed
+    (e.g. ``SPEX``: ``pip install 'shapiq[sparse]'``)."""
+    _require_bridge()
+    from shapiq.approximator import SV_APPROXIMATORS
+
+    return {cls.__name__: str(cls._import_error) for cls in SV_APPROXIMATORS if hasattr(cls, "_import_error")}
 
 
 def shapiq_random_state(seed: int) -> int:
@@ -50,9 +65,15 @@ class ShapiqMethod(BaseEstimator):
     (constructor keywords other than ``n`` and ``random_state``, checked against its signature)."""
 
     name: ClassVar[str] = "shapiq"
+    # a plain attribute here: shadows BaseEstimator's ``options`` property (the GP arms' options
+    # object), which has no setter
+    options: dict[str, Any] | None = None
 
     def __init__(self, approximator: str = "KernelSHAP", *, options: dict[str, Any] | None = None) -> None:
         classes = shapiq_approximators()
+        missing = shapiq_missing_extras()
+        if approximator not in classes and approximator in missing:
+            raise ImportError(f"shapiq approximator {approximator!r} is not usable: {missing[approximator]}")
         if approximator not in classes:
             raise ValueError(
                 f"unknown shapiq approximator {approximator!r}; choose one of: {', '.join(sorted(classes))}"

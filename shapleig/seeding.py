@@ -18,7 +18,7 @@ def spawn_seeds(seed: int, n: int) -> list[int]:
 
 
 # ------------------------------------------------------------------------------------------
-# The seed convention of every estimate() (README "Seeds"): one argument, ``seed``, with
+# The seed convention of every estimate() (docs/guide.md, section 10): one argument, ``seed``, with
 # ``random_state`` accepted as its scikit-learn / shapiq alias.
 SeedLike = Union[int, np.integer, np.random.Generator, None]
 

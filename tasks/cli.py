@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from shapleig.errors import ShapleigError
-from tasks.cli_common import UsageError, print_frame
+from tasks.cli_common import UsageError, cli_store_advice, print_frame
 
 DEMO_TASK = "hpi-diabetes-8"
 DEMO_QUICK_TASK = "hpi-diabetes-5"
@@ -190,7 +190,7 @@ def cmd_hpi(args: argparse.Namespace) -> int:
     try:
         study = study_from_args(args)
     except (ValueError, ImportError, ShapleigError) as exc:
-        raise UsageError(str(exc)) from exc
+        raise UsageError(cli_store_advice(exc, "give another output folder with --out DIR")) from exc
     study.run(log=print)
     return 0
 

@@ -17,3 +17,12 @@ def print_frame(df: Any, title: str | None = None, stream: Any = None) -> None:
         print(title, file=stream)
     print(df.to_string(float_format=lambda x: f"{x:.3g}"), file=stream)
     print(file=stream)
+
+
+def cli_store_advice(exc: Exception, hint: str) -> str:
+    """The message of ``exc``; for a store written for another game, the library's advice
+    (``EvaluationStore(path, accept_game_change=True)``) replaced by the command-line one."""
+    text = str(exc)
+    if type(exc).__name__ == "StoreMismatchError":
+        text = text.split(" Use a new store path")[0].rstrip(". ") + f". {hint[:1].upper()}{hint[1:]}."
+    return text

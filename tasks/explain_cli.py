@@ -1,12 +1,15 @@
-"""``shapleig explain``: explain one row of a data file with a saved model.
+"""shapleig explain: explain one row of a data file with a saved model.
 
     shapleig explain --model model.txt --data X.csv --row 3 --budget 40 [--plot fig.png]
+        [--method kernelshap:paired=true] [--store run.sqlite] [--out values.parquet]
 
-The model is a LightGBM text model (``.txt``, read as a ``lightgbm.Booster``) or a pickled
-scikit-learn / LightGBM estimator (``.joblib``, ``.pkl``; only load files you trust: unpickling
+The model is a LightGBM text model (.txt, read as a lightgbm.Booster) or a pickled
+scikit-learn / LightGBM estimator (.joblib, .pkl; only load files you trust: unpickling
 runs code). Features are the model's own feature names when it records them, else every column
-of the data file but those given with ``--drop``. The background is a seeded sample of rows of the
-same file (or ``--background-data``).
+of the data file but those given with --drop. The background is a seeded sample of rows of the
+same file (or --background-data). --method takes any name listed by "shapleig methods", with
+options as name:key=value,key=value. --store records every coalition value, so a killed run
+resumes; --out writes the values (one row per feature) as parquet.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.cli_common import UsageError, print_frame
+from tasks.cli_common import UsageError, cli_store_advice, print_frame
 
 MODEL_SUFFIXES = {".txt": "lightgbm", ".model": "lightgbm", ".joblib": "pickle", ".pkl": "pickle",
                   ".pickle": "pickle"}
@@ -98,10 +101,25 @@ def cmd_explain(args: argparse.Namespace) -> int:
         timeout = check_timeout(args.eval_timeout, "--eval-timeout")
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    from tasks.harness import check_output_path, check_results_path
+    from tasks.methods import parse_method
+
+    if args.row < 0:
+        raise UsageError(f"--row {args.row}: give a row position 0 .. n-1 (negative rows are not counted from the end)")
+    try:
+        estimator = parse_method(args.method).build()
+    except ValueError as exc:
+        raise UsageError(f"--method: {exc}") from exc
+    out = None
+    if args.out:
+        try:
+            out = check_results_path(args.out)
+        except ValueError as exc:
+            raise UsageError(f"--out: {exc}") from exc
     model = load_model(Path(args.model))
     data = feature_frame(load_table(Path(args.data)), model, args.drop or [])
-    if not -len(data) <= args.row < len(data):
-        raise UsageError(f"--row {args.row}: the data has {len(data)} rows")
+    if args.row >= len(data):
+        raise UsageError(f"--row {args.row}: the data has {len(data)} rows (0 .. {len(data) - 1})")
     if args.background < 1:
         raise UsageError(f"--background must be a positive number of rows, got {args.background}")
     source = data if args.background_data is None else feature_frame(
@@ -111,17 +129,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
     background = source.sample(min(args.background, len(source)), random_state=state)
     plot = None
     if args.plot:
-        from tasks.harness import check_output_path
-
         try:
             plot = check_output_path(args.plot)
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
     try:
         est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=seed,
-                               method=args.method, output=args.output, timeout=timeout)
+                               method=estimator, output=args.output, store=args.store, timeout=timeout)
     except ShapleigError as exc:  # raised by validation before any coalition is evaluated
-        raise UsageError(str(exc)) from exc
+        raise UsageError(cli_store_advice(exc, "give another --store file")) from exc
+    est.info["row"] = args.row
     import pandas as pd
 
     table = pd.DataFrame({"feature": est.info["feature_names"], "value": est.values,
@@ -131,10 +148,22 @@ def cmd_explain(args: argparse.Namespace) -> int:
           f"(mean over {len(background)} background rows) + sum of the values below")
     print(f"{est.method}, {est.evaluations} coalitions evaluated, {est.info['model_calls']} model calls")
     print_frame(table)
+    if out is not None:
+        write_values(table, est, args, out)
+        print(f"wrote {out}")
     if plot is not None:
         shapleig.plot_explanation(est, kind=args.kind, out=plot)
         print(f"wrote {plot}")
     return 0
+
+
+def write_values(table: Any, est: Any, args: argparse.Namespace, out: Path) -> None:
+    """The explanation as parquet: one row per feature (feature, value, std) plus the run's
+    row, prediction, baseline, method, budget, evaluations and seed."""
+    frame = table.assign(row=args.row, prediction=est.info["prediction"], baseline=est.baseline,
+                         method=est.method, method_spec=args.method, budget=est.budget,
+                         evaluations=est.evaluations, seed=est.info.get("seed"))
+    frame.to_parquet(out, index=False)
 
 
 def add_explain_parser(sub: Any) -> None:
@@ -143,13 +172,17 @@ def add_explain_parser(sub: Any) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="LightGBM text model (.txt) or pickled estimator (.joblib/.pkl)")
     p.add_argument("--data", required=True, help="rows (.csv or .parquet) holding the explained row")
-    p.add_argument("--row", type=int, required=True, help="position of the explained row in --data")
+    p.add_argument("--row", type=int, required=True, help="position of the explained row in --data (0-based)")
     p.add_argument("--budget", type=int, default=None, help="coalitions to evaluate (default min(2^d, 8d))")
     p.add_argument("--seed", type=int, default=0, help="0 <= seed < 2**63 (default 0)")
     p.add_argument("--eval-timeout", type=float, default=None, metavar="SECONDS",
                    help="abandon a model evaluation (one coalition) that takes longer than this")
     p.add_argument("--method", default="shapleig",
-                   help="any method of `shapleig methods` (default shapleig), e.g. exact, kernelshap")
+                   help="any method listed by 'shapleig methods' (default shapleig), e.g. exact, kernelshap, "
+                        "shapiq:KernelSHAP; options as name:key=value, e.g. kernelshap:paired=true")
+    p.add_argument("--store", default=None,
+                   help="evaluation store (SQLite file): records every coalition value; a rerun resumes from it")
+    p.add_argument("--out", default=None, help="write the values as parquet (.parquet)")
     p.add_argument("--background", type=int, default=100, help="background rows sampled from the data (100)")
     p.add_argument("--background-data", default=None, help="sample the background from this file instead")
     p.add_argument("--drop", nargs="+", default=None, help="columns that are not features (e.g. the target)")
@@ -159,4 +192,4 @@ def add_explain_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_explain)
 
 
-__all__ = ["add_explain_parser", "cmd_explain", "feature_frame", "load_model", "model_features"]
+__all__ = ["add_explain_parser", "cmd_explain", "feature_frame", "load_model", "model_features", "write_values"]

@@ -26,6 +26,7 @@ per-player estimate, its std and the exact values, so any new metric (e.g. inter
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -53,12 +54,14 @@ COLUMNS = [
 VERSIONED_PACKAGES = ("shapleig", "torch", "gpytorch", "botorch", "numpy", "lightgbm")
 
 
-def package_versions() -> str:
-    """JSON ``{package: version}`` of the packages a result depends on (``None`` if not installed)."""
+def package_versions(method: str = "") -> str:
+    """JSON ``{package: version}`` of the packages a result depends on (``None`` if not installed);
+    a ``shapiq:<Approximator>`` method adds shapiq's version."""
     from importlib import metadata
 
     found: dict[str, str | None] = {}
-    for name in VERSIONED_PACKAGES:
+    extra = ("shapiq",) if str(method).startswith("shapiq:") else ()
+    for name in VERSIONED_PACKAGES + extra:
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -171,17 +174,26 @@ def check_results_path(path: str | os.PathLike[str]) -> Path:
 
 
 def write_parquet(df: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write ``df`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    """Write ``df`` to ``path`` atomically (temporary file in the same folder, then rename), with
+    the mode a plain ``open`` would give (0666 less the umask, usually 0644), not mkstemp's 0600."""
     out = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=".shapleig-", suffix=".parquet", dir=out.parent)
     os.close(fd)
     try:
         df.to_parquet(tmp, index=False)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return out
+
+
+def _umask() -> int:
+    """The process's umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # --------------------------------------------------------------------------------------------
@@ -222,6 +234,43 @@ class TimedGame:
         return total, game_s
 
 
+def is_shapiq_game(game: Any) -> bool:
+    """Whether ``game`` is a shapiq ``Game`` (a class of the ``shapiq`` package in its MRO; shapiq
+    is not imported). Its ``exact_values(index, order)`` returns ``InteractionValues``."""
+    return any(cls.__module__.split(".")[0] in ("shapiq", "shapiq_games") for cls in type(game).__mro__)
+
+
+def exact_reference(game: Any) -> np.ndarray:
+    """Exact Shapley values ``float64[p]`` of a cheap game, through the adapter its kind needs.
+
+    - a shapiq ``Game``: shapiq's own ``exact_values(index="SV", order=1)``, read out per player
+      (``iv[(i,)]``; shapiq's normalisation shifts v by a constant, which Shapley values ignore);
+    - a game whose ``exact_values()`` needs no argument (this project's closed forms in
+      ``tasks.synthetic``, tables in ``tasks.tables``, ``tasks.ml``): that;
+    - any other game with at most 20 players: every coalition evaluated (``exact_shapley``).
+    """
+    from shapleig.games.exact import exact_shapley
+    from shapleig.games.game import check_game
+
+    p = check_game(game)
+    if is_shapiq_game(game):
+        iv = game.exact_values(index="SV", order=1)
+        return np.array([float(iv[(i,)]) for i in range(p)], dtype=np.float64)
+    own = getattr(game, "exact_values", None)
+    if callable(own) and _takes_no_arguments(own):
+        return np.asarray(own(), dtype=np.float64)
+    return exact_shapley(game)
+
+
+def _takes_no_arguments(fn: Any) -> bool:
+    """Whether ``fn()`` is a valid call (every parameter has a default)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+
+
 def ground_truth(
     task: Task,
     game: Any,
@@ -232,13 +281,14 @@ def ground_truth(
 ) -> tuple[np.ndarray, Any, dict[str, Any]]:
     """Exact Shapley values ``float64[p]`` of a task, the game methods should query, and notes.
 
-    Closed-form and table games answer ``exact_values()``. Expensive (LightGBM) games enumerate
+    Cheap games go through :func:`exact_reference` (closed forms, tables, shapiq games, or
+    enumeration). Expensive (LightGBM) games enumerate
     all 2^p coalitions once through their own ``table()`` (progress bar, cached on disk in
     ``cache_dir`` or the game's default cache); methods then query that table (same values,
     same budget charging) unless ``live``, in which case every evaluation refits LightGBM.
     """
     if not task.expensive:
-        return np.asarray(game.exact_values(), dtype=np.float64), game, {}
+        return exact_reference(game), game, {}
     if cache_dir is not None and hasattr(game, "cache_dir"):
         game.cache_dir = Path(cache_dir)
     if hasattr(game, "progress"):
@@ -376,7 +426,7 @@ def run_job(
     base = {
         "task": task.name, "group": task.group, "kind": task.kind, "p": p, "method": spec.label,
         "method_name": spec.name, "options": spec.options_json, "seed": int(job.seed),
-        "anytime": bool(job.anytime), "exact": exact.tolist(), "versions": package_versions(),
+        "anytime": bool(job.anytime), "exact": exact.tolist(), "versions": package_versions(spec.name),
     }
     try:
         return _run(job, game, spec, exact, base, threads, eval_timeout)

@@ -40,6 +40,7 @@ from tasks.ml import (
 )
 
 MODEL_FAMILIES = ("lightgbm", "random_forest")
+DEFAULT_BUDGET = "4p"
 QUICK = dict(dataset="diabetes", hyperparameters=("learning_rate", "n_estimators", "num_leaves", "subsample"),
              study="tunability", budget="3p", inner_budget=4, n_folds=3)
 
@@ -258,7 +259,7 @@ class Study:
     jobs: int
     settings: dict[str, Any]
 
-    def run(self, *, log: Any = print) -> StudyResult:
+    def run(self, *, log: Any = None) -> StudyResult:
         """Estimate (resuming from ``OUT/evaluations.sqlite``), write table, plot and summary."""
         from shapleig import EvaluationStore, ExecutorEvaluator
 
@@ -320,8 +321,9 @@ def shapley_table(game: Any, est: Any) -> pd.DataFrame:
     return table
 
 
-def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "") -> Path:
-    """Horizontal bars of the Shapley values with ± one std error bars, largest |value| on top."""
+def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "", n_std: float = 2.0) -> Path:
+    """Horizontal bars of the Shapley values, largest |value| on top, with ``± n_std`` posterior
+    std error bars (2, as :func:`shapleig.plot_explanation`) for methods that report a std."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -329,10 +331,10 @@ def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "") -> Path
 
     t = table.sort_values("rank", ascending=False)
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(t) + 1.4))
-    xerr = None if t["std"].isna().all() else t["std"].fillna(0.0).to_numpy()
+    xerr = None if t["std"].isna().all() else n_std * t["std"].fillna(0.0).to_numpy()
     ax.barh(t["hyperparameter"], t["shapley"], xerr=xerr, color="tab:blue", alpha=0.8, capsize=3)
     ax.axvline(0.0, color="black", lw=0.8)
-    ax.set_xlabel("Shapley value (± posterior std)")
+    ax.set_xlabel("Shapley value" + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path = Path(path)
@@ -371,7 +373,7 @@ def prepare_study(
     space: Any = None,
     hyperparameters: Sequence[str] | None = None,
     study: str = "tunability",
-    budget: int | str = "4p",
+    budget: int | str | None = None,
     method: str = "shapleig",
     inner_budget: int = 10,
     tuner: str = "random",
@@ -386,7 +388,8 @@ def prepare_study(
     """Validate the inputs and build the study's game; raises ValueError/GameError/ImportError
     naming the problem before anything is evaluated (except the ablation target search).
 
-    budget: evaluations of v (an int or a multiple of p, ``'4p'``); inner_budget: trials of each
+    budget: evaluations of v (an int or a multiple of p, ``'4p'``; default ``min(4p, 2^p)``, so
+    a small space is enumerated rather than refused); inner_budget: trials of each
     tuning run (tunability, optimizer bias), configurations sampled (sensitivity), or trials of
     the random search that picks the ablation target when ``target_config`` is not given.
     tuner: ``random`` or ``optuna-<tpe|random|qmc|gp>``; for optimizer bias it is the optimizer
@@ -420,8 +423,10 @@ def prepare_study(
         space = load_space(str(space))
     hp_space = HPSpace(space)
     p = hp_space.n_players
-    (spec,) = parse_budgets([budget])
+    (spec,) = parse_budgets([DEFAULT_BUDGET if budget is None else budget])
     n_eval = resolve_budget(spec, p)
+    if budget is None:
+        n_eval = min(n_eval, 2**p)  # the default never asks for more coalitions than exist
     check_budget(n_eval)
     if n_eval > 2**p:
         raise ValueError(f"budget {n_eval} exceeds the 2^{p} = {2**p} coalitions of the game")
@@ -468,9 +473,10 @@ def prepare_study(
     return Study(game, estimator, spec_m.label, n_eval, int(seed), out, jobs, settings)
 
 
-def run_study(model: Any = "lightgbm", dataset: str = "diabetes", *, log: Any = print, **options: Any) -> StudyResult:
+def run_study(model: Any = "lightgbm", dataset: str = "diabetes", *, log: Any = None, **options: Any) -> StudyResult:
     """:func:`prepare_study` then :meth:`Study.run`: the hyperparameters' Shapley values with error
-    bars, the table, the plot and a resumable store in ``out``."""
+    bars, the table, the plot and a resumable store in ``out``. Quiet as a library call; pass
+    ``log=print`` (as ``shapleig hpi`` does) for the table and the files written."""
     return prepare_study(model, dataset, **options).run(log=log)
 
 
@@ -489,7 +495,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--space", default=None, help="configuration space as ConfigSpace JSON (default: the model's)")
     p.add_argument("--hyperparameters", nargs="+", default=None, help="keep these of the default space")
     p.add_argument("--study", default="tunability", choices=STUDIES, help="the game (default: tunability)")
-    p.add_argument("--budget", default="4p", help="evaluations of v: an integer or a multiple of p (default: 4p)")
+    p.add_argument("--budget", default=None,
+                   help="evaluations of v: an integer or a multiple of p (default: 4p, at most 2^p)")
     p.add_argument("--method", default="shapleig", help="estimator, name[:key=value,...] (default: shapleig)")
     p.add_argument("--inner-budget", type=int, default=10,
                    help="trials per tuning run / sampled configurations (default: 10)")
@@ -507,6 +514,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="smoke run: LightGBM on diabetes, 4 hyperparameters, tunability, budget 3p, 4 trials")
 
 
+# ``--quick`` fixes these options: each given with another value than its default is refused
+_QUICK_FIXES = {"dataset": "--dataset", "study": "--study", "budget": "--budget", "hyperparameters": "--hyperparameters",
+                "inner_budget": "--inner-budget", "folds": "--folds", "space": "--space",
+                "target": "--target", "task": "--task"}
+
+
+def quick_conflicts(args: argparse.Namespace) -> list[str]:
+    """The options given to ``shapleig hpi --quick`` that it would ignore (``--dataset X`` ...)."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    defaults = parser.parse_args([])
+    return [f"{flag} {_shown(getattr(args, dest))}" for dest, flag in _QUICK_FIXES.items()
+            if getattr(args, dest, None) != getattr(defaults, dest)]
+
+
+def _shown(value: Any) -> str:
+    return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
 def study_from_args(args: argparse.Namespace) -> Study:
     """The :class:`Study` of parsed ``shapleig hpi`` arguments (validated, nothing evaluated)."""
     options: dict[str, Any] = dict(
@@ -522,6 +548,10 @@ def study_from_args(args: argparse.Namespace) -> Study:
             raise ValueError(f"--target-config is not valid JSON: {exc}") from exc
     dataset = args.dataset
     if args.quick:
+        ignored = quick_conflicts(args)
+        if ignored:
+            raise ValueError(f"--quick runs a fixed smoke study and would ignore {', '.join(ignored)}; "
+                             f"drop --quick to run with these options")
         options.update({k: v for k, v in QUICK.items() if k != "dataset"})
         dataset = QUICK["dataset"]
     return prepare_study(args.model, dataset, **options)

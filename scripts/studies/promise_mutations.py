@@ -79,7 +79,7 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
     ("hung calls are not killed", "shapleig/runs/evaluators.py", "if self.timeout is not None:  # in a worker process",
      "if False:  # in a worker process", ["tests/runs/test_timeout.py::test_a_hung_call_is_killed_retried_and_reported[1]"]),
     ("seeds >= 2**63 accepted", "shapleig/seeding.py", "    if value >= SEED_LIMIT:", "    if False:",
-     ["tests/tasks/test_cli_integrity.py"]),
+     ["tests/test_tasks/test_cli_integrity.py"]),
     ("complex values coerced", "shapleig/games/game.py", '    elif kind == "c":', '    elif False:',
      ["tests/runs/test_store_tampering.py -k complex"]),
 ]

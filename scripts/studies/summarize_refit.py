@@ -3,7 +3,7 @@
 For every ShaplEIG configuration (method label) and kernel, per suite (task group) and budget:
 the geometric mean of the MSE over tables and seeds, its ratio to the reference configuration of
 the same kernel (``--reference``, default refit every step with the numpy engine), and the mean
-selection seconds per run at the largest budget. The sweep behind the README's table:
+selection seconds per run at the largest budget. The sweep behind the refit table of docs/benchmarks.md:
 
     shapleig run --tasks vit-9/first=3 bike-dv-10/first=3 resnet-14/first=3 california-le-8/first=3 \\
         --methods 'shapleig:ard=false,refit=every,fit_engine=numpy' 'shapleig:ard=false,refit=adaptive,fit_engine=numpy' ... \\

@@ -22,7 +22,7 @@ from shapleig.games.game import Game
 from shapleig.gp.kernel_choice import fit_kernels
 from shapleig.gp.mixture import build_mixture
 from shapleig.runs.budget import BudgetedGame
-from shapleig.seeding import spawn_generators, spawn_seeds
+from shapleig.seeding import UNSET, SeedLike, spawn_generators, spawn_seeds
 from shapleig.threads import compute_threads
 
 
@@ -98,14 +98,29 @@ class ShaplEIG(OptionsEstimator):
         options.update(overrides)
         return cls(**options)
 
-    def estimate(self, game: Game, budget: int, *, tol: float | None = None, rtol: float | None = None,
-                 **kwargs: Any) -> ShapleyEstimate:
-        """:meth:`BaseEstimator.estimate`, plus a precision target for this call.
+    def estimate(
+        self,
+        game: Game,
+        budget: int,
+        *,
+        seed: SeedLike = UNSET,
+        store: Any = None,
+        evaluator: Any = None,
+        max_retries: int = 1,
+        timeout: float | None = None,
+        random_state: SeedLike = UNSET,
+        tol: float | None = None,
+        rtol: float | None = None,
+    ) -> ShapleyEstimate:
+        """:meth:`BaseEstimator.estimate` (``seed`` / ``random_state``, ``store``, ``evaluator``,
+        ``max_retries``, ``timeout`` as there), plus a precision target for this call.
 
         ``tol`` / ``rtol``: stop at the first step where every player's posterior std is at most
         ``tol`` (the game's units) or ``rtol * |v(N) - v(empty)|``; ``est.info["target_reached"]``
         and ``["target_evaluations"]`` say whether and when. They override the constructor's.
         """
+        kwargs = {"seed": seed, "store": store, "evaluator": evaluator, "max_retries": max_retries,
+                  "timeout": timeout, "random_state": random_state}
         if tol is None and rtol is None:
             return super().estimate(game, budget, **kwargs)
         configured = copy.copy(self)  # this call's target only; the estimator stays as configured

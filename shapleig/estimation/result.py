@@ -55,6 +55,16 @@ class ShapleyEstimate:
 
         return to_interaction_values(self)
 
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per player: ``player`` (the feature names of
+        :func:`shapleig.explain`, else 0..p-1), ``value``, ``std`` (NaN without a posterior)."""
+        import pandas as pd
+
+        names = self.info.get("feature_names")
+        players = list(names) if names is not None and len(names) == self.n_players else list(range(self.n_players))
+        std = np.full(self.n_players, np.nan) if self.std is None else np.asarray(self.std, dtype=np.float64)
+        return pd.DataFrame({"player": players, "value": np.asarray(self.values, dtype=np.float64), "std": std})
+
     def values_at(self, evaluations: int) -> np.ndarray | None:
         """The latest trace entry with at most ``evaluations`` evaluations (None if none)."""
         return _latest(self.trace, evaluations)

@@ -27,17 +27,42 @@ if tuple(int(part) for part in SHAPIQ_VERSION.split(".")[:2]) < MIN_SHAPIQ:
     raise ImportError(f"shapiq {SHAPIQ_VERSION} is installed; {MISSING_EXTRA}")
 
 
+STD_ATTRIBUTE = "shapleig_std"
+COVARIANCE_ATTRIBUTE = "shapleig_covariance"
+
+
 def to_interaction_values(estimate: Any) -> InteractionValues:
     """``estimate`` as shapiq ``InteractionValues``: index "SV", orders 0..1, n_players = p.
 
     Entry ``()`` and ``baseline_value`` hold v(empty) when the run evaluated it (shapiq's
     convention, so values sum to v(N)); without it both are 0 and only the order-1 entries count.
-    ``estimation_budget`` is the number of distinct evaluations spent.
+    ``estimation_budget`` is the number of distinct evaluations spent. The std and covariance are
+    kept as the attributes ``shapleig_std`` / ``shapleig_covariance`` (None for methods without a
+    posterior; see the module docstring).
     """
-    p = estimate.n_players
     baseline = 0.0 if estimate.baseline is None else float(estimate.baseline)
-    values = np.concatenate([[baseline], np.asarray(estimate.values, dtype=np.float64)])
+    iv = _sv_values(np.asarray(estimate.values, dtype=np.float64), baseline, int(estimate.evaluations))
+    setattr(iv, STD_ATTRIBUTE, None if estimate.std is None else np.array(estimate.std, dtype=np.float64))
+    setattr(iv, COVARIANCE_ATTRIBUTE,
+            None if estimate.covariance is None else np.array(estimate.covariance, dtype=np.float64))
+    return iv
+
+
+def std_interaction_values(estimate: Any) -> InteractionValues:
+    """The posterior std of ``estimate`` as shapiq ``InteractionValues`` (index "SV", order 1,
+    entry ``()`` = 0), e.g. for ``shapiq.plot.bar_plot``. ``ValueError`` for methods without std."""
+    if estimate.std is None:
+        raise ValueError(f"method {estimate.method or '?'} reports no posterior std")
+    return _sv_values(np.asarray(estimate.std, dtype=np.float64), 0.0, int(estimate.evaluations))
+
+
+def _sv_values(per_player: np.ndarray, empty: float, budget: int) -> InteractionValues:
+    """InteractionValues of index "SV", orders 0..1: ``()`` -> ``empty``, ``(i,)`` -> ``per_player[i]``."""
+    p = int(per_player.shape[0])
+    values = np.concatenate([[empty], per_player])
     lookup = {(): 0, **{(i,): i + 1 for i in range(p)}}
+    baseline = empty
+    estimation_budget = budget
     return InteractionValues(
         values=values,
         index="SV",
@@ -46,7 +71,7 @@ def to_interaction_values(estimate: Any) -> InteractionValues:
         n_players=p,
         interaction_lookup=lookup,
         estimated=True,
-        estimation_budget=int(estimate.evaluations),
+        estimation_budget=estimation_budget,
         baseline_value=baseline,
         target_index="SV",
     )

@@ -18,17 +18,19 @@ scikit-learn and LightGBM are never imported here: a model is recognised by its 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from shapleig import registry
 from shapleig.errors import GameError
+from shapleig.estimation.efficiency import condition_on_total
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
 from shapleig.games.game import check_budget
 from shapleig.runs.budget import BudgetedGame
 from shapleig.runs.evaluators import with_timeout
+from shapleig.seeding import UNSET, SeedLike, resolve_seed
 
 
 def resolve_method(method: Any, **options: Any) -> Any:
@@ -47,43 +49,17 @@ def resolve_method(method: Any, **options: Any) -> Any:
         raise GameError(str(exc)) from None
 
 
-def condition_on_total(est: ShapleyEstimate, total: float) -> float:
-    """Make ``est`` efficient: its values sum to ``total`` (= v(N) - v(empty)). Returns the gap.
-
-    With a posterior covariance ``C`` this conditions the Gaussian on the exact linear observation
-    ``1^T phi = total``: ``phi += C 1 (total - 1^T phi) / (1^T C 1)`` and ``C -= C 1 1^T C / (1^T C 1)``
-    (the std shrinks accordingly). ShaplEIG's posterior is efficient up to the GP's interpolation
-    error at the always-observed empty and grand coalitions (docs/math.md §6), so this moves it by
-    that error only. Without a covariance the gap is split equally (the least-squares projection
-    onto ``sum(phi) = total``). ``est.trace`` is left as the method produced it.
-    """
-    phi = np.asarray(est.values, dtype=np.float64)
-    gap = float(total - phi.sum())
-    C = est.covariance
-    ones = np.ones(phi.shape[0])
-    if C is not None:
-        C = np.asarray(C, dtype=np.float64)
-        c1 = C @ ones
-        s = float(ones @ c1)
-    if C is not None and np.isfinite(s) and s > 1e-12 * max(float(np.trace(C)), 1e-300):
-        est.values = phi + c1 * (gap / s)
-        est.covariance = C - np.outer(c1, c1) / s
-        est.std = np.sqrt(np.clip(np.diag(est.covariance), 0.0, None))
-    else:
-        est.values = phi + gap / phi.shape[0]
-    # the equal split or a rounding error in the update leaves at most ~1 ulp of the total
-    est.values = est.values + (total - est.values.sum()) / phi.shape[0]
-    return gap
-
-
 def explain(
     model: Any,
     background: Any,
     x: Any,
     *,
     budget: int | None = None,
-    seed: int = 0,
+    seed: SeedLike = UNSET,
+    random_state: SeedLike = UNSET,
     method: Any = "shapleig",
+    method_options: Mapping[str, Any] | None = None,
+    store: Any = None,
     output: int | None = None,
     predict: Callable | None = None,
     feature_names: list[str] | None = None,
@@ -107,6 +83,12 @@ def explain(
     timeout:    seconds per coalition evaluation; a longer one is abandoned (its worker process
                 killed) and retried once, then the call fails naming the coalition
                 (:mod:`shapleig.runs.timeout`). ``model_calls`` then counts only this process's calls.
+    method_options: constructor options of a method given by name (``{"paired": True}`` for
+                ``"kernelshap"``); the CLI writes them ``--method kernelshap:paired=true``.
+    seed:       int (default 0), None (fresh entropy) or a numpy Generator; ``random_state`` is its
+                scikit-learn / shapiq alias. The seed used is in ``info["seed"]``.
+    store:      an :class:`~shapleig.runs.store.EvaluationStore` (or a directory path) that records
+                every coalition value, so a killed run resumes without re-evaluating the model.
 
     Returns a :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d]) sum to
     ``f(x) - baseline`` (exactly, see :func:`condition_on_total`), ``baseline`` is the mean
@@ -119,14 +101,15 @@ def explain(
     game = ImputerGame(fn, background, x, output=output, max_rows=max_rows, feature_names=feature_names)
     p = game.n_players
     full = 1 << p if p < 63 else None
-    estimator = resolve_method(method)
+    estimator = resolve_method(method, **dict(method_options or {}))
+    seed = resolve_seed(seed, random_state)
     if budget is None:
         budget = full if estimator.name == "exact" or full is None else min(full, 8 * p)
         budget = budget if budget is not None else 8 * p
     budget = check_budget(budget)
     if full is not None:
         budget = min(budget, full)
-    est = estimator.estimate(BudgetedGame(game, budget, evaluator=evaluator), budget, seed=seed)
+    est = estimator.estimate(BudgetedGame(game, budget, store=store, evaluator=evaluator), budget, seed=seed)
     calls = game.calls
     # v(empty) and v(N): one more model call on 1 + n_bg rows (cheap next to any coalition batch)
     ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))

@@ -90,7 +90,7 @@ def plot_explanation(
     if kind == "bar":
         ax.barh(y, values, xerr=xerr, color=colors, error_kw={"elinewidth": 1, "capsize": 2})
         ax.axvline(0.0, color="0.3", linewidth=0.8)
-        ax.set_xlabel("Shapley value" + (f" (bars: +- {n_std:g} std)" if xerr is not None else ""))
+        ax.set_xlabel("Shapley value" + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
     else:
         base = 0.0 if est.baseline is None else float(est.baseline)
         starts = base + np.concatenate([[0.0], np.cumsum(values)[:-1]])
@@ -104,9 +104,21 @@ def plot_explanation(
     ax.set_yticks(y, labels)
     ax.grid(True, axis="x", alpha=0.3)
     if title is None:
-        title = f"{est.method or 'estimate'}: {est.evaluations} evaluations"
+        title = default_title(est)
     ax.set_title(title, fontsize=10)
     return save_figure(fig, out)
+
+
+def default_title(est: ShapleyEstimate) -> str:
+    """``row 3: prediction 151.2 (shapleig, 40 evaluations)``; the row and prediction when
+    ``est.info`` has them (``explain`` records the prediction, ``shapleig explain`` the row)."""
+    run = f"{est.method or 'estimate'}, {est.evaluations} evaluations"
+    parts = []
+    if est.info.get("row") is not None:
+        parts.append(f"row {est.info['row']}")
+    if est.info.get("prediction") is not None:
+        parts.append(f"prediction {float(est.info['prediction']):.4g}")
+    return (": ".join(parts) + f" ({run})") if parts else run
 
 
 def save_figure(fig: Any, out: str | os.PathLike[str] | None, dpi: int = 130) -> Any:

@@ -15,7 +15,7 @@ import pytest
 
 import shapleig
 from shapleig import GameError, exact_shapley
-from shapleig.explanation.explain import condition_on_total
+from shapleig.estimation.efficiency import condition_on_total
 from shapleig.explanation.imputer import ImputerGame, model_predict
 
 lgb = pytest.importorskip("lightgbm")
@@ -266,11 +266,30 @@ def test_explain_command_on_saved_models(tmp_path, capsys, diabetes):
 
     # the Ridge model has feature names too; the exact method on 2^5 coalitions
     assert main(["explain", "--model", str(tmp_path / "ridge.joblib"), "--data", str(tmp_path / "X.csv"),
-                 "--row", "-1", "--method", "exact", "--background", "30"]) == 0
+                 "--row", "441", "--method", "exact", "--background", "30"]) == 0
     assert "exact, 32 coalitions evaluated" in capsys.readouterr().out
+
+    # a baseline with options by name, an evaluation store and a parquet of the values; the rerun
+    # on the same store evaluates no coalition and gives the same values
+    argv = ["explain", "--model", str(tmp_path / "ridge.joblib"), "--data", str(tmp_path / "X.csv"),
+            "--row", "2", "--method", "kernelshap:paired=true", "--budget", "16", "--background", "10",
+            "--store", str(tmp_path / "run.sqlite"), "--out", str(tmp_path / "v.parquet")]
+    assert main(argv) == 0
+    first = pd.read_parquet(tmp_path / "v.parquet")
+    assert list(first["feature"].sort_values()) == sorted(X.columns) and (first["method_spec"] == "kernelshap:paired=true").all()
+    assert first["value"].sum() == pytest.approx(first["prediction"][0] - first["baseline"][0], abs=1e-9)
+    ref = shapleig.explain(joblib.load(tmp_path / "ridge.joblib"), back.sample(10, random_state=0), back.iloc[2],
+                           budget=16, method="kernelshap", method_options={"paired": True})
+    assert np.allclose(first.set_index("feature").loc[list(X.columns), "value"], ref.values)
+    assert main(argv) == 0
+    assert "kernelshap, 16 coalitions evaluated, 0 model calls" in capsys.readouterr().out
+    assert np.allclose(pd.read_parquet(tmp_path / "v.parquet")["value"], first["value"])
 
     for argv, message in (
         (["--row", "999"], "--row 999: the data has 442 rows"),
+        (["--row", "-1"], "--row -1: give a row position"),
+        (["--row", "0", "--method", "kernelshap:pairs=true"], "--method:"),
+        (["--row", "0", "--out", str(tmp_path / "v.csv")], "--out:"),
         (["--row", "0", "--method", "owen-x"], "unknown method 'owen-x'"),
         (["--row", "0", "--budget", "3"], "shapleig needs budget >= 7"),
     ):
@@ -282,22 +301,6 @@ def test_explain_command_on_saved_models(tmp_path, capsys, diabetes):
     assert "model file" in capsys.readouterr().err
 
 
-def test_readme_explain_example_runs(tmp_path, monkeypatch):
-    import re
-    from pathlib import Path
-
-    readme = Path(__file__).resolve().parents[2] / "README.md"
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme.read_text(), flags=re.S) if "shapleig.explain(" in b]
-    assert len(blocks) == 1, "README has one explain example"
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    exec(compile(blocks[0], str(readme), "exec"), namespace)
-    est = namespace["est"]
-    assert est.values.shape == (10,) and est.evaluations == 40
-    assert est.baseline + est.values.sum() == pytest.approx(est.info["prediction"], abs=1e-6)
-    assert (tmp_path / "explanation.png").read_bytes()[:4] == b"\x89PNG"
-
-
 def test_explain_takes_every_registered_method_by_name(lgbm6):
     """Baselines by name go through the same registry as the harness; efficiency holds for each."""
     model, bg, x = lgbm6
@@ -307,3 +310,63 @@ def test_explain_takes_every_registered_method_by_name(lgbm6):
         assert est.method == name
         np.testing.assert_allclose(est.values.sum(), exact.values.sum(), rtol=1e-9)
         assert np.abs(est.values - exact.values).max() < 0.5 * np.abs(exact.values).max()
+
+
+def test_explain_seed_alias_store_and_method_options(tmp_path):
+    """``random_state`` is ``seed``'s alias; ``store=`` makes a rerun evaluate no coalition;
+    ``method_options`` configure a method given by name like the estimator object would."""
+    from baselines.kernelshap import KernelSHAP
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 5))
+    def f(Z):
+        return Z @ np.arange(1.0, 6.0) + Z[:, 0] * Z[:, 1]
+    a = shapleig.explain(f, X[:10], X[0], budget=14, random_state=5, method="kernelshap",
+                         method_options={"paired": True}, store=tmp_path / "s.sqlite")
+    b = shapleig.explain(f, X[:10], X[0], budget=14, seed=5, method=KernelSHAP(paired=True))
+    assert a.info["seed"] == 5 and np.array_equal(a.values, b.values)
+    c = shapleig.explain(f, X[:10], X[0], budget=14, seed=5, method="kernelshap")
+    assert not np.allclose(c.values, a.values)  # paired=True changed the design
+    again = shapleig.explain(f, X[:10], X[0], budget=14, seed=5, method="kernelshap",
+                             method_options={"paired": True}, store=tmp_path / "s.sqlite")
+    assert again.info["model_calls"] == 0 and np.array_equal(again.values, a.values)
+    with pytest.raises(ValueError, match="disagree"):
+        shapleig.explain(f, X[:10], X[0], seed=1, random_state=2)
+
+
+def test_to_frame_titles_and_std_labels():
+    """``to_frame`` gives one row per player; the plot title names the row and the prediction;
+    the std label says "posterior std" and appears only for methods with a posterior."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(20, 4))
+    def f(Z):
+        return Z @ np.array([1.0, -1.0, 2.0, 0.5])
+    est = shapleig.explain(f, X[:8], X[0], budget=12, feature_names=["a", "b", "c", "d"])
+    frame = est.to_frame()
+    assert list(frame.columns) == ["player", "value", "std"] and list(frame["player"]) == ["a", "b", "c", "d"]
+    np.testing.assert_array_equal(frame["value"], est.values)
+    np.testing.assert_array_equal(frame["std"], est.std)
+    est.info["row"] = 7
+    ax = shapleig.plot_explanation(est).axes[0]
+    assert ax.get_title().startswith(f"row 7: prediction {est.info['prediction']:.4g} (shapleig, 12 evaluations")
+    assert "± 2 posterior std" in ax.get_xlabel()
+    plain = shapleig.explain(f, X[:8], X[0], budget=12, method="permutation")
+    assert plain.to_frame()["std"].isna().all() and list(plain.to_frame()["player"]) == ["x0", "x1", "x2", "x3"]
+    game_est = shapleig.ShaplEIG().estimate(shapleig.FunctionGame(f, 4), 10, seed=0)
+    assert list(game_est.to_frame()["player"]) == [0, 1, 2, 3]
+    assert "std" not in shapleig.plot_explanation(plain).axes[0].get_xlabel()
+
+
+def test_negative_row_is_one_line_error_with_exit_2_from_python_m(tmp_path):
+    """``python -m tasks.cli explain --row -1``: exit 2 and one line on stderr (no traceback)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "tasks.cli", "explain", "--model", "m.txt", "--data", "x.csv",
+                           "--row", "-1"], capture_output=True, text=True, cwd=tmp_path, check=False,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "shapleig explain: error: --row -1: give a row position 0 .. n-1 (negative rows are not counted from the end)"]

@@ -32,7 +32,7 @@ from shapleig.errors import StoreMismatchError
 
 P = 4
 FIRST = np.tril(np.ones((P, P), dtype=bool))[:3]  # sizes 1, 2, 3
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _write(game: Any, path: Path) -> None:

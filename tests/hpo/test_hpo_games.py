@@ -266,14 +266,14 @@ def test_resume_after_kill_repeats_no_finished_tuning_run(tmp_path):
     np.testing.assert_allclose(resumed.values, reference.values, rtol=0, atol=1e-9)
 
 
-def test_readme_hpo_example_runs():
+def test_guide_hpo_example_runs():
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text()
     block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "shapleig.hpo" in b)
     namespace: dict = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, "docs/guide.md", "exec"), namespace)
     est, game = namespace["est"], namespace["game"]
     assert est.evaluations == 6 and est.values.shape == (3,) and game.names == ["depth", "loss", "lr"]
     # 6 of the 8 coalitions of a 3-player game: close to the exact values

@@ -159,6 +159,14 @@ def test_bad_shapiq_method_names_and_options_fail_before_evaluation() -> None:
         baselines.get("shapiq:KernelSHAP", pairing=True)
     with pytest.raises(ValueError, match="set from the game and the seed"):
         baselines.get("shapiq:KernelSHAP", n=4)
+    # an approximator behind a missing shapiq extra names that extra (SPEX: shapiq[sparse])
+    from baselines.shapiq_methods import shapiq_missing_extras
+    from tasks.methods import parse_method
+
+    for name, message in shapiq_missing_extras().items():
+        with pytest.raises(ValueError, match="pip install") as info:
+            parse_method(f"shapiq:{name}")
+        assert "unknown" not in str(info.value) and name in str(info.value), message
 
 
 def test_shapleig_run_with_shapiq_methods(tmp_path: Path) -> None:
@@ -176,3 +184,53 @@ def test_shapleig_run_with_shapiq_methods(tmp_path: Path) -> None:
     assert set(df.method) == {"shapiq:PolySHAP", "shapiq:KernelSHAP:pairing_trick=True", "permutation"}
     assert len(df) == 3 * 3 * 2 * 2 and (df.evaluations <= df.budget).all() and df.error.fillna("").eq("").all()
     assert df[df.method == "shapiq:PolySHAP"].mse.max() < 0.1
+
+
+def test_interaction_values_keep_std_and_covariance() -> None:
+    """The posterior std and covariance survive the trip into shapiq and back (and a copy)."""
+    import copy
+
+    est = shapleig.ShaplEIG(refit="never", pool_size=40).estimate(_game(), 14, seed=0)
+    assert est.std is not None and est.covariance is not None
+    iv = est.to_interaction_values()
+    np.testing.assert_array_equal(iv.shapleig_std, est.std)
+    back = bridge.from_interaction_values(copy.deepcopy(iv))
+    np.testing.assert_array_equal(back.std, est.std)
+    np.testing.assert_array_equal(back.covariance, est.covariance)
+    std_iv = bridge.std_interaction_values(est)
+    assert std_iv[()] == 0.0 and [std_iv[(i,)] for i in range(6)] == list(est.std)
+    # shapiq's own arithmetic builds a new object: the std is given back explicitly
+    again = bridge.from_interaction_values(iv * 1.0, std=std_iv)
+    np.testing.assert_array_equal(again.std, est.std) and again.covariance is None
+    # methods without a posterior: None both ways
+    plain = baselines.get("permutation").estimate(_game(), 20, seed=0).to_interaction_values()
+    assert plain.shapleig_std is None and bridge.from_interaction_values(plain).std is None
+    with pytest.raises(ValueError, match="no posterior std"):
+        bridge.std_interaction_values(baselines.get("permutation").estimate(_game(), 20, seed=0))
+
+
+def test_approximator_is_efficient_resumes_from_a_store_and_clones(tmp_path: Path) -> None:
+    from sklearn.base import clone
+
+    game = _game(6)
+    ends = game(np.array([[False] * 6, [True] * 6]))
+    total = float(ends[1] - ends[0])
+    for estimator in (shapleig.ShaplEIG(refit="never", pool_size=40), baselines.get("permutation")):
+        approx = bridge.ShapiqApproximator(estimator, n=6, random_state=2, store=tmp_path / f"{estimator.name}.sqlite")
+        iv = approx.approximate(14, game)
+        phi = np.array([iv[(i,)] for i in range(6)])
+        assert phi.sum() == pytest.approx(total, abs=1e-12)  # exact efficiency
+        assert iv.baseline_value == pytest.approx(float(ends[0]))
+        gap = approx.last_estimate.info["efficiency_gap"]
+        # the raw estimate was not efficient to this precision: the correction did something
+        raw = estimator.estimate(game, 14, seed=2).values
+        assert raw.sum() - total == pytest.approx(-gap, abs=1e-12)
+        # the rerun on the store evaluates nothing new
+        again = bridge.ShapiqApproximator(estimator, n=6, random_state=2, store=tmp_path / f"{estimator.name}.sqlite")
+        again.approximate(14, game)
+        assert again.last_estimate.info["n_store_hits"] == again.last_estimate.evaluations
+        np.testing.assert_allclose([again.approximate(14, game)[(i,)] for i in range(6)], phi, atol=1e-12)
+    twin = clone(bridge.ShapiqApproximator(shapleig.ShaplEIG(pool_size=40), n=6, random_state=4, efficient=False))
+    assert isinstance(twin, bridge.ShapiqApproximator) and twin.n == 6 and twin._random_state == 4
+    assert twin.estimator.pool_size == 40 and twin.efficient is False and twin.store is None
+    assert twin.set_params(estimator__pool_size=30).estimator.pool_size == 30

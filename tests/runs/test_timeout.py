@@ -30,7 +30,7 @@ from shapleig.runs.evaluators import ExecutorEvaluator, SerialEvaluator
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _games_for_parallel import HangingGame, QuadraticGame  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 P = 4
 ROWS = np.array([[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0]], dtype=bool)
 HUNG = "1100"

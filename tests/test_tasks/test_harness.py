@@ -281,6 +281,12 @@ def test_results_keep_estimates_std_exact_and_versions(tmp_path: Path) -> None:
     harness.run_benchmark(["wvg-7"], ["shapleig:pool_size=40,refit=never", "permutation"], ["9", "12"], [0],
                           out=out, progress=False)
     back = pd.read_parquet(out)
+    import os
+    import stat
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask  # as open() would, not mkstemp's 0600
     exact = weighted_voting_family7(5).exact_values()
     for _, row in back.iterrows():
         np.testing.assert_allclose(np.asarray(row["exact"]), exact)
@@ -329,3 +335,46 @@ def test_plot_mse_returns_figure_and_leaves_backend_alone(tmp_path: Path) -> Non
     out = tmp_path / "deep" / "mse.png"
     assert isinstance(plots.plot_mse(df, out, title="t"), Figure)
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_harness_runs_a_shapiq_game_with_exact_values_through_the_adapter(tmp_path: Path) -> None:
+    """A shapiq ``Game`` (whose ``exact_values(index, order)`` needs arguments) as a Task: the
+    harness's ground truth comes from shapiq's own exact values and matches enumeration."""
+    shapiq = pytest.importorskip("shapiq")
+
+    w = np.array([1.0, 2.0, 3.0, 0.5, -1.0])
+
+    class Linear2(shapiq.Game):
+        def __init__(self) -> None:
+            super().__init__(n_players=5, normalize=True, normalization_value=0.0)
+
+        def value_function(self, coalitions: np.ndarray) -> np.ndarray:
+            z = np.asarray(coalitions, dtype=bool)
+            return z.astype(float) @ w + 4.0 * (z[:, 0] & z[:, 1])
+
+    game = Linear2()
+    assert harness.is_shapiq_game(game) and not harness.is_shapiq_game(weighted_voting_family7(5))
+    expected = w + np.array([2.0, 2.0, 0.0, 0.0, 0.0])  # the interaction split between players 0, 1
+    np.testing.assert_allclose(harness.exact_reference(game), expected, atol=1e-12)
+    np.testing.assert_allclose(exact_shapley(game), expected, atol=1e-12)
+    table = harness.run_benchmark([Task("shapiq-linear", "shapiq-linear", "synthetic", Linear2)],
+                                  ["permutation", "shapleig:pool_size=30,refit=never"], ["10"], [0],
+                                  out=tmp_path / "r.parquet", progress=False)
+    assert len(table) == 2 and (table["error"].fillna("") == "").all()
+    for _, row in table.iterrows():
+        np.testing.assert_allclose(np.asarray(row["exact"]), expected, atol=1e-12)
+
+
+def test_exact_reference_enumerates_games_without_exact_values() -> None:
+    def f(z):
+        return np.asarray(z, dtype=float) @ np.arange(1.0, 5.0)
+    from shapleig.games.game import FunctionGame
+
+    np.testing.assert_allclose(harness.exact_reference(FunctionGame(f, 4)), np.arange(1.0, 5.0), atol=1e-12)
+
+
+def test_versions_name_shapiq_for_shapiq_methods_only() -> None:
+    import json
+
+    assert "shapiq" in json.loads(harness.package_versions("shapiq:KernelSHAP"))
+    assert "shapiq" not in json.loads(harness.package_versions("kernelshap"))

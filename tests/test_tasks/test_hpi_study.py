@@ -32,7 +32,8 @@ def test_quick_cli_writes_table_plot_and_store_and_resumes(tmp_path, capsys):
     pd.testing.assert_frame_equal(pd.read_csv(out / "shapley.csv"), table)
     # another seed on the same folder is refused before anything is evaluated
     assert _exit_code(["hpi", "--quick", "--out", str(out), "--seed", "1"]) == 2
-    assert "written for game" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "written for game" in err and "--out DIR" in err and "accept_game_change" not in err
 
 
 def _exit_code(argv) -> int:
@@ -104,3 +105,59 @@ def test_bad_input_named_before_any_evaluation(tmp_path, kwargs, message):
 def test_cli_bad_input_exits_2(tmp_path, capsys):
     assert _exit_code(["hpi", "--dataset", str(tmp_path / "x.csv"), "--out", str(tmp_path)]) == 2
     assert "neither a bundled dataset" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--dataset", "nosuch"], "--dataset nosuch"),
+    (["--study", "sensitivity"], "--study sensitivity"),
+    (["--budget", "5p"], "--budget 5p"),
+    (["--dataset", "wine", "--inner-budget", "7"], "--dataset wine, --inner-budget 7"),
+])
+def test_quick_refuses_options_it_would_ignore(tmp_path, capsys, argv, named):
+    assert _exit_code(["hpi", "--quick", "--out", str(tmp_path / "q"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert f"would ignore {named}" in err and not (tmp_path / "q").exists()
+
+
+def test_default_budget_never_exceeds_the_coalitions(tmp_path):
+    """3 hyperparameters: 4p = 12 > 2^3 = 8, so the default budget is 8; an explicit 12 is refused."""
+    hps = ["learning_rate", "num_leaves", "subsample"]
+    study = prepare_study("lightgbm", "diabetes", hyperparameters=hps, out=tmp_path / "o")
+    assert study.budget == 8
+    assert prepare_study("lightgbm", "diabetes", hyperparameters=hps, budget="2p", out=tmp_path / "o").budget == 6
+    with pytest.raises(ValueError, match="exceeds"):
+        prepare_study("lightgbm", "diabetes", hyperparameters=hps, budget="4p", out=tmp_path / "o")
+
+
+def test_plot_shapley_two_std_bars_and_labels(tmp_path):
+    """hpi plots use ± 2 std like explanation plots, and say "posterior std" only with a std."""
+    import matplotlib.pyplot as plt
+
+    from tasks import hpi
+
+    table = pd.DataFrame({"hyperparameter": ["a", "b"], "shapley": [1.0, -0.5], "std": [0.1, 0.2], "rank": [1, 2]})
+    captured = {}
+    real = plt.Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        captured["fig"] = fig
+        return real(fig, *args, **kwargs)
+
+    plt.Figure.savefig = keep
+    try:
+        hpi.plot_shapley(table, tmp_path / "a.png")
+        ax = captured["fig"].axes[0]
+        assert ax.get_xlabel() == "Shapley value (bars: ± 2 posterior std)"
+        segments = next(c for c in ax.collections if hasattr(c, "get_segments")).get_segments()
+        half = sorted(abs(s[1][0] - s[0][0]) / 2 for s in segments)
+        np.testing.assert_allclose(half, [0.2, 0.4])  # 2 * std
+        hpi.plot_shapley(table.assign(std=np.nan), tmp_path / "b.png")
+        assert captured["fig"].axes[0].get_xlabel() == "Shapley value"
+    finally:
+        plt.Figure.savefig = real
+
+
+def test_run_study_is_quiet_as_a_library_call(tmp_path, capsys):
+    run_study("lightgbm", "diabetes", hyperparameters=["learning_rate", "num_leaves", "subsample"],
+              budget=6, method="permutation", inner_budget=2, n_folds=2, out=tmp_path / "q")
+    assert capsys.readouterr().out == ""
