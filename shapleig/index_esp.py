@@ -22,7 +22,13 @@ from math import comb, lcm
 
 import numpy as np
 
-from .esp import _as_bool, is_shared, kernel_factors, prior_shapley_covariance, shapley_kernel_columns
+from .esp import (
+    _as_bool,
+    is_shared,
+    kernel_factors,
+    prior_shapley_covariance,
+    shapley_kernel_columns,
+)
 from .indices import check_index, exact_derivative_weights, index_terms
 
 # The generic column route keeps no log-scales: with the factors <= 1 and the weights of the
@@ -86,7 +92,7 @@ def shapley_operator_for(n_players: int) -> IndexOperator:
     return IndexOperator(n_players, "SV")
 
 
-def as_operator(operator: "IndexOperator | None", n_players: int) -> IndexOperator:
+def as_operator(operator: IndexOperator | None, n_players: int) -> IndexOperator:
     """``operator``, or the Shapley operator for ``None``; checks the number of players."""
     if operator is None:
         return shapley_operator_for(n_players)

@@ -175,7 +175,7 @@ def _derivative_rows(p: int, terms: list[tuple[int, ...]], weight) -> np.ndarray
                 continue
             for sub in range(1 << len(T)):
                 L = sum(1 << T[q] for q in range(len(T)) if (sub >> q) & 1)
-                out[row, code | L] += w * (-1) ** (len(T) - bin(sub).count("1"))
+                out[row, code | L] += w * (-1) ** (len(T) - sub.bit_count())
     return out
 
 
@@ -207,7 +207,7 @@ def dense_index_operator(n_players: int, index: str = "SV", max_order: int | Non
     For tests (p <= 12). k-SII is the Bernoulli aggregation of SII rows, FSII the weighted
     least-squares fit, STII's order-1 rows the Moebius coefficients; none uses :func:`derivative_weights`.
     """
-    index, order = check_index(index, max_order)
+    index, _ = check_index(index, max_order)
     p = int(n_players)
     if p > MAX_DENSE_PLAYERS:
         raise GameError(f"dense index operators are for p <= {MAX_DENSE_PLAYERS}, got {p}")

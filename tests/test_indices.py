@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _dense_reference import dense_kernel
+
 from shapleig.esp import prior_shapley_covariance, shapley_kernel_columns
 from shapleig.index_esp import (
     IndexOperator,
@@ -17,7 +17,13 @@ from shapleig.index_esp import (
     generic_prior_covariance,
     prior_banzhaf_covariance,
 )
-from shapleig.indices import INDICES, check_index, dense_index_operator, exact_index_values, index_terms
+from shapleig.indices import (
+    INDICES,
+    check_index,
+    dense_index_operator,
+    exact_index_values,
+    index_terms,
+)
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "shapiq_exact_indices.json"
 
