@@ -2,7 +2,9 @@
 
 Everything is computed in standardised output units (botorch ``Standardize(m=1)``) and reported in
 raw units where stated. ``A`` (the Shapley operator) is never formed: its products with the kernel
-come from :mod:`shapleig.esp`.
+come from :mod:`shapleig.esp`. An ``operator`` (:class:`~shapleig.index_esp.IndexOperator`) replaces
+A by another index's operator B (Banzhaf, pairwise interactions; docs/math.md §14.4): "phi" below is
+then the index vector over ``operator.terms`` (d entries instead of p).
 
 - :class:`ShapleyPosterior` -- mean, covariance and std of phi given an archive ``(X, y)``.
 - :class:`CandidatePosterior` -- value-independent state over a finite candidate pool: the
@@ -18,7 +20,8 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from .coalitions import as_coalition_matrix
-from .esp import hamming_kernel, prior_shapley_covariance, shapley_kernel_columns
+from .esp import hamming_kernel
+from .index_esp import IndexOperator, as_operator
 
 # R is clamped below 1 so EIG = -log1p(-R) stays finite (docs/math.md §7).
 _R_MAX = 1.0 - 1e-12
@@ -152,8 +155,9 @@ class ShapleyPosterior:
     ``y_mean``, ``y_scale``, ``jitter`` (added to ``K + sigma^2 I``, normally 0).
     """
 
-    def __init__(self, hyper: Hyperparameters, X: np.ndarray, y: np.ndarray) -> None:
-        self._setup(hyper, X, y, prior_covariance=None, psi_X=None, chol=None)
+    def __init__(self, hyper: Hyperparameters, X: np.ndarray, y: np.ndarray,
+                 operator: IndexOperator | None = None) -> None:
+        self._setup(hyper, X, y, prior_covariance=None, psi_X=None, chol=None, operator=operator)
 
     def _setup(
         self,
@@ -163,10 +167,12 @@ class ShapleyPosterior:
         prior_covariance: np.ndarray | None,
         psi_X: np.ndarray | None,
         chol: tuple[np.ndarray, float] | None,
+        operator: IndexOperator | None = None,
     ) -> None:
         if not isinstance(hyper, Hyperparameters):
             raise TypeError(f"hyper must be a Hyperparameters instance, got {type(hyper).__name__}")
         p = hyper.n_players
+        self.operator = as_operator(operator, p)
         X = as_coalition_matrix(X, p) if np.asarray(X).size else np.zeros((0, p), dtype=bool)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         if y.shape[0] != X.shape[0]:
@@ -181,9 +187,9 @@ class ShapleyPosterior:
         self._M = (
             prior_covariance
             if prior_covariance is not None
-            else prior_shapley_covariance(hyper.lengthscales, s)
+            else self.operator.prior_covariance(hyper.lengthscales, s)
         )
-        self._psi_X = psi_X if psi_X is not None else shapley_kernel_columns(X, hyper.lengthscales, s)
+        self._psi_X = psi_X if psi_X is not None else self.operator.kernel_columns(X, hyper.lengthscales, s)
         if chol is None:
             K = hamming_kernel(X, X, hyper.lengthscales, s) + noise * np.eye(X.shape[0])
             chol = cholesky_with_jitter(K)
@@ -288,7 +294,7 @@ class ShapleyPosterior:
         """
         t, p = self.X.shape[0], self.n_players
         if t < 3:
-            return np.zeros((p, p))
+            return np.zeros((self.operator.n_terms,) * 2)
         idx, Linv_E, q, alpha = self._deletions(max_deletions, rng)
         D = -(self._Yt.T @ Linv_E) * (alpha[idx] / q)[None, :]  # Psi K^-1 e_i * alpha_i / Q_ii
         Dc = D - D.mean(axis=1, keepdims=True)
@@ -339,7 +345,7 @@ class ShapleyPosterior:
             raise ValueError("y contains non-finite values")
         X = np.concatenate([self.X, X_new], axis=0)
         y = np.concatenate([self.y, y_new])
-        psi_new = shapley_kernel_columns(X_new, h.lengthscales, h.outputscale)
+        psi_new = self.operator.kernel_columns(X_new, h.lengthscales, h.outputscale)
         t, k = self.X.shape[0], X_new.shape[0]
         C = _solve_lower(self._L, hamming_kernel(self.X, X_new, h.lengthscales, h.outputscale))
         S = hamming_kernel(X_new, X_new, h.lengthscales, h.outputscale) + (h.noise + self.jitter) * np.eye(k)
@@ -349,7 +355,7 @@ class ShapleyPosterior:
         except np.linalg.LinAlgError:
             out = ShapleyPosterior.__new__(ShapleyPosterior)  # refactorise with escalating jitter
             psi = np.concatenate([self._psi_X, psi_new], axis=1)
-            out._setup(h, X, y, prior_covariance=self._M, psi_X=psi, chol=None)
+            out._setup(h, X, y, prior_covariance=self._M, psi_X=psi, chol=None, operator=self.operator)
             return out
         # New rows of Y = L^-1 Psi^T and of the value solves (forward substitution on the border).
         Y_new = _solve_lower(D, psi_new.T - C.T @ self._Yt)  # (k, p)
@@ -365,6 +371,7 @@ class ShapleyPosterior:
 
         out = ShapleyPosterior.__new__(ShapleyPosterior)
         out.hyper, out.X, out.y = h, X, y
+        out.operator = self.operator
         out.y_tilde, out.y_mean, out.y_scale = standardize(y)
         out._M = self._M
         out._psi_X = buf.psi[:, : t + k]
@@ -400,16 +407,34 @@ class ShapleyPosterior:
             and hyper.outputscale == self.hyper.outputscale
         )
         if not same_kernel:
-            return ShapleyPosterior(hyper, self.X, self.y)
+            return ShapleyPosterior(hyper, self.X, self.y, operator=self.operator)
         chol = None
         if hyper.noise == self.hyper.noise:
             chol = (self._L, self.jitter)
         out = ShapleyPosterior.__new__(ShapleyPosterior)
-        out._setup(hyper, self.X, self.y, prior_covariance=self._M, psi_X=self._psi_X, chol=chol)
+        out._setup(hyper, self.X, self.y, prior_covariance=self._M, psi_X=self._psi_X, chol=chol,
+                   operator=self.operator)
         return out
 
-    def candidates(self, W: np.ndarray) -> "CandidatePosterior":
-        """Value-independent EIG state over the candidate pool ``W`` (bool[n, p])."""
+    def with_operator(self, operator: IndexOperator | None) -> "ShapleyPosterior":
+        """The posterior of another index (``None``: the Shapley value) on the same archive and
+        hyperparameters; the Cholesky factor of the kernel matrix is reused."""
+        operator = as_operator(operator, self.n_players)
+        if operator == self.operator:
+            return self
+        out = ShapleyPosterior.__new__(ShapleyPosterior)
+        out._setup(self.hyper, self.X, self.y, prior_covariance=None, psi_X=None,
+                   chol=(self._L[:, :], self.jitter), operator=operator)
+        return out
+
+    def candidates(self, W: np.ndarray, operator: IndexOperator | None = None) -> "CandidatePosterior":
+        """Value-independent EIG state over the candidate pool ``W`` (bool[n, p]).
+
+        The EIG is about this posterior's index unless ``operator`` names another one (an
+        ablation: acquire for the Shapley value, read out an interaction index).
+        """
+        if operator is not None and operator != self.operator:
+            return CandidatePosterior(self.with_operator(operator), W)
         return CandidatePosterior(self, W)
 
 
@@ -431,7 +456,7 @@ class CandidatePosterior:
         self.available = np.ones(n, dtype=bool)
         self.selected: list[int] = []
         self._V = _solve_lower(posterior._L, hamming_kernel(posterior.X, self.W, h.lengthscales, h.outputscale))
-        psi_W = shapley_kernel_columns(self.W, h.lengthscales, h.outputscale)
+        psi_W = posterior.operator.kernel_columns(self.W, h.lengthscales, h.outputscale)
         self._B = psi_W - posterior._Yt.T @ self._V
         self._v = h.outputscale - np.einsum("tn,tn->n", self._V, self._V) + h.noise
         self.shapley_covariance = posterior.shapley_covariance.copy()
