@@ -17,9 +17,10 @@ from .seeding import UNSET, SeedLike, resolve_seed
 
 @dataclass
 class ShapleyEstimate:
-    """Estimated Shapley values of a ``p``-player game.
+    """Estimated Shapley values (or another index) of a ``p``-player game.
 
-    values:      float64[p], the estimate (posterior mean for ShaplEIG), in the game's units.
+    values:      float64[d], the estimate (posterior mean for ShaplEIG), in the game's units, aligned
+                 with ``terms`` (d = p for the Shapley and Banzhaf values).
     evaluations: distinct coalitions evaluated (empty and grand included), <= budget.
     budget:      the budget the method was given.
     std:         float64[p] posterior standard deviations, or None for methods without one.
@@ -30,6 +31,9 @@ class ShapleyEstimate:
     method:      registry name of the method.
     info:        method-specific diagnostics (accounting mode, draws, cache hits, timings) and
                  ``seed``, the integer seed the run used (pass it back as ``seed`` to repeat it).
+    index:       the index estimated: "SV" (default), "BV", "k-SII", "SII", "STII" or "FSII".
+    terms:       the player tuples ``values``, ``std``, ``covariance`` and ``interval()`` refer to:
+                 the p singletons, then (order-2 indices) the pairs in lexicographic order.
     """
 
     values: np.ndarray
@@ -42,10 +46,23 @@ class ShapleyEstimate:
     baseline: float | None = None
     method: str = ""
     info: dict[str, Any] = field(default_factory=dict)
+    index: str = "SV"
+    terms: list[tuple[int, ...]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.terms is None and self.values is not None:
+            self.terms = [(i,) for i in range(int(np.asarray(self.values).shape[0]))]
 
     @property
     def n_players(self) -> int:
+        if self.terms is not None:
+            return sum(len(t) == 1 for t in self.terms)
         return int(self.values.shape[0])
+
+    @property
+    def max_order(self) -> int:
+        """The largest term size (1 for the Shapley and Banzhaf values, 2 for pairwise interactions)."""
+        return max((len(t) for t in self.terms), default=1) if self.terms else 1
 
     @property
     def baseline_value(self) -> float | None:
@@ -71,7 +88,7 @@ class ShapleyEstimate:
         return _latest(self.trace_std, evaluations)
 
     def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Equal-tailed credible interval per player: ``values -/+ z * std``, two float64[p].
+        """Equal-tailed credible interval per term: ``values -/+ z * std``, two float64[d].
 
         ``z`` is the standard normal quantile of ``(1 + level) / 2``. Raises ``ValueError`` for
         methods without a posterior std, or a level outside (0, 1).

@@ -22,6 +22,7 @@ from .design import DEFAULT_POOL_SIZE, INITIAL_DESIGNS, CandidatePool, candidate
 from .errors import BudgetError
 from .estimate import ShapleyEstimate
 from .game import BudgetedGame, Game, check_budget, check_game
+from .index_esp import IndexOperator
 from .kernel_choice import KernelFit, fit_kernels, resolve_surrogate
 from .mixture import MixturePosterior, build_mixture
 from .posterior import CandidatePosterior, Hyperparameters, ShapleyPosterior, standardize
@@ -129,6 +130,10 @@ class DesignLoop:
                       the whole selection sequence is value-independent (docs/math.md §10).
     fit_engine:       ``"numpy"`` (default: :mod:`shapleig.fit`, same MAP objective as botorch, analytic
                       gradient) or ``"gpytorch"`` (botorch's ``fit_gpytorch_mll``, the published route).
+    index, max_order: the index to estimate (``"SV"`` default, ``"BV"``, or an order-2 interaction
+                      index ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``; docs/math.md §14).
+    acquisition_index: the index the EIG is about (default: ``index``); ``"SV"`` with an
+                      interaction ``index`` is the "EIG for SV" ablation arm.
     max_retries:      retries of a coalition whose evaluation raises or returns NaN/inf, before the
                       loop stops with an error naming it (everything evaluated so far is kept).
     threads:          torch/BLAS threads while the loop computes (None: leave the pools alone); the
@@ -165,8 +170,15 @@ class DesignLoop:
         hyperparameters: Hyperparameters | None = None,
         max_retries: int = 1,
         fit_engine: str = "numpy",
+        index: str = "SV",
+        max_order: int | None = None,
+        acquisition_index: str | None = None,
     ) -> None:
         p = check_game(game)
+        # the index read out (docs/math.md §14) and the one the EIG is about (the same unless ablated)
+        self.operator = IndexOperator(p, index, max_order)
+        self.acquisition_operator = (self.operator if acquisition_index is None
+                                     else IndexOperator(p, acquisition_index))
         if isinstance(game, BudgetedGame):
             if store is not None or evaluator is not None:
                 raise ValueError("pass store/evaluator to the BudgetedGame, not to a DesignLoop wrapping one")
@@ -342,7 +354,8 @@ class DesignLoop:
         ``kernels``: (name, weight, hyperparameters) of every kernel; ``taus`` keeps given
         calibration factors instead of computing them (see :func:`~shapleig.mixture.build_mixture`).
         """
-        self.mixture = build_mixture(kernels, self.X, self.y, calibrate=self.calibrate, taus=taus)
+        self.mixture = build_mixture(kernels, self.X, self.y, calibrate=self.calibrate, taus=taus,
+                                     operator=self.operator)
         self.posterior = self.mixture.primary.posterior
         self.hyper = self.posterior.hyper
         self._candidates = None  # built lazily: the final read-out does not need it
@@ -350,7 +363,8 @@ class DesignLoop:
     def _candidate_state(self) -> CandidatePosterior:
         if self._candidates is None:
             self._cand_index = np.flatnonzero(self.available)
-            self._candidates = self.posterior.candidates(self.pool.W[self._cand_index])
+            self._candidates = self.posterior.candidates(self.pool.W[self._cand_index],
+                                                         operator=self.acquisition_operator)
         return self._candidates
 
     def _refresh_noise(self) -> None:
@@ -493,6 +507,8 @@ class DesignLoop:
             baseline=baseline,
             method="shapleig" if self.acquisition == "eig" else f"shapleig-{self.acquisition}",
             info=self.info(),
+            index=self.operator.index,
+            terms=list(self.operator.terms),
         )
 
     def run(self) -> ShapleyEstimate:
@@ -535,6 +551,9 @@ class DesignLoop:
         h = self.hyper
         return {
             "acquisition": self.acquisition,
+            "index": self.operator.index,
+            "max_order": self.operator.max_order,
+            "acquisition_index": self.acquisition_operator.index,
             "refit": "fixed" if self.fixed_hyperparameters is not None else self.refit_name,
             "initial_design": self.initial_design_name,
             "batch_size": self.batch_size,

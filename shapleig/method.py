@@ -11,6 +11,7 @@ import numpy as np
 from .design import DEFAULT_POOL_SIZE, leverage_design
 from .estimate import BaseEstimator, ShapleyEstimate
 from .game import BudgetedGame, Game
+from .indices import check_index
 from .kernel_choice import fit_kernels, resolve_surrogate, surrogate_ard
 from .loop import DesignLoop, check_gp_options, check_loop_options, check_tolerance, min_budget
 from .mixture import build_mixture
@@ -26,6 +27,11 @@ class ShaplEIG(BaseEstimator):
     posterior std, covariance and an anytime trace. Configuration only here; work happens in
     :meth:`estimate` (see :class:`~shapleig.loop.DesignLoop` for the meaning of every option).
     ``acquisition="uncertainty"`` / ``"random"`` give the GP ablations.
+
+    ``index`` / ``max_order`` choose what is estimated: the Shapley value (``"SV"``, default), Banzhaf
+    values (``"BV"``) or pairwise interactions (``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"`` with
+    ``max_order=2``); the EIG is about the whole index vector (``acquisition_index="SV"`` acquires for
+    the Shapley value instead, an ablation). The estimate's ``terms`` name the entries.
 
     The default surrogate is ``"auto"``: a shared-lengthscale and an ARD Hamming kernel averaged by
     evidence, with leave-one-out calibrated uncertainty. :meth:`published` gives the ICML-paper
@@ -54,8 +60,14 @@ class ShaplEIG(BaseEstimator):
         tol: float | None = None,
         rtol: float | None = None,
         fit_engine: str = "numpy",
+        index: str = "SV",
+        max_order: int | None = None,
+        acquisition_index: str | None = None,
     ) -> None:
         # validate eagerly so a bad configuration fails before any evaluation
+        self.index = check_index(index, max_order)[0]
+        self.max_order = max_order  # as given (None: the index's own order), so set_params(index=...) works
+        self.acquisition_index = None if acquisition_index is None else check_index(acquisition_index)[0]
         self.acquisition = check_loop_options(
             acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size, ard,
             surrogate,
@@ -144,6 +156,9 @@ class ShaplEIG(BaseEstimator):
             rtol=self.rtol,
             hand_over=self.hand_over,
             fit_engine=self.fit_engine,
+            index=self.index,
+            max_order=self.max_order,
+            acquisition_index=self.acquisition_index,
         )
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
