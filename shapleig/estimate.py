@@ -70,7 +70,7 @@ class ShapleyEstimate:
         return self.baseline
 
     def to_interaction_values(self) -> Any:
-        """This estimate as a shapiq ``InteractionValues`` (index "SV", max_order 1).
+        """This estimate as a shapiq ``InteractionValues`` (its ``index``; max_order 1, or 2 for interactions).
 
         The empty interaction holds ``baseline_value`` (v(empty)) as in shapiq's own approximators,
         so shapiq's force, waterfall and bar plots work. Needs the ``shapleig[shapiq]`` extra.

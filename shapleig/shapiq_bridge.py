@@ -1,7 +1,7 @@
 """The bridge to shapiq (optional extra ``shapleig[shapiq]``; shapiq needs Python >= 3.12).
 
 - :func:`to_interaction_values` (also ``ShapleyEstimate.to_interaction_values()``): a result as
-  shapiq ``InteractionValues`` (index "SV", order 1, the empty interaction = v(empty)), so
+  shapiq ``InteractionValues`` (its index and order, the empty interaction = v(empty)), so
   shapiq's force, waterfall and bar plots draw it; :func:`from_interaction_values` goes back.
 - :class:`ShapiqApproximator`: any estimator of this project as a shapiq ``Approximator``, e.g.
   ``shapiq.TabularExplainer(model, X, approximator=ShapiqApproximator(ShaplEIG(), n=X.shape[1]))``.
@@ -39,39 +39,50 @@ from .game import FunctionGame, check_game
 
 
 def to_interaction_values(estimate: ShapleyEstimate) -> InteractionValues:
-    """``estimate`` as shapiq ``InteractionValues``: index "SV", orders 0..1, n_players = p.
+    """``estimate`` as shapiq ``InteractionValues``: the estimate's index ("SV" by default) and
+    orders 0..max_order (1, or 2 for pairwise interactions), n_players = p, one entry per term.
 
     Entry ``()`` and ``baseline_value`` hold v(empty) when the run evaluated it (shapiq's
     convention, so values sum to v(N)); without it both are 0 and only the order-1 entries count.
     ``estimation_budget`` is the number of distinct evaluations spent.
     """
     p = estimate.n_players
+    index = getattr(estimate, "index", "SV") or "SV"
+    terms = estimate.terms if estimate.terms is not None else [(i,) for i in range(p)]
     baseline = 0.0 if estimate.baseline is None else float(estimate.baseline)
     values = np.concatenate([[baseline], np.asarray(estimate.values, dtype=np.float64)])
-    lookup = {(): 0, **{(i,): i + 1 for i in range(p)}}
+    lookup = {(): 0, **{tuple(T): k + 1 for k, T in enumerate(terms)}}
     return InteractionValues(
         values=values,
-        index="SV",
-        max_order=1,
+        index=index,
+        max_order=max((len(T) for T in terms), default=1),
         min_order=0,
         n_players=p,
         interaction_lookup=lookup,
         estimated=True,
         estimation_budget=int(estimate.evaluations),
         baseline_value=baseline,
-        target_index="SV",
+        target_index=index,
     )
 
 
 def from_interaction_values(iv: InteractionValues, method: str = "") -> ShapleyEstimate:
-    """The order-1 entries of shapiq ``InteractionValues`` as a :class:`ShapleyEstimate`.
+    """The order-1 (and, at max_order 2, order-2) entries of shapiq ``InteractionValues`` as a
+    :class:`ShapleyEstimate` with ``terms`` and ``index`` set.
 
-    ``values[i] = iv[(i,)]``, ``baseline = iv.baseline_value``, ``evaluations`` from
+    ``values[k] = iv[terms[k]]``, ``baseline = iv.baseline_value``, ``evaluations`` from
     ``iv.estimation_budget`` (0 when shapiq did not record it).
     """
+    from itertools import combinations
+
     p = int(iv.n_players)
-    values = np.array([float(iv[(i,)]) for i in range(p)], dtype=np.float64)
+    terms: list[tuple[int, ...]] = [(i,) for i in range(p)]
+    if int(iv.max_order) >= 2:
+        terms += list(combinations(range(p), 2))
+    values = np.array([float(iv[T]) for T in terms], dtype=np.float64)
     return ShapleyEstimate(
+        index=str(iv.index),
+        terms=terms,
         values=values,
         evaluations=int(iv.estimation_budget or 0),
         baseline=float(iv.baseline_value),
@@ -81,7 +92,8 @@ def from_interaction_values(iv: InteractionValues, method: str = "") -> ShapleyE
 
 
 class ShapiqApproximator(Approximator):
-    """One of this project's estimators as a shapiq ``Approximator`` (index "SV", order 1).
+    """One of this project's estimators as a shapiq ``Approximator`` (its index: "SV", order 1, by
+    default; ``ShaplEIG(index="k-SII")`` gives a k-SII approximator of order 2).
 
     estimator:    e.g. ``ShaplEIG()`` or ``baselines.get("permutation")``.
     n:            number of players (shapiq builds approximators before it sees the game).
@@ -93,12 +105,15 @@ class ShapiqApproximator(Approximator):
     ``InteractionValues`` and keeps the full result (std, covariance, trace) in ``last_estimate``.
     """
 
-    valid_indices = ("SV",)
+    valid_indices = ("SV", "BV", "k-SII", "SII", "STII", "FSII")
 
     def __init__(self, estimator: Any, n: int, *, random_state: int | None = None) -> None:
         if not callable(getattr(estimator, "estimate", None)):
             raise TypeError(f"estimator needs an estimate(game, budget, seed=...) method; got {estimator!r}")
-        super().__init__(n=int(n), max_order=1, index="SV", min_order=0, random_state=random_state)
+        # the estimator's index (ShaplEIG(index="k-SII")) is the approximator's; others estimate the SV
+        index = getattr(estimator, "index", "SV")
+        max_order = 1 if index in ("SV", "BV") else 2
+        super().__init__(n=int(n), max_order=max_order, index=index, min_order=0, random_state=random_state)
         self.estimator = estimator
         self.last_estimate: ShapleyEstimate | None = None
 

@@ -176,3 +176,31 @@ def test_shapleig_run_with_shapiq_methods(tmp_path: Path) -> None:
     assert set(df.method) == {"shapiq:PolySHAP", "shapiq:KernelSHAP:pairing_trick=True", "permutation"}
     assert len(df) == 3 * 3 * 2 * 2 and (df.evaluations <= df.budget).all() and df.error.fillna("").eq("").all()
     assert df[df.method == "shapiq:PolySHAP"].mse.max() < 0.1
+
+
+@pytest.mark.parametrize("index", ["BV", "k-SII", "FSII"])
+def test_index_estimates_round_trip_with_their_index_and_order(index: str) -> None:
+    from shapleig.indices import exact_index_values, index_terms
+
+    game = _game(4)
+    est = shapleig.ShaplEIG(index=index, surrogate="shared").estimate(game, 16, seed=0)
+    iv = est.to_interaction_values()
+    order = 1 if index == "BV" else 2
+    assert iv.index == index and iv.max_order == order
+    for k, T in enumerate(index_terms(4, index)):
+        assert iv[T] == est.values[k]
+    back = bridge.from_interaction_values(iv)
+    assert back.index == index and back.terms == est.terms
+    # shapiq's own exact values of the same game agree with the full-budget estimate
+    exact = shapiq.ExactComputer(game, n_players=4)(index=index, order=order)
+    np.testing.assert_allclose([exact[T] for T in est.terms], est.values, atol=1e-4)
+    codes = np.arange(16)
+    table = game(((codes[:, None] >> np.arange(4)) & 1).astype(bool))
+    np.testing.assert_allclose(exact_index_values(table, index), [exact[T] for T in est.terms], atol=1e-8)
+
+
+def test_shapiq_approximator_takes_the_estimators_index() -> None:
+    approx = bridge.ShapiqApproximator(shapleig.ShaplEIG(index="k-SII"), n=5, random_state=0)
+    assert approx.index == "k-SII" and approx.max_order == 2
+    iv = approx.approximate(20, _game(5))
+    assert iv.index == "k-SII" and iv.max_order == 2 and len(approx.last_estimate.terms) == 15
