@@ -122,3 +122,17 @@ def test_large_p_products_are_finite_and_psd() -> None:
         C = op.kernel_columns(rng.random((5, p)) < 0.5, ls, 1.0)
         assert np.all(np.isfinite(M)) and np.all(np.isfinite(C))
         assert np.linalg.eigvalsh(M).min() > -1e-10 * np.abs(M).max()
+
+
+def test_table_game_exact_values_by_index() -> None:
+    from tasks.tables import TableGame
+
+    p = 4
+    v = np.random.default_rng(9).normal(size=1 << p)
+    rows = np.random.default_rng(1).permutation(1 << p)  # any row order
+    game = TableGame(all_sets(p)[rows], v[rows])
+    np.testing.assert_array_equal(game.exact_values(), game.exact_values("SV"))
+    for index in INDICES:
+        np.testing.assert_allclose(game.exact_values(index=index), dense_index_operator(p, index) @ v, atol=1e-12)
+    with pytest.raises(ValueError, match="unknown index"):
+        game.exact_values(index="nope")
