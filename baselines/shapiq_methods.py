@@ -36,6 +36,29 @@ def shapiq_approximators() -> dict[str, type]:
     return {cls.__name__: cls for cls in SV_APPROXIMATORS if not hasattr(cls, "_import_error")}
 
 
+def shapiq_index_approximators() -> dict[str, type]:
+    """Name -> class of every shapiq approximator of any index (SV, SII/k-SII, STII, FSII, FBII)."""
+    import importlib
+
+    import shapleig.shapiq_bridge  # noqa: F401  (raises the ImportError that names the extra)
+
+    approx = importlib.import_module("shapiq.approximator")  # after the bridge's check of the extra
+    out: dict[str, type] = {}
+    for name in ("SV_APPROXIMATORS", "SII_APPROXIMATORS", "STII_APPROXIMATORS", "FSII_APPROXIMATORS",
+                 "FBII_APPROXIMATORS", "SI_APPROXIMATORS"):
+        for cls in getattr(approx, name, ()):
+            if not hasattr(cls, "_import_error"):
+                out[cls.__name__] = cls
+    return out
+
+
+def _classes(options: dict[str, Any] | None) -> dict[str, type]:
+    """Shapley-value approximators, or every approximator when ``options`` ask for another index."""
+    if (options or {}).get("index", "SV") != "SV":
+        return shapiq_index_approximators()
+    return shapiq_approximators()
+
+
 def shapiq_random_state(seed: int) -> int:
     """shapiq's ``random_state`` for this project's seed: the seed itself when it fits in 31 bits
     (so ``seed=k`` reproduces shapiq's ``random_state=k``), else a 31-bit seed derived from it."""
@@ -49,7 +72,7 @@ class ShapiqMethod(BaseEstimator):
     name: ClassVar[str] = "shapiq"
 
     def __init__(self, approximator: str = "KernelSHAP", options: dict[str, Any] | None = None) -> None:
-        classes = shapiq_approximators()
+        classes = _classes(options if isinstance(options, dict) else None)
         if approximator not in classes:
             raise ValueError(
                 f"unknown shapiq approximator {approximator!r}; choose one of: {', '.join(sorted(classes))}"
@@ -66,7 +89,7 @@ class ShapiqMethod(BaseEstimator):
 
     def build(self, n_players: int, seed: int) -> Any:
         """The shapiq approximator for ``n_players`` players seeded from ``seed``."""
-        cls = shapiq_approximators()[self.approximator]
+        cls = _classes(self.options)[self.approximator]
         kwargs = {**SV_DEFAULTS.get(self.approximator, {}), **(self.options or {})}
         return cls(n=n_players, random_state=shapiq_random_state(seed), **kwargs)
 
@@ -94,4 +117,4 @@ def _check_options(cls: type, name: str, options: dict[str, Any]) -> None:
         raise ValueError(f"shapiq:{name} has no option(s) {unknown}; its options: {known}")
 
 
-__all__ = ["SV_DEFAULTS", "ShapiqMethod", "shapiq_approximators", "shapiq_random_state"]
+__all__ = ["SV_DEFAULTS", "ShapiqMethod", "shapiq_approximators", "shapiq_index_approximators", "shapiq_random_state"]

@@ -55,3 +55,45 @@ def test_acquisition_index_ablation_changes_the_design_only() -> None:
     sv = ShaplEIG(index="k-SII", acquisition_index="SV", surrogate="shared").estimate(game, 24, seed=0)
     assert own.info["acquisition_index"] == "k-SII" and sv.info["acquisition_index"] == "SV"
     assert sv.values.shape == own.values.shape == (21,)
+
+
+def test_harness_scores_an_index_against_the_table() -> None:
+    from shapleig.indices import exact_index_values
+    from tasks import harness
+    from tasks.catalog import Task
+    from tasks.tables import TableGame
+
+    lookup = TableLookup(5, 4)
+    codes = np.arange(32)
+    Z = ((codes[:, None] >> np.arange(5)) & 1).astype(bool)
+    table = TableGame(Z, lookup.values, name="random-5")
+    task = Task(name="random-5", group="random", kind="table", factory=lambda: table)
+    with pytest.raises(ValueError, match="Shapley value only"):
+        harness.build_plan([task], ["permutation"], ["20"], [0], index="k-SII")
+    df = harness.run_benchmark([task], ["shapleig:surrogate=shared,refit=adaptive"], ["12", "32"], [0],
+                               progress=False, index="k-SII")
+    exact = exact_index_values(lookup.values, "k-SII")
+    assert (df["index"] == "k-SII").all() and len(df.iloc[0]["values"]) == 15
+    np.testing.assert_allclose(df.iloc[0]["exact"], exact)
+    full = df[df.budget == 32].iloc[0]
+    assert full.mse == pytest.approx(np.mean((np.asarray(full["values"]) - exact) ** 2))
+    assert full.mse < 1e-8
+
+
+def test_cli_run_with_index(tmp_path, capsys) -> None:
+    import pandas as pd
+
+    from tasks.cli import main
+    from tasks.tables import SHIPPED_TABLES_DIR
+
+    table = SHIPPED_TABLES_DIR / "CaliforniaHousing_LocalExplanation_Game/8/model_name=gradient_boosting_imputer=marginal_1.npz"
+    out = tmp_path / "r.parquet"
+    assert main(["run", "--tasks", f"table:{table}", "--methods", "shapleig:refit=adaptive", "--budgets", "16",
+                 "--seeds", "1", "--index", "FSII", "--out", str(out), "--quiet"]) == 0
+    df = pd.read_parquet(out)
+    assert df["index"].tolist() == ["FSII"] and len(df["values"][0]) == 8 + 28
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--tasks", f"table:{table}", "--methods", "permutation", "--budgets", "16",
+              "--seeds", "1", "--index", "FSII", "--out", str(out), "--quiet"])
+    assert exit_info.value.code == 2
+    assert "Shapley value only" in capsys.readouterr().err
