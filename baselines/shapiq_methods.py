@@ -79,7 +79,7 @@ class ShapiqMethod(BaseEstimator):
             )
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-        _check_options(classes[approximator], approximator, options or {})
+        _check_options(classes[approximator], approximator, _accepted(classes[approximator], options or {}))
         self.approximator = approximator
         self.options = options
 
@@ -90,8 +90,12 @@ class ShapiqMethod(BaseEstimator):
     def build(self, n_players: int, seed: int) -> Any:
         """The shapiq approximator for ``n_players`` players seeded from ``seed``."""
         cls = _classes(self.options)[self.approximator]
-        kwargs = {**SV_DEFAULTS.get(self.approximator, {}), **(self.options or {})}
-        return cls(n=n_players, random_state=shapiq_random_state(seed), **kwargs)
+        kwargs = _accepted(cls, {**SV_DEFAULTS.get(self.approximator, {}), **(self.options or {})})
+        approx = cls(n=n_players, random_state=shapiq_random_state(seed), **kwargs)
+        wanted = (self.options or {}).get("index")
+        if wanted is not None and approx.index != wanted:
+            raise ValueError(f"shapiq:{self.approximator} estimates {approx.index!r}, not {wanted!r}")
+        return approx
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         from shapleig.shapiq_bridge import SHAPIQ_VERSION, from_interaction_values
@@ -101,6 +105,17 @@ class ShapiqMethod(BaseEstimator):
         est = from_interaction_values(iv, method=self.label)
         est.info.update(shapiq_version=SHAPIQ_VERSION, random_state=shapiq_random_state(seed))
         return est
+
+
+def _accepted(cls: type, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without ``index`` for approximators of one fixed index (e.g. RegressionFSII),
+    which take no ``index`` argument (:meth:`ShapiqMethod.build` checks that index instead), and
+    without ``max_order=1`` for order-1 classes that take no ``max_order`` (e.g. SVARM)."""
+    params = inspect.signature(cls.__init__).parameters
+    drop = {"index"} if "index" not in params else set()
+    if "max_order" not in params and options.get("max_order") == 1:  # Shapley-value classes are order 1
+        drop.add("max_order")
+    return {k: v for k, v in options.items() if k not in drop}
 
 
 def _check_options(cls: type, name: str, options: dict[str, Any]) -> None:

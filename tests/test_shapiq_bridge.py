@@ -204,3 +204,16 @@ def test_shapiq_approximator_takes_the_estimators_index() -> None:
     assert approx.index == "k-SII" and approx.max_order == 2
     iv = approx.approximate(20, _game(5))
     assert iv.index == "k-SII" and iv.max_order == 2 and len(approx.last_estimate.terms) == 15
+
+
+@pytest.mark.parametrize("name,index", [("SVARMIQ", "k-SII"), ("RegressionFSII", "FSII"), ("SVARM", "BV")])
+def test_shapiq_index_methods_reach_the_exact_index_at_full_budget(name: str, index: str) -> None:
+    from baselines.shapiq_methods import ShapiqMethod
+    from shapleig.indices import exact_index_values
+
+    game = _game(5)
+    codes = np.arange(32)
+    table = game(((codes[:, None] >> np.arange(5)) & 1).astype(bool))
+    est = ShapiqMethod(name, {"index": index, "max_order": 1 if index == "BV" else 2}).estimate(game, 32, seed=0)
+    assert est.index == index
+    np.testing.assert_allclose(est.values, exact_index_values(table, index), atol=1e-6)
