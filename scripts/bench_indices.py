@@ -46,10 +46,12 @@ def geomean(x) -> float:
     return float(np.exp(np.mean(np.log(x))))
 
 
-def estimator(index: str, refit: str | None, acquisition: str, acquisition_index: str | None) -> ShaplEIG:
-    options = dict(index=index, acquisition=acquisition, acquisition_index=acquisition_index)
-    if refit is not None:
-        options["refit"] = refit
+def estimator(index: str, args: argparse.Namespace, acquisition: str = "eig") -> ShaplEIG:
+    options = {"index": index, "acquisition": acquisition, "acquisition_index": args.acquisition_index}
+    if args.refit is not None:
+        options["refit"] = args.refit
+    if args.hold_out_empty is not None:
+        options["hold_out_empty"] = args.hold_out_empty == "on"
     return ShaplEIG(**options)
 
 
@@ -60,7 +62,7 @@ def timing(args: argparse.Namespace) -> None:
         if index == "BV":
             continue
         start = time.perf_counter()
-        est = estimator(index, args.refit, "eig", None).estimate(game, 32 * p, seed=0)
+        est = estimator(index, args).estimate(game, 32 * p, seed=0)
         wall = time.perf_counter() - start
         mse = float(np.mean((est.values - game.exact_values(index=index)) ** 2))
         print(f"{index:6s} p={p} budget={32 * p} refit={args.refit or 'default'}: {wall:.1f} s "
@@ -81,8 +83,7 @@ def accuracy(args: argparse.Namespace) -> None:
                 budget = int(spec[:-1]) * int(t.p)
                 for seed in args.seeds:
                     start = time.perf_counter()
-                    est = estimator(index, args.refit, args.acquisition, args.acquisition_index).estimate(
-                        game, budget, seed=seed)
+                    est = estimator(index, args, args.acquisition).estimate(game, budget, seed=seed)
                     err = est.values - exact
                     orders = np.array([len(T) for T in est.terms])
                     z = np.abs(err) / np.maximum(est.std, 1e-300)
@@ -100,19 +101,26 @@ def accuracy(args: argparse.Namespace) -> None:
 
 
 def summarise(df: pd.DataFrame, anchors: pd.DataFrame) -> None:
-    keys = ["index", "game_type", "budget_spec"]
+    df = df.assign(game=df.game_type + "/" + df.p.astype(str))
+    anchors = anchors.assign(game=anchors.game_type + "/" + anchors.p.astype(str))
+    keys = ["index", "game", "budget_spec"]
     ours = df.groupby(keys).mse.apply(geomean).rename("shapleig")
     per_method = anchors.groupby(keys + ["method"]).mse.apply(geomean)
     best = per_method.groupby(level=[0, 1, 2]).min().rename("best_shapiq")
     best_name = per_method.groupby(level=[0, 1, 2]).idxmin().map(lambda k: k[3]).rename("best_method")
     cells = pd.concat([ours, best, best_name], axis=1, join="inner")
     cells["ratio"] = cells.shapleig / cells.best_shapiq
+    # at budget >= 2^p every method sees the whole table: both errors are rounding, the ratio is noise
+    full = df.groupby(keys).apply(lambda g: bool((g.budget >= 2 ** g.p).all()))
+    cells["full_table"] = full.reindex(cells.index).fillna(False).astype(bool)
     pd.set_option("display.width", 200)
     print("\nper cell (geometric mean of MSE over seeds):")
     print(cells.to_string(float_format=lambda x: f"{x:.3g}"))
     print("\nper index: geometric mean of ratio, max ratio, cells")
     for index, g in cells.groupby(level=0):
-        print(f"  {index:6s} geomean {geomean(g.ratio):.3f}  max {g.ratio.max():.3f}  cells {len(g)}")
+        g = g[~g.full_table]
+        print(f"  {index:6s} geomean {geomean(g.ratio):.3f}  max {g.ratio.max():.3f}  cells {len(g)} "
+              f"(full-table cells left out)")
     cov = df.groupby(keys)[["covered", "n_terms"]].sum()
     cov["coverage"] = cov.covered / cov.n_terms
     print("\ncoverage of 95% intervals (pooled over seeds and terms):")
@@ -131,6 +139,8 @@ def main() -> None:
     parser.add_argument("--refit", default=None, help="refit schedule (default: ShaplEIG's)")
     parser.add_argument("--acquisition", default="eig", help="eig, uncertainty or random (ablation arms)")
     parser.add_argument("--acquisition-index", default=None, help="acquire for another index (e.g. SV)")
+    parser.add_argument("--hold-out-empty", choices=("on", "off"), default=None,
+                        help="hold v(empty) out of the GP (default: the index's default)")
     parser.add_argument("--out", default=None, help="write the per-run rows to this CSV")
     parser.add_argument("--summary-from", default=None, help="only summarise a CSV written by --out")
     args = parser.parse_args()

@@ -24,6 +24,7 @@ import numpy as np
 
 from .esp import (
     _as_bool,
+    hamming_kernel,
     is_shared,
     kernel_factors,
     prior_shapley_covariance,
@@ -40,10 +41,16 @@ class IndexOperator:
     """The linear map from a game to ``index`` values at ``max_order`` for ``n_players`` players.
 
     ``terms``: list of player tuples (singletons, then pairs in lexicographic order); ``d = len(terms)``.
+
+    ``hold_out_empty``: the operator B' = B minus its column of the empty coalition, whose value is
+    known exactly once evaluated (docs/math.md §14.5): the GP then models the game on non-empty
+    coalitions only, and ``I = B' f + empty_column() v(empty)``.
     """
 
-    def __init__(self, n_players: int, index: str = "SV", max_order: int | None = None) -> None:
+    def __init__(self, n_players: int, index: str = "SV", max_order: int | None = None, *,
+                 hold_out_empty: bool = False) -> None:
         self.index, self.max_order = check_index(index, max_order)
+        self.hold_out_empty = bool(hold_out_empty)
         self.n_players = int(n_players)
         if self.n_players < 1:
             raise ValueError(f"n_players must be >= 1, got {n_players}")
@@ -62,24 +69,52 @@ class IndexOperator:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IndexOperator):
             return NotImplemented
-        return (self.index, self.max_order, self.n_players) == (other.index, other.max_order, other.n_players)
+        return self._key() == other._key()
+
+    def _key(self) -> tuple:
+        return (self.index, self.max_order, self.n_players, self.hold_out_empty)
 
     def __hash__(self) -> int:
-        return hash((self.index, self.max_order, self.n_players))
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        return f"IndexOperator(n_players={self.n_players}, index={self.index!r}, max_order={self.max_order})"
+        held = ", hold_out_empty=True" if self.hold_out_empty else ""
+        return f"IndexOperator(n_players={self.n_players}, index={self.index!r}, max_order={self.max_order}{held})"
+
+    def empty_column(self) -> np.ndarray:
+        """``B[:, empty]``, float64[d]: the coefficient of v(empty) in each term (-w_1(0), +w_2(0))."""
+        w1, w2 = exact_derivative_weights(self.index, self.n_players)
+        out = np.full(self.n_terms, float(w2[0]) if w2 is not None else 0.0)
+        out[: self.n_players] = -float(w1[0])
+        return out
 
     def kernel_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
         """``B k(., z)`` for every row z of ``Z`` (bool[m, p]): float64[d, m], the prior Cov[I, f(z)]."""
+        cols = self._base_columns(Z, lengthscales, outputscale)
+        if self.hold_out_empty:
+            empty = np.zeros((1, self.n_players), dtype=bool)
+            cols = cols - np.outer(self.empty_column(), hamming_kernel(empty, Z, lengthscales, outputscale)[0])
+        return cols
+
+    def prior_covariance(self, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
+        """``B K B^T``: float64[d, d], the prior covariance of the index vector."""
+        M = self._base_covariance(lengthscales, outputscale)
+        if self.hold_out_empty:
+            # B' = B - e 1_empty^T: B' K B'^T = M - e u^T - u e^T + s e e^T, u = B k(., empty)
+            e = self.empty_column()
+            u = self._base_columns(np.zeros((1, self.n_players), dtype=bool), lengthscales, outputscale)[:, 0]
+            M = M - np.outer(e, u) - np.outer(u, e) + float(outputscale) * np.outer(e, e)
+            M = 0.5 * (M + M.T)
+        return M
+
+    def _base_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
         if self.index == "SV":
             return shapley_kernel_columns(Z, lengthscales, outputscale)
         if self.index == "BV":
             return banzhaf_kernel_columns(Z, lengthscales, outputscale)
         return generic_kernel_columns(Z, lengthscales, outputscale, self.index)
 
-    def prior_covariance(self, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-        """``B K B^T``: float64[d, d], the prior covariance of the index vector."""
+    def _base_covariance(self, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
         if self.index == "SV":
             return prior_shapley_covariance(lengthscales, outputscale)
         if self.index == "BV":

@@ -52,6 +52,15 @@ def check_index(index: str, max_order: int | None = None) -> tuple[str, int]:
     return index, int(order)
 
 
+def default_hold_out_empty(index: str) -> bool:
+    """Whether ShaplEIG holds v(empty) out of the GP by default for ``index`` (docs/math.md §14.5).
+
+    On for the Banzhaf value, whose terms weigh v(empty) by 2^-(p-1) only: a game with a jump at the
+    empty coalition (data valuation, feature selection) otherwise drags the fitted lengthscale down.
+    """
+    return check_index(index)[0] == "BV"
+
+
 def index_terms(n_players: int, index: str = "SV", max_order: int | None = None) -> list[tuple[int, ...]]:
     """The terms of ``index``: the p singletons, then (order 2) the pairs in lexicographic order."""
     index, order = check_index(index, max_order)

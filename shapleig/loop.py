@@ -134,6 +134,8 @@ class DesignLoop:
                       index ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``; docs/math.md §14).
     acquisition_index: the index the EIG is about (default: ``index``); ``"SV"`` with an
                       interaction ``index`` is the "EIG for SV" ablation arm.
+    hold_out_empty:   v(empty) enters the index exactly and the GP is fitted to the non-empty
+                      coalitions only (docs/math.md §14.5).
     max_retries:      retries of a coalition whose evaluation raises or returns NaN/inf, before the
                       loop stops with an error naming it (everything evaluated so far is kept).
     threads:          torch/BLAS threads while the loop computes (None: leave the pools alone); the
@@ -173,12 +175,13 @@ class DesignLoop:
         index: str = "SV",
         max_order: int | None = None,
         acquisition_index: str | None = None,
+        hold_out_empty: bool = False,
     ) -> None:
         p = check_game(game)
         # the index read out (docs/math.md §14) and the one the EIG is about (the same unless ablated)
-        self.operator = IndexOperator(p, index, max_order)
+        self.operator = IndexOperator(p, index, max_order, hold_out_empty=hold_out_empty)
         self.acquisition_operator = (self.operator if acquisition_index is None
-                                     else IndexOperator(p, acquisition_index))
+                                     else IndexOperator(p, acquisition_index, hold_out_empty=hold_out_empty))
         if isinstance(game, BudgetedGame):
             if store is not None or evaluator is not None:
                 raise ValueError("pass store/evaluator to the BudgetedGame, not to a DesignLoop wrapping one")
@@ -326,9 +329,13 @@ class DesignLoop:
             return
         # the loop already limits threads around every step (fit_kernels fits with threads=None)
         self.n_refits += 1
+        X_fit, y_fit = self.X, self.y
+        if self.operator.hold_out_empty:  # the GP models the non-empty coalitions (docs/math.md §14.5)
+            keep = self.X.any(axis=1)
+            X_fit, y_fit = self.X[keep], self.y[keep]
         fits = fit_kernels(
-            self.X,
-            self.y,
+            X_fit,
+            y_fit,
             self.surrogate,
             seed=self._fit_seed(self.n_refits - 1),
             noise=self.noise,
@@ -554,6 +561,7 @@ class DesignLoop:
             "index": self.operator.index,
             "max_order": self.operator.max_order,
             "acquisition_index": self.acquisition_operator.index,
+            "hold_out_empty": self.operator.hold_out_empty,
             "refit": "fixed" if self.fixed_hyperparameters is not None else self.refit_name,
             "initial_design": self.initial_design_name,
             "batch_size": self.batch_size,

@@ -11,7 +11,7 @@ import numpy as np
 from .design import DEFAULT_POOL_SIZE, leverage_design
 from .estimate import BaseEstimator, ShapleyEstimate
 from .game import BudgetedGame, Game
-from .indices import check_index
+from .indices import check_index, default_hold_out_empty
 from .kernel_choice import fit_kernels, resolve_surrogate, surrogate_ard
 from .loop import DesignLoop, check_gp_options, check_loop_options, check_tolerance, min_budget
 from .mixture import build_mixture
@@ -32,6 +32,8 @@ class ShaplEIG(BaseEstimator):
     values (``"BV"``) or pairwise interactions (``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"`` with
     ``max_order=2``); the EIG is about the whole index vector (``acquisition_index="SV"`` acquires for
     the Shapley value instead, an ablation). The estimate's ``terms`` name the entries.
+    ``hold_out_empty`` (None: the index's default) lets v(empty) enter exactly and fits the GP to the
+    non-empty coalitions (docs/math.md §14.5).
 
     The default surrogate is ``"auto"``: a shared-lengthscale and an ARD Hamming kernel averaged by
     evidence, with leave-one-out calibrated uncertainty. :meth:`published` gives the ICML-paper
@@ -63,11 +65,13 @@ class ShaplEIG(BaseEstimator):
         index: str = "SV",
         max_order: int | None = None,
         acquisition_index: str | None = None,
+        hold_out_empty: bool | None = None,
     ) -> None:
         # validate eagerly so a bad configuration fails before any evaluation
         self.index = check_index(index, max_order)[0]
         self.max_order = max_order  # as given (None: the index's own order), so set_params(index=...) works
         self.acquisition_index = None if acquisition_index is None else check_index(acquisition_index)[0]
+        self.hold_out_empty = hold_out_empty
         self.acquisition = check_loop_options(
             acquisition, refit, hand_over, initial_design, noise, noise_convention, batch_size, pool_size, ard,
             surrogate,
@@ -159,6 +163,7 @@ class ShaplEIG(BaseEstimator):
             index=self.index,
             max_order=self.max_order,
             acquisition_index=self.acquisition_index,
+            hold_out_empty=default_hold_out_empty(self.index) if self.hold_out_empty is None else bool(self.hold_out_empty),
         )
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:

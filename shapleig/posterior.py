@@ -114,6 +114,16 @@ def cholesky_with_jitter(K: np.ndarray) -> tuple[np.ndarray, float]:
     raise np.linalg.LinAlgError(f"matrix of size {n} is not positive definite even with jitter {jitter:.3g}")
 
 
+def _split_empty(X: np.ndarray, y: np.ndarray, y_empty: float | None) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(X, y)`` without the empty coalition, and its value (given, or read from the archive)."""
+    empty = ~X.any(axis=1)
+    if empty.any():
+        return X[~empty], y[~empty], float(y[np.flatnonzero(empty)[0]])
+    if y_empty is None:
+        raise ValueError("an operator with hold_out_empty needs the empty coalition in the archive")
+    return X, y, float(y_empty)
+
+
 def _solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     if L.shape[0] == 0:
         return np.zeros((0,) + B.shape[1:])
@@ -168,6 +178,7 @@ class ShapleyPosterior:
         psi_X: np.ndarray | None,
         chol: tuple[np.ndarray, float] | None,
         operator: IndexOperator | None = None,
+        y_empty: float | None = None,
     ) -> None:
         if not isinstance(hyper, Hyperparameters):
             raise TypeError(f"hyper must be a Hyperparameters instance, got {type(hyper).__name__}")
@@ -179,6 +190,10 @@ class ShapleyPosterior:
             raise ValueError(f"X has {X.shape[0]} coalitions but y has {y.shape[0]} values")
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains non-finite values")
+        self._y_empty = None
+        if self.operator.hold_out_empty:
+            # docs/math.md §14.5: v(empty) enters exactly, the GP sees the non-empty coalitions only
+            X, y, self._y_empty = _split_empty(X, y, y_empty)
         self.hyper = hyper
         self.X = X
         self.y = y
@@ -222,6 +237,10 @@ class ShapleyPosterior:
     @property
     def mean(self) -> np.ndarray:
         """Posterior mean of phi, float64[p], raw units."""
+        if self._y_empty is not None:
+            # I = B' f + e v(empty); E[B' f] = B' 1 * (prior mean) + s_y Psi K^-1 r, and B' 1 = -e
+            prior_mean = self.y_mean + self.y_scale * self.hyper.mean_constant
+            return self.y_scale * self._mean_std + self.operator.empty_column() * (self._y_empty - prior_mean)
         return self.y_scale * self._mean_std
 
     @property
@@ -343,6 +362,8 @@ class ShapleyPosterior:
             raise ValueError(f"X_new has {X_new.shape[0]} coalitions but y_new has {y_new.shape[0]} values")
         if not np.all(np.isfinite(y_new)):
             raise ValueError("y contains non-finite values")
+        if self._y_empty is not None and not X_new.any(axis=1).all():
+            raise ValueError("the empty coalition is already in the archive (held out of the GP)")
         X = np.concatenate([self.X, X_new], axis=0)
         y = np.concatenate([self.y, y_new])
         psi_new = self.operator.kernel_columns(X_new, h.lengthscales, h.outputscale)
@@ -355,7 +376,8 @@ class ShapleyPosterior:
         except np.linalg.LinAlgError:
             out = ShapleyPosterior.__new__(ShapleyPosterior)  # refactorise with escalating jitter
             psi = np.concatenate([self._psi_X, psi_new], axis=1)
-            out._setup(h, X, y, prior_covariance=self._M, psi_X=psi, chol=None, operator=self.operator)
+            out._setup(h, X, y, prior_covariance=self._M, psi_X=psi, chol=None, operator=self.operator,
+                       y_empty=self._y_empty)
             return out
         # New rows of Y = L^-1 Psi^T and of the value solves (forward substitution on the border).
         Y_new = _solve_lower(D, psi_new.T - C.T @ self._Yt)  # (k, p)
@@ -372,6 +394,7 @@ class ShapleyPosterior:
         out = ShapleyPosterior.__new__(ShapleyPosterior)
         out.hyper, out.X, out.y = h, X, y
         out.operator = self.operator
+        out._y_empty = self._y_empty
         out.y_tilde, out.y_mean, out.y_scale = standardize(y)
         out._M = self._M
         out._psi_X = buf.psi[:, : t + k]
@@ -406,14 +429,15 @@ class ShapleyPosterior:
             and np.array_equal(hyper.lengthscales, self.hyper.lengthscales)
             and hyper.outputscale == self.hyper.outputscale
         )
-        if not same_kernel:
-            return ShapleyPosterior(hyper, self.X, self.y, operator=self.operator)
         chol = None
         if hyper.noise == self.hyper.noise:
             chol = (self._L, self.jitter)
         out = ShapleyPosterior.__new__(ShapleyPosterior)
+        if not same_kernel:
+            out._setup(hyper, self.X, self.y, None, None, None, operator=self.operator, y_empty=self._y_empty)
+            return out
         out._setup(hyper, self.X, self.y, prior_covariance=self._M, psi_X=self._psi_X, chol=chol,
-                   operator=self.operator)
+                   operator=self.operator, y_empty=self._y_empty)
         return out
 
     def with_operator(self, operator: IndexOperator | None) -> "ShapleyPosterior":
@@ -422,9 +446,11 @@ class ShapleyPosterior:
         operator = as_operator(operator, self.n_players)
         if operator == self.operator:
             return self
+        if operator.hold_out_empty != self.operator.hold_out_empty:
+            raise ValueError("with_operator needs the same hold_out_empty (the GP's archive differs otherwise)")
         out = ShapleyPosterior.__new__(ShapleyPosterior)
         out._setup(self.hyper, self.X, self.y, prior_covariance=None, psi_X=None,
-                   chol=(self._L[:, :], self.jitter), operator=operator)
+                   chol=(self._L[:, :], self.jitter), operator=operator, y_empty=self._y_empty)
         return out
 
     def candidates(self, W: np.ndarray, operator: IndexOperator | None = None) -> "CandidatePosterior":

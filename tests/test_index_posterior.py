@@ -107,3 +107,49 @@ def test_mixture_and_greedy_selection_carry_the_operator() -> None:
     cand = mix.primary.posterior.candidates(np.setdiff1d(np.arange(1 << p), archive)[:, None] >> np.arange(p) & 1)
     picks = select("eig", cand, 3)
     assert len(set(picks.tolist())) == 3
+
+
+@pytest.mark.parametrize("index", INDICES)
+def test_hold_out_empty_equals_dense_split(index: str) -> None:
+    """I = B[:, empty] v(empty) + B' f with f the dense GP posterior on the non-empty archive."""
+    p = 6
+    hyper, Z, archive, y = problem(p, 6, noise=1e-6)
+    B = dense_index_operator(p, index)
+    op = IndexOperator(p, index, hold_out_empty=True)
+    np.testing.assert_allclose(op.empty_column(), B[:, 0], atol=1e-15)
+    Bp = B.copy()
+    Bp[:, 0] = 0.0
+    K = dense_kernel(Z, hyper.lengthscales, hyper.outputscale)
+    assert np.abs(op.kernel_columns(Z, hyper.lengthscales, hyper.outputscale) - Bp @ K).max() < 1e-12
+    assert np.abs(op.prior_covariance(hyper.lengthscales, hyper.outputscale) - Bp @ K @ Bp.T).max() < 1e-12
+    rest = archive != 0  # archive[0] is the empty coalition
+    y_tilde, y_mean, y_scale = standardize(y[rest])
+    Ks = K[np.ix_(archive[rest], archive[rest])] + hyper.noise * np.eye(rest.sum())
+    KxA = K[archive[rest], :]
+    f_mean = y_mean + y_scale * (hyper.mean_constant
+                                 + KxA.T @ np.linalg.solve(Ks, y_tilde - hyper.mean_constant))
+    Sigma = K - KxA.T @ np.linalg.solve(Ks, KxA)
+    post = ShapleyPosterior(hyper, Z[archive], y, operator=op)
+    np.testing.assert_allclose(post.mean, B[:, 0] * y[0] + Bp @ f_mean, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(post.covariance, y_scale**2 * Bp @ Sigma @ Bp.T, rtol=1e-7,
+                               atol=1e-9 * y_scale**2 * np.abs(Bp @ Sigma @ Bp.T).max())
+    assert post.X.shape[0] == archive.size - 1
+    # extension, new hyperparameters and the read-out stay on the split
+    ext = ShapleyPosterior(hyper, Z[archive[:-2]], y[:-2], operator=op).extend(Z[archive[-2:]], y[-2:])
+    np.testing.assert_allclose(ext.mean, post.mean, rtol=1e-7, atol=1e-9)
+    again = post.with_hyperparameters(Hyperparameters(hyper.lengthscales * 1.1, hyper.outputscale, hyper.noise,
+                                                      hyper.mean_constant))
+    assert again.X.shape[0] == archive.size - 1 and np.all(np.isfinite(again.mean))
+    with pytest.raises(ValueError, match="empty coalition"):
+        ShapleyPosterior(hyper, Z[archive[1:]], y[1:], operator=op)
+
+
+def test_hold_out_empty_at_full_budget_is_exact() -> None:
+    p = 5
+    rng = np.random.default_rng(12)
+    Z = all_sets(p)
+    v = rng.normal(size=1 << p)
+    v[0] = -30.0  # a jump at the empty coalition
+    hyper = Hyperparameters(rng.uniform(0.05, 0.5, p), 1.0, 1e-10, 0.0)
+    post = ShapleyPosterior(hyper, Z, v, operator=IndexOperator(p, "BV", hold_out_empty=True))
+    np.testing.assert_allclose(post.mean, exact_index_values(v, "BV"), atol=1e-6)
