@@ -71,7 +71,7 @@ def timing(args: argparse.Namespace) -> None:
 
 def accuracy(args: argparse.Namespace) -> None:
     anchors = pd.read_csv(ANCHORS)
-    tables = anchors[["game_type", "p", "table_file"]].drop_duplicates()
+    tables = anchors[["game_type", "p", "table_file"]].drop_duplicates().sort_values("p", kind="stable")
     rows = []
     for index in args.indices:
         for _, t in tables.iterrows():
@@ -79,24 +79,31 @@ def accuracy(args: argparse.Namespace) -> None:
                 continue
             game = TableGame.from_npz(GAMES / t.game_type / str(t.p) / t.table_file)
             exact = game.exact_values(index=index)
-            for spec in BUDGETS[index]:
-                budget = int(spec[:-1]) * int(t.p)
-                for seed in args.seeds:
+            specs = [(spec, int(spec[:-1]) * int(t.p)) for spec in BUDGETS[index]]
+            for seed in args.seeds:
+                # --anytime: one run at the largest budget, smaller budgets read from its trace
+                runs = [specs] if args.anytime else [[sb] for sb in specs]
+                for group in runs:
                     start = time.perf_counter()
-                    est = estimator(index, args, args.acquisition).estimate(game, budget, seed=seed)
-                    err = est.values - exact
-                    orders = np.array([len(T) for T in est.terms])
-                    z = np.abs(err) / np.maximum(est.std, 1e-300)
-                    rows.append(dict(index=index, game_type=t.game_type, p=int(t.p), budget_spec=spec,
-                                     budget=budget, seed=seed, mse=float(np.mean(err**2)),
-                                     mse_order1=float(np.mean(err[orders == 1] ** 2)),
-                                     covered=int(np.sum(z <= 1.959964)), n_terms=int(err.size),
-                                     wall_s=time.perf_counter() - start))
-                    print(f"{index} {t.game_type} {spec} seed {seed}: mse {rows[-1]['mse']:.3g} "
-                          f"cover {rows[-1]['covered']}/{err.size} {rows[-1]['wall_s']:.1f}s", flush=True)
+                    est = estimator(index, args, args.acquisition).estimate(game, group[-1][1], seed=seed)
+                    wall = time.perf_counter() - start
+                    for spec, budget in group:
+                        last = budget == group[-1][1]
+                        values = est.values if last else est.values_at(budget)
+                        std = est.std if last else est.std_at(budget)
+                        err = values - exact
+                        orders = np.array([len(T) for T in est.terms])
+                        z = np.abs(err) / np.maximum(std, 1e-300)
+                        rows.append(dict(index=index, game_type=t.game_type, p=int(t.p), budget_spec=spec,
+                                         budget=budget, seed=seed, mse=float(np.mean(err**2)),
+                                         mse_order1=float(np.mean(err[orders == 1] ** 2)),
+                                         covered=int(np.sum(z <= 1.959964)), n_terms=int(err.size),
+                                         wall_s=wall if last else float("nan")))
+                        print(f"{index} {t.game_type} {spec} seed {seed}: mse {rows[-1]['mse']:.3g} "
+                              f"cover {rows[-1]['covered']}/{err.size} {wall:.1f}s", flush=True)
+                    if args.out:  # after every run, so a long benchmark can be stopped and summarised
+                        pd.DataFrame(rows).to_csv(args.out, index=False)
     df = pd.DataFrame(rows)
-    if args.out:
-        df.to_csv(args.out, index=False)
     summarise(df, anchors)
 
 
@@ -127,7 +134,8 @@ def summarise(df: pd.DataFrame, anchors: pd.DataFrame) -> None:
     print(cov.coverage.unstack("budget_spec").to_string(float_format=lambda x: f"{x:.3f}"))
     for index, g in cov.groupby(level=0):
         print(f"  {index:6s} min {g.coverage.min():.3f}  pooled {g.covered.sum() / g.n_terms.sum():.3f}")
-    print(f"\nwall per run: median {df.wall_s.median():.1f} s, max {df.wall_s.max():.1f} s")
+    walls = df.wall_s.dropna()
+    print(f"\nwall per run: median {walls.median():.1f} s, max {walls.max():.1f} s")
 
 
 def main() -> None:
@@ -139,6 +147,8 @@ def main() -> None:
     parser.add_argument("--refit", default=None, help="refit schedule (default: ShaplEIG's)")
     parser.add_argument("--acquisition", default="eig", help="eig, uncertainty or random (ablation arms)")
     parser.add_argument("--acquisition-index", default=None, help="acquire for another index (e.g. SV)")
+    parser.add_argument("--anytime", action="store_true",
+                        help="one run per seed at the largest budget, smaller budgets from its trace")
     parser.add_argument("--hold-out-empty", choices=("on", "off"), default=None,
                         help="hold v(empty) out of the GP (default: the index's default)")
     parser.add_argument("--out", default=None, help="write the per-run rows to this CSV")
