@@ -41,6 +41,10 @@ _LAZY = {
     "ImputerGame": "shapleig.imputer",
     "plot_explanation": "shapleig.plot",
     "ShapiqApproximator": "shapleig.shapiq_bridge",  # needs the extra shapleig[shapiq]
+    "IndexOperator": "shapleig.index_esp",
+    "INDICES": "shapleig.indices",
+    "index_terms": "shapleig.indices",
+    "exact_index_values": "shapleig.indices",
 }
 
 
