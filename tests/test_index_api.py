@@ -97,3 +97,14 @@ def test_cli_run_with_index(tmp_path, capsys) -> None:
               "--seeds", "1", "--index", "FSII", "--out", str(out), "--quiet"])
     assert exit_info.value.code == 2
     assert "Shapley value only" in capsys.readouterr().err
+
+
+def test_banzhaf_holds_the_empty_coalition_out_by_default() -> None:
+    game = TableLookup(5, 6)
+    game.values[0] -= 25.0  # a jump at the empty coalition, as in data-valuation games
+    bv = ShaplEIG(index="BV", surrogate="shared", refit="adaptive").estimate(game, 32, seed=0)
+    assert bv.info["hold_out_empty"] is True
+    np.testing.assert_allclose(bv.values, exact_index_values(game.values, "BV"), atol=1e-4)
+    off = ShaplEIG(index="BV", hold_out_empty=False, surrogate="shared", refit="adaptive").estimate(game, 12, seed=0)
+    assert off.info["hold_out_empty"] is False
+    assert ShaplEIG().estimate(game, 8, seed=0).info["hold_out_empty"] is False
