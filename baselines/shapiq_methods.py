@@ -54,6 +54,29 @@ def shapiq_missing_extras() -> dict[str, str]:
     return {cls.__name__: str(cls._import_error) for cls in SV_APPROXIMATORS if hasattr(cls, "_import_error")}
 
 
+def shapiq_index_approximators() -> dict[str, type]:
+    """Name -> class of every shapiq approximator of any index (SV, SII/k-SII, STII, FSII, FBII)."""
+    import importlib
+
+    _require_bridge()
+
+    approx = importlib.import_module("shapiq.approximator")  # after the bridge's check of the extra
+    out: dict[str, type] = {}
+    for name in ("SV_APPROXIMATORS", "SII_APPROXIMATORS", "STII_APPROXIMATORS", "FSII_APPROXIMATORS",
+                 "FBII_APPROXIMATORS", "SI_APPROXIMATORS"):
+        for cls in getattr(approx, name, ()):
+            if not hasattr(cls, "_import_error"):
+                out[cls.__name__] = cls
+    return out
+
+
+def _classes(options: dict[str, Any] | None) -> dict[str, type]:
+    """Shapley-value approximators, or every approximator when ``options`` ask for another index."""
+    if (options or {}).get("index", "SV") != "SV":
+        return shapiq_index_approximators()
+    return shapiq_approximators()
+
+
 def shapiq_random_state(seed: int) -> int:
     """shapiq's ``random_state`` for this project's seed: the seed itself when it fits in 31 bits
     (so ``seed=k`` reproduces shapiq's ``random_state=k``), else a 31-bit seed derived from it."""
@@ -70,7 +93,7 @@ class ShapiqMethod(BaseEstimator):
     options: dict[str, Any] | None = None
 
     def __init__(self, approximator: str = "KernelSHAP", *, options: dict[str, Any] | None = None) -> None:
-        classes = shapiq_approximators()
+        classes = _classes(options if isinstance(options, dict) else None)
         missing = shapiq_missing_extras()
         if approximator not in classes and approximator in missing:
             raise ImportError(f"shapiq approximator {approximator!r} is not usable: {missing[approximator]}")
@@ -80,7 +103,7 @@ class ShapiqMethod(BaseEstimator):
             )
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-        _check_options(classes[approximator], approximator, options or {})
+        _check_options(classes[approximator], approximator, _accepted(classes[approximator], options or {}))
         self.approximator = approximator
         self.options = options
 
@@ -90,9 +113,13 @@ class ShapiqMethod(BaseEstimator):
 
     def build(self, n_players: int, seed: int) -> Any:
         """The shapiq approximator for ``n_players`` players seeded from ``seed``."""
-        cls = shapiq_approximators()[self.approximator]
-        kwargs = {**SV_DEFAULTS.get(self.approximator, {}), **(self.options or {})}
-        return cls(n=n_players, random_state=shapiq_random_state(seed), **kwargs)
+        cls = _classes(self.options)[self.approximator]
+        kwargs = _accepted(cls, {**SV_DEFAULTS.get(self.approximator, {}), **(self.options or {})})
+        approx = cls(n=n_players, random_state=shapiq_random_state(seed), **kwargs)
+        wanted = (self.options or {}).get("index")
+        if wanted is not None and approx.index != wanted:
+            raise ValueError(f"shapiq:{self.approximator} estimates {approx.index!r}, not {wanted!r}")
+        return approx
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         from shapleig.interop.shapiq_bridge import (
@@ -105,6 +132,17 @@ class ShapiqMethod(BaseEstimator):
         est = from_interaction_values(iv, method=self.label)
         est.info.update(shapiq_version=SHAPIQ_VERSION, random_state=shapiq_random_state(seed))
         return est
+
+
+def _accepted(cls: type, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without ``index`` for approximators of one fixed index (e.g. RegressionFSII),
+    which take no ``index`` argument (:meth:`ShapiqMethod.build` checks that index instead), and
+    without ``max_order=1`` for order-1 classes that take no ``max_order`` (e.g. SVARM)."""
+    params = inspect.signature(cls.__init__).parameters
+    drop = {"index"} if "index" not in params else set()
+    if "max_order" not in params and options.get("max_order") == 1:  # Shapley-value classes are order 1
+        drop.add("max_order")
+    return {k: v for k, v in options.items() if k not in drop}
 
 
 def _check_options(cls: type, name: str, options: dict[str, Any]) -> None:
@@ -121,4 +159,4 @@ def _check_options(cls: type, name: str, options: dict[str, Any]) -> None:
         raise ValueError(f"shapiq:{name} has no option(s) {unknown}; its options: {known}")
 
 
-__all__ = ["SV_DEFAULTS", "ShapiqMethod", "shapiq_approximators", "shapiq_random_state"]
+__all__ = ["SV_DEFAULTS", "ShapiqMethod", "shapiq_approximators", "shapiq_index_approximators", "shapiq_random_state"]

@@ -43,6 +43,10 @@ _LAZY = {
     "ImputerGame": "shapleig.explanation.imputer",
     "plot_explanation": "shapleig.explanation.plot",
     "ShapiqApproximator": "shapleig.interop.shapiq_bridge",  # needs the extra shapleig[shapiq]
+    "IndexOperator": "shapleig.gp.index_esp",
+    "INDICES": "shapleig.games.indices",
+    "index_terms": "shapleig.games.indices",
+    "exact_index_values": "shapleig.games.indices",
 }
 
 

@@ -100,7 +100,7 @@ def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Pa
         eval_timeout = check_timeout(getattr(args, "eval_timeout", None), "--eval-timeout")
         plan = harness.build_plan(tasks, methods, args.budgets, args.seeds,
                                   method_options=args.option or (), gp_options=_gp_options(args),
-                                  skip_small=args.skip_small)
+                                  skip_small=args.skip_small, index=getattr(args, "index", "SV"))
         out = harness.check_output_path(out)
         if cache is not None and any(t.expensive for t in plan.tasks):
             harness.check_output_path(cache / "probe.npz")
@@ -282,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", nargs="+", required=True,
                    help="method names, optionally name:key=value,key=value (see `shapleig methods`)")
     p.add_argument("--out", required=True, help="results file (.parquet)")
+    p.add_argument("--index", default="SV",
+                   help="index to estimate and score: SV (default), BV, k-SII, SII, STII or FSII (order 2); "
+                        "GP arms and shapiq:<Approximator> methods only, table tasks only")
     _add_run_options(p, demo=False)
     p.set_defaults(func=cmd_run)
 

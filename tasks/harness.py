@@ -44,7 +44,7 @@ import pandas as pd
 
 from shapleig.seeding import SEED_LIMIT
 from tasks.catalog import Task, resolve_tasks
-from tasks.methods import MethodSpec, resolve_methods
+from tasks.methods import GP_ARMS, MethodSpec, resolve_methods
 
 COLUMNS = [
     "task", "group", "kind", "p", "method", "method_name", "options", "budget", "budget_spec",
@@ -278,8 +278,12 @@ def ground_truth(
     cache_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
     live: bool = False,
+    index: str = "SV",
 ) -> tuple[np.ndarray, Any, dict[str, Any]]:
     """Exact Shapley values ``float64[p]`` of a task, the game methods should query, and notes.
+
+    ``index`` other than "SV" asks for another index (docs/math.md §14), ``float64[d]``; only
+    games whose ``exact_values`` takes an ``index`` (tables, enumerated expensive games) have one.
 
     Cheap games go through :func:`exact_reference` (closed forms, tables, shapiq games, or
     enumeration). Expensive (LightGBM) games enumerate
@@ -288,7 +292,7 @@ def ground_truth(
     same budget charging) unless ``live``, in which case every evaluation refits LightGBM.
     """
     if not task.expensive:
-        return exact_reference(game), game, {}
+        return _exact(game, index, task), game, {}
     if cache_dir is not None and hasattr(game, "cache_dir"):
         game.cache_dir = Path(cache_dir)
     if hasattr(game, "progress"):
@@ -299,7 +303,33 @@ def ground_truth(
     seconds = time.perf_counter() - start
     notes: dict[str, Any] = {"cache": str(game.cache_path()), "cached": cached, "enumeration_s": seconds,
                              "s_per_coalition": seconds / (1 << int(game.n_players))}
-    return np.asarray(table.exact_values(), dtype=np.float64), (game if live else table), notes
+    return _exact(table, index, task), (game if live else table), notes
+
+
+def _exact(game: Any, index: str, task: Task) -> np.ndarray:
+    if index == "SV":
+        return exact_reference(game)
+    try:
+        return np.asarray(game.exact_values(index=index), dtype=np.float64)
+    except TypeError as exc:
+        raise ValueError(f"task {task.name!r} has exact Shapley values only, not {index!r}; "
+                         f"use a table task for --index") from exc
+
+
+def index_method_spec(spec: MethodSpec, index: str) -> MethodSpec:
+    """``spec`` set up to estimate ``index``: GP arms get ``index=``, ``shapiq:`` methods ``index=`` and
+    ``max_order=``; any other method estimates the Shapley value only (ValueError)."""
+    from shapleig.games.indices import check_index
+
+    index, order = check_index(index)
+    if index == "SV":
+        return spec
+    if spec.name in GP_ARMS:
+        return spec.with_options(index=index)
+    if spec.name.startswith("shapiq:"):
+        return spec.with_options(index=index, max_order=order)
+    raise ValueError(f"method {spec.label!r} estimates the Shapley value only; with index {index!r} "
+                     f"use the GP arms ({', '.join(GP_ARMS)}) or shapiq:<Approximator>")
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,6 +354,7 @@ class Plan:
     seeds: list[int]
     jobs: list[Job]
     skipped: list[str] = field(default_factory=list)
+    index: str = "SV"
 
     def describe(self) -> str:
         n_runs = len(self.jobs)
@@ -342,8 +373,12 @@ def build_plan(
     method_options: Iterable[str] = (),
     gp_options: dict[str, Any] | None = None,
     skip_small: bool = False,
+    index: str = "SV",
 ) -> Plan:
     """Validate everything and lay out the jobs; no game is evaluated here.
+
+    ``index``: what the methods estimate and are scored against ("SV" default, or "BV", "k-SII",
+    "SII", "STII", "FSII"; see :func:`index_method_spec`); MSE is then over every term.
 
     A budget below a method's minimum for a task's p is an error, or with ``skip_small`` that
     (task, method, budget) is left out and noted in ``Plan.skipped``.
@@ -355,7 +390,7 @@ def build_plan(
             games.append(task.game())
         except (OSError, ValueError, KeyError, EOFError, TypeError) as exc:
             raise ValueError(f"task {task.name!r} cannot be loaded: {exc}") from exc
-    specs = resolve_methods(methods, method_options, gp_options)
+    specs = [index_method_spec(s, index) for s in resolve_methods(methods, method_options, gp_options)]
     budget_specs = parse_budgets(budgets)
     seed_list = parse_seeds(seeds)
     estimators = [spec.build() for spec in specs]
@@ -390,7 +425,7 @@ def build_plan(
                 for seed in seed_list:
                     for b in fits:
                         jobs.append(Job(ti, mi, seed, [b], False))
-    return Plan(task_list, games, specs, budget_specs, seed_list, jobs, skipped)
+    return Plan(task_list, games, specs, budget_specs, seed_list, jobs, skipped, index=index)
 
 
 def _fitting_budgets(
@@ -428,6 +463,9 @@ def run_job(
         "method_name": spec.name, "options": spec.options_json, "seed": int(job.seed),
         "anytime": bool(job.anytime), "exact": exact.tolist(), "versions": package_versions(spec.name),
     }
+    index = spec.options.get("index", "SV") if isinstance(spec.options, dict) else "SV"
+    if index != "SV":  # the column only appears in index runs, so SV tables keep their schema
+        base["index"] = index
     try:
         return _run(job, game, spec, exact, base, threads, eval_timeout)
     except Exception as exc:  # noqa: BLE001 - recorded, or re-raised with context
@@ -522,6 +560,7 @@ def run_benchmark(
     errors: str = "raise",
     log: Any = None,
     skip_small: bool = False,
+    index: str = "SV",
 ) -> pd.DataFrame:
     """Validate, compute ground truth once per task, run every job, return (and write) the table.
 
@@ -534,7 +573,7 @@ def run_benchmark(
     if int(n_jobs) == 0:
         raise ValueError("n_jobs must be a positive number of workers (or -1 for all cores)")
     plan = build_plan(tasks, methods, budgets, seeds, method_options=method_options, gp_options=gp_options,
-                      skip_small=skip_small)
+                      skip_small=skip_small, index=index)
     out_path = check_results_path(out) if out is not None else None
     if cache_dir is not None and any(t.expensive for t in plan.tasks):
         check_output_path(Path(cache_dir) / "probe.npz")
@@ -561,7 +600,8 @@ def execute_plan(
 
     exacts, served = [], []
     for task, game in zip(plan.tasks, plan.games):
-        exact, game_for_methods, notes = ground_truth(task, game, cache_dir=cache_dir, progress=progress, live=live)
+        exact, game_for_methods, notes = ground_truth(task, game, cache_dir=cache_dir, progress=progress, live=live,
+                                                      index=plan.index)
         exacts.append(exact)
         served.append(game_for_methods)
         if log is not None and notes:
@@ -595,7 +635,8 @@ def execute_plan(
 
 def results_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows -> the results table with :data:`COLUMNS` in order, sorted for reading."""
-    df = pd.DataFrame(rows, columns=COLUMNS)
+    extra = ["index"] if any("index" in r for r in rows) else []  # index runs only (docs/math.md §14)
+    df = pd.DataFrame(rows, columns=COLUMNS + extra)
     df = df.astype({"p": "int64", "budget": "int64", "seed": "int64", "evaluations": "int64", "anytime": "bool"})
     return df.sort_values(["group", "task", "method", "budget", "seed"], kind="stable").reset_index(drop=True)
 

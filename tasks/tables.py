@@ -117,6 +117,7 @@ class TableGame:
         self._bitorder[to_bitmask(z)] = v  # value of code c at index c
         self.normalization_value = float(self._bitorder[0]) if norm is None else norm
         self._exact: np.ndarray | None = None
+        self._exact_index: dict[tuple[str, int], np.ndarray] = {}
 
     @classmethod
     def from_npz(cls, path: str | os.PathLike, name: str | None = None) -> "TableGame":
@@ -155,12 +156,21 @@ class TableGame:
         z = as_coalition_matrix(coalitions, self.n_players)
         return self._bitorder[to_bitmask(z)]
 
-    def exact_values(self) -> np.ndarray:
-        """Exact Shapley values ``float64[p]`` of the table (cached).
+    def exact_values(self, index: str = "SV", max_order: int | None = None) -> np.ndarray:
+        """Exact values of ``index`` (default the Shapley value, ``float64[p]``) of the table (cached).
 
         Computed from the bit-ordered values (the docs/games.md §2 formula, equal to ``shapley_from_table``) so
-        the result is bit-identical whatever the row order of the file.
+        the result is bit-identical whatever the row order of the file. Other indices ("BV", "k-SII",
+        "SII", "STII", "FSII"; docs/math.md §14) give ``float64[d]`` aligned with
+        ``shapleig.games.indices.index_terms(p, index)``: singletons, then pairs.
         """
+        if index != "SV" or max_order not in (None, 1):
+            from shapleig.games.indices import check_index, exact_index_values
+
+            key = check_index(index, max_order)
+            if key not in self._exact_index:
+                self._exact_index[key] = exact_index_values(self._bitorder, *key)
+            return self._exact_index[key].copy()
         if self._exact is None:
             self._exact = shapley_from_bitorder(self._bitorder)
         return self._exact.copy()

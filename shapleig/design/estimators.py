@@ -56,6 +56,10 @@ class ShaplEIG(OptionsEstimator):
     shared-lengthscale and an ARD Hamming kernel by evidence, with calibrated uncertainty;
     :meth:`published` gives the ICML-paper configuration.
 
+    ``index`` / ``max_order`` choose what is estimated: the Shapley value (``"SV"``, default), Banzhaf
+    values (``"BV"``) or pairwise interactions (``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"`` with
+    ``max_order=2``); the EIG is about the whole index vector. The estimate's ``terms`` name the entries.
+
     Args:
         **options: keyword-only, the fields of :class:`~shapleig.design.options.LoopOptions` (each
             documented there, each default stated there once), e.g. ``acquisition`` (``"eig"``,

@@ -31,6 +31,8 @@ from shapleig.design.refit import refit_schedule
 from shapleig.errors import BudgetError
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_game
+from shapleig.games.indices import default_hold_out_empty
+from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.kernel_choice import KernelFit, fit_kernels
 from shapleig.gp.mixture import MixturePosterior, build_mixture
 from shapleig.gp.posterior import (
@@ -113,6 +115,11 @@ class DesignLoop:
         elif option_values:
             options = options.replace(**option_values)
         self.options = opts = options
+        # the index read out (docs/math.md §14) and the one the EIG is about (the same unless ablated)
+        hold_out = default_hold_out_empty(opts.index) if opts.hold_out_empty is None else opts.hold_out_empty
+        self.operator = IndexOperator(p, opts.index, opts.max_order, hold_out_empty=hold_out)
+        self.acquisition_operator = (self.operator if opts.acquisition_index is None
+                                     else IndexOperator(p, opts.acquisition_index, hold_out_empty=hold_out))
         self.acquisition = opts.acquisition
         refit = opts.refit
         self.refit_name = refit if isinstance(refit, str) else getattr(refit, "__name__", "custom")
@@ -248,9 +255,13 @@ class DesignLoop:
             return
         # the loop already limits threads around every step (fit_kernels fits with threads=None)
         self.n_refits += 1
+        X_fit, y_fit = self.X, self.y
+        if self.operator.hold_out_empty:  # the GP models the non-empty coalitions (docs/math.md §14.5)
+            keep = self.X.any(axis=1)
+            X_fit, y_fit = self.X[keep], self.y[keep]
         fits = fit_kernels(
-            self.X,
-            self.y,
+            X_fit,
+            y_fit,
             self.surrogate,
             seed=self._fit_seed(self.n_refits - 1),
             noise=self.noise,
@@ -276,7 +287,8 @@ class DesignLoop:
         ``kernels``: (name, weight, hyperparameters) of every kernel; ``taus`` keeps given
         calibration factors instead of computing them (see :func:`~shapleig.gp.mixture.build_mixture`).
         """
-        self.mixture = build_mixture(kernels, self.X, self.y, calibrate=self.calibrate, taus=taus)
+        self.mixture = build_mixture(kernels, self.X, self.y, calibrate=self.calibrate, taus=taus,
+                                     operator=self.operator)
         self.posterior = self.mixture.primary.posterior
         self.hyper = self.posterior.hyper
         self._candidates = None  # built lazily: the final read-out does not need it
@@ -284,7 +296,8 @@ class DesignLoop:
     def _candidate_state(self) -> CandidatePosterior:
         if self._candidates is None:
             self._cand_index = np.flatnonzero(self.available)
-            self._candidates = self.posterior.candidates(self.pool.W[self._cand_index])
+            self._candidates = self.posterior.candidates(self.pool.W[self._cand_index],
+                                                         operator=self.acquisition_operator)
         return self._candidates
 
     def _refresh_noise(self) -> None:
@@ -427,6 +440,8 @@ class DesignLoop:
             baseline=baseline,
             method="shapleig" if self.acquisition == "eig" else f"shapleig-{self.acquisition}",
             info=self.info(),
+            index=self.operator.index,
+            terms=list(self.operator.terms),
         )
 
     def run(self) -> ShapleyEstimate:
@@ -469,6 +484,10 @@ class DesignLoop:
         h = self.hyper
         return {
             **self.options.info(),
+            "index": self.operator.index,
+            "max_order": self.operator.max_order,
+            "acquisition_index": self.acquisition_operator.index,
+            "hold_out_empty": self.operator.hold_out_empty,
             "refit": "fixed" if self.fixed_hyperparameters is not None else self.refit_name,
             "seed": self.seed,
             "noise_standardized": None if h is None else h.noise,

@@ -28,6 +28,7 @@ import numpy as np
 from shapleig.design.acquisition import check_acquisition
 from shapleig.design.initial import DEFAULT_POOL_SIZE, INITIAL_DESIGNS
 from shapleig.design.refit import refit_schedule
+from shapleig.games.indices import check_index
 from shapleig.gp.kernel_choice import resolve_surrogate, surrogate_ard
 from shapleig.gp.mixture import check_calibrate
 from shapleig.gp.posterior import Hyperparameters
@@ -137,6 +138,13 @@ class LoopOptions(GPOptions):
         progress: a tqdm progress bar over evaluations.
         callbacks: callables ``cb(loop)`` run after every step.
         hyperparameters: fixed hyperparameters (standardised units): no fit ever runs.
+        index: what is estimated (docs/math.md §14): ``"SV"`` (default), ``"BV"``, or an order-2
+            interaction index ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``.
+        max_order: the index's order (None: its own, 1 for SV/BV, 2 for interactions).
+        acquisition_index: the index the EIG is about (None: ``index``); ``"SV"`` with an interaction
+            ``index`` is the "EIG for SV" ablation.
+        hold_out_empty: v(empty) enters the index exactly and the GP is fitted to the non-empty
+            coalitions (docs/math.md §14.5); None: the index's default (on for BV only).
     """
 
     acquisition: str = "eig"
@@ -153,9 +161,18 @@ class LoopOptions(GPOptions):
     progress: bool = False
     callbacks: tuple = field(default=())
     hyperparameters: Hyperparameters | None = None
+    index: str = "SV"
+    max_order: int | None = None
+    acquisition_index: str | None = None
+    hold_out_empty: bool | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_index(self.index, self.max_order)
+        if self.acquisition_index is not None:
+            check_index(self.acquisition_index)
+        if self.hold_out_empty is not None:
+            _set(self, "hold_out_empty", bool(self.hold_out_empty))
         _set(self, "acquisition", check_acquisition(self.acquisition))
         refit_schedule(self.refit, hand_over=self.hand_over)  # validates the name
         _set(self, "hand_over", int(self.hand_over))

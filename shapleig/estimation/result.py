@@ -10,9 +10,10 @@ import numpy as np
 
 @dataclass
 class ShapleyEstimate:
-    """Estimated Shapley values of a ``p``-player game.
+    """Estimated Shapley values (or another index) of a ``p``-player game.
 
-    values:      float64[p], the estimate (posterior mean for ShaplEIG), in the game's units.
+    values:      float64[d], the estimate (posterior mean for ShaplEIG), in the game's units, aligned
+                 with ``terms`` (d = p for the Shapley and Banzhaf values).
     evaluations: distinct coalitions evaluated (empty and grand included), <= budget.
     budget:      the budget the method was given.
     std:         float64[p] posterior standard deviations, or None for methods without one.
@@ -23,6 +24,9 @@ class ShapleyEstimate:
     method:      registry name of the method.
     info:        method-specific diagnostics (accounting mode, draws, cache hits, timings) and
                  ``seed``, the integer seed the run used (pass it back as ``seed`` to repeat it).
+    index:       the index estimated: "SV" (default), "BV", "k-SII", "SII", "STII" or "FSII".
+    terms:       the player tuples ``values``, ``std``, ``covariance`` and ``interval()`` refer to:
+                 the p singletons, then (order-2 indices) the pairs in lexicographic order.
     """
 
     values: np.ndarray
@@ -35,10 +39,23 @@ class ShapleyEstimate:
     baseline: float | None = None
     method: str = ""
     info: dict[str, Any] = field(default_factory=dict)
+    index: str = "SV"
+    terms: list[tuple[int, ...]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.terms is None and self.values is not None:
+            self.terms = [(i,) for i in range(int(np.asarray(self.values).shape[0]))]
 
     @property
     def n_players(self) -> int:
+        if self.terms is not None:
+            return sum(len(t) == 1 for t in self.terms)
         return int(self.values.shape[0])
+
+    @property
+    def max_order(self) -> int:
+        """The largest term size (1 for the Shapley and Banzhaf values, 2 for pairwise interactions)."""
+        return max((len(t) for t in self.terms), default=1) if self.terms else 1
 
     @property
     def baseline_value(self) -> float | None:
@@ -46,7 +63,7 @@ class ShapleyEstimate:
         return self.baseline
 
     def to_interaction_values(self) -> Any:
-        """This estimate as a shapiq ``InteractionValues`` (index "SV", max_order 1).
+        """This estimate as a shapiq ``InteractionValues`` (its ``index``; max_order 1, or 2 for interactions).
 
         The empty interaction holds ``baseline_value`` (v(empty)) as in shapiq's own approximators,
         so shapiq's force, waterfall and bar plots work. Needs the ``shapleig[shapiq]`` extra.
@@ -56,14 +73,18 @@ class ShapleyEstimate:
         return to_interaction_values(self)
 
     def to_frame(self) -> Any:
-        """A pandas DataFrame, one row per player: ``player`` (the feature names of
-        :func:`shapleig.explain`, else 0..p-1), ``value``, ``std`` (NaN without a posterior)."""
+        """A pandas DataFrame, one row per term (per player for the Shapley and Banzhaf values):
+        ``player`` (the feature names of :func:`shapleig.explain`, else 0..p-1; for a pair, the two
+        joined by " x "), ``value``, ``std`` (NaN without a posterior)."""
         import pandas as pd
 
         names = self.info.get("feature_names")
-        players = list(names) if names is not None and len(names) == self.n_players else list(range(self.n_players))
-        std = np.full(self.n_players, np.nan) if self.std is None else np.asarray(self.std, dtype=np.float64)
-        return pd.DataFrame({"player": players, "value": np.asarray(self.values, dtype=np.float64), "std": std})
+        label = list(names) if names is not None and len(names) == self.n_players else list(range(self.n_players))
+        terms = self.terms or [(i,) for i in range(self.n_players)]
+        players = [label[t[0]] if len(t) == 1 else " x ".join(str(label[i]) for i in t) for t in terms]
+        values = np.asarray(self.values, dtype=np.float64)
+        std = np.full(values.shape[0], np.nan) if self.std is None else np.asarray(self.std, dtype=np.float64)
+        return pd.DataFrame({"player": players, "value": values, "std": std})
 
     def values_at(self, evaluations: int) -> np.ndarray | None:
         """The latest trace entry with at most ``evaluations`` evaluations (None if none)."""
@@ -74,7 +95,7 @@ class ShapleyEstimate:
         return _latest(self.trace_std, evaluations)
 
     def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Equal-tailed credible interval per player: ``values -/+ z * std``, two float64[p].
+        """Equal-tailed credible interval per term: ``values -/+ z * std``, two float64[d].
 
         ``z`` is the standard normal quantile of ``(1 + level) / 2``. Raises ``ValueError`` for
         methods without a posterior std, or a level outside (0, 1).

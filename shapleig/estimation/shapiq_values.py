@@ -32,16 +32,17 @@ COVARIANCE_ATTRIBUTE = "shapleig_covariance"
 
 
 def to_interaction_values(estimate: Any) -> InteractionValues:
-    """``estimate`` as shapiq ``InteractionValues``: index "SV", orders 0..1, n_players = p.
+    """``estimate`` as shapiq ``InteractionValues``: the estimate's index ("SV" by default) and orders
+    0..max_order (1, or 2 for pairwise interactions), n_players = p, one entry per term.
 
     Entry ``()`` and ``baseline_value`` hold v(empty) when the run evaluated it (shapiq's
-    convention, so values sum to v(N)); without it both are 0 and only the order-1 entries count.
+    convention, so values sum to v(N)); without it both are 0 and only the other entries count.
     ``estimation_budget`` is the number of distinct evaluations spent. The std and covariance are
     kept as the attributes ``shapleig_std`` / ``shapleig_covariance`` (None for methods without a
-    posterior; see the module docstring).
+    posterior; see the module docstring of :mod:`shapleig.interop.shapiq_bridge`).
     """
     baseline = 0.0 if estimate.baseline is None else float(estimate.baseline)
-    iv = _sv_values(np.asarray(estimate.values, dtype=np.float64), baseline, int(estimate.evaluations))
+    iv = _index_values(estimate, np.asarray(estimate.values, dtype=np.float64), baseline)
     setattr(iv, STD_ATTRIBUTE, None if estimate.std is None else np.array(estimate.std, dtype=np.float64))
     setattr(iv, COVARIANCE_ATTRIBUTE,
             None if estimate.covariance is None else np.array(estimate.covariance, dtype=np.float64))
@@ -49,29 +50,30 @@ def to_interaction_values(estimate: Any) -> InteractionValues:
 
 
 def std_interaction_values(estimate: Any) -> InteractionValues:
-    """The posterior std of ``estimate`` as shapiq ``InteractionValues`` (index "SV", order 1,
+    """The posterior std of ``estimate`` as shapiq ``InteractionValues`` (its index and terms,
     entry ``()`` = 0), e.g. for ``shapiq.plot.bar_plot``. ``ValueError`` for methods without std."""
     if estimate.std is None:
         raise ValueError(f"method {estimate.method or '?'} reports no posterior std")
-    return _sv_values(np.asarray(estimate.std, dtype=np.float64), 0.0, int(estimate.evaluations))
+    return _index_values(estimate, np.asarray(estimate.std, dtype=np.float64), 0.0)
 
 
-def _sv_values(per_player: np.ndarray, empty: float, budget: int) -> InteractionValues:
-    """InteractionValues of index "SV", orders 0..1: ``()`` -> ``empty``, ``(i,)`` -> ``per_player[i]``."""
-    p = int(per_player.shape[0])
-    values = np.concatenate([[empty], per_player])
-    lookup = {(): 0, **{(i,): i + 1 for i in range(p)}}
-    baseline = empty
-    estimation_budget = budget
+def _index_values(estimate: Any, per_term: np.ndarray, empty: float) -> InteractionValues:
+    """InteractionValues of the estimate's index over its terms: ``()`` -> ``empty``, ``terms[k]`` ->
+    ``per_term[k]`` (the terms are the p singletons for the Shapley and Banzhaf values)."""
+    p = int(estimate.n_players)
+    index = getattr(estimate, "index", None) or "SV"
+    terms = getattr(estimate, "terms", None) or [(i,) for i in range(p)]
+    values = np.concatenate([[empty], per_term])
+    lookup = {(): 0, **{tuple(T): k + 1 for k, T in enumerate(terms)}}
     return InteractionValues(
         values=values,
-        index="SV",
-        max_order=1,
+        index=index,
+        max_order=max((len(T) for T in terms), default=1),
         min_order=0,
         n_players=p,
         interaction_lookup=lookup,
         estimated=True,
-        estimation_budget=estimation_budget,
-        baseline_value=baseline,
-        target_index="SV",
+        estimation_budget=int(estimate.evaluations),
+        baseline_value=empty,
+        target_index=index,
     )

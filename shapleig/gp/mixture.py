@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
 
 # Kernels whose weight falls below this are dropped from the mixture until the next refit: their
@@ -127,7 +128,7 @@ class MixturePosterior:
     def _gp_covariance(self) -> np.ndarray:
         """Law of total covariance over the kernels, each scaled by its calibration factor."""
         mu = self.mean
-        cov = np.zeros((self.n_players, self.n_players))
+        cov = np.zeros((mu.shape[0], mu.shape[0]))  # d x d: the index's terms
         for c in self.components:
             d = c.posterior.mean - mu
             cov += c.weight * (c.tau * c.posterior.covariance + np.outer(d, d))
@@ -197,18 +198,20 @@ def loo_calibration(posterior: ShapleyPosterior) -> float:
 
 
 def build_mixture(kernels: list[tuple[str, float, Hyperparameters]], X: np.ndarray, y: np.ndarray, *,
-                  calibrate: bool | str = True, taus: dict[str, float] | None = None) -> MixturePosterior:
+                  calibrate: bool | str = True, taus: dict[str, float] | None = None,
+                  operator: IndexOperator | None = None) -> MixturePosterior:
     """The Shapley posterior of weighted kernels ``(name, weight, hyperparameters)`` on archive ``(X, y)``.
 
     ``calibrate=True`` / ``"jackknife"`` (the default read-out) scales each kernel by
     :func:`loo_calibration` (or by ``taus[name]`` when given, e.g. kept between refits) and floors
     variances at every kernel's jackknife variance; ``"gated"`` floors them at the gated floor;
-    ``False`` is the raw MAP posterior of the published setting.
+    ``False`` is the raw MAP posterior of the published setting. ``operator``: the index the
+    posterior is about (default the Shapley value; docs/math.md §14.4).
     """
     scale, floor = check_calibrate(calibrate)
     comps = []
     for name, weight, hyper in kernels:
-        post = ShapleyPosterior(hyper, X, y)
+        post = ShapleyPosterior(hyper, X, y, operator=operator)
         tau = 1.0 if not scale else (taus[name] if taus is not None else loo_calibration(post))
         comps.append(MixtureComponent(name, weight, tau, post))
     return MixturePosterior(comps, floor=floor)

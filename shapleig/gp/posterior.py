@@ -2,7 +2,9 @@
 
 Everything is computed in standardised output units (botorch ``Standardize(m=1)``) and reported in
 raw units where stated. ``A`` (the Shapley operator) is never formed: its products with the kernel
-come from :mod:`shapleig.gp.esp`.
+come from :mod:`shapleig.gp.esp`. An ``operator`` (:class:`~shapleig.gp.index_esp.IndexOperator`) replaces
+A by another index's operator B (Banzhaf, pairwise interactions; docs/math.md §14.4): "phi" below is
+then the index vector over ``operator.terms`` (d entries instead of p).
 
 - :class:`ShapleyPosterior` -- mean, covariance and std of phi given an archive ``(X, y)``.
 - :class:`CandidatePosterior` -- value-independent state over a finite candidate pool: the
@@ -18,11 +20,8 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from shapleig.games.coalitions import as_coalition_matrix
-from shapleig.gp.esp import (
-    hamming_kernel,
-    prior_shapley_covariance,
-    shapley_kernel_columns,
-)
+from shapleig.gp.esp import hamming_kernel
+from shapleig.gp.index_esp import IndexOperator, as_operator
 
 # R is clamped below 1 so EIG = -log1p(-R) stays finite (docs/math.md §7).
 _R_MAX = 1.0 - 1e-12
@@ -130,6 +129,16 @@ def cholesky_with_jitter(K: np.ndarray) -> tuple[np.ndarray, float]:
     raise np.linalg.LinAlgError(f"matrix of size {n} is not positive definite even with jitter {jitter:.3g}")
 
 
+def _split_empty(X: np.ndarray, y: np.ndarray, y_empty: float | None) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(X, y)`` without the empty coalition, and its value (given, or read from the archive)."""
+    empty = ~X.any(axis=1)
+    if empty.any():
+        return X[~empty], y[~empty], float(y[np.flatnonzero(empty)[0]])
+    if y_empty is None:
+        raise ValueError("an operator with hold_out_empty needs the empty coalition in the archive")
+    return X, y, float(y_empty)
+
+
 def _solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     if L.shape[0] == 0:
         return np.zeros((0,) + B.shape[1:])
@@ -171,8 +180,9 @@ class ShapleyPosterior:
     ``y_mean``, ``y_scale``, ``jitter`` (added to ``K + sigma^2 I``, normally 0).
     """
 
-    def __init__(self, hyper: Hyperparameters, X: np.ndarray, y: np.ndarray) -> None:
-        self._setup(hyper, X, y, prior_covariance=None, psi_X=None, chol=None)
+    def __init__(self, hyper: Hyperparameters, X: np.ndarray, y: np.ndarray,
+                 operator: IndexOperator | None = None) -> None:
+        self._setup(hyper, X, y, prior_covariance=None, psi_X=None, chol=None, operator=operator)
 
     def _setup(
         self,
@@ -182,16 +192,23 @@ class ShapleyPosterior:
         prior_covariance: np.ndarray | None,
         psi_X: np.ndarray | None,
         chol: tuple[np.ndarray, float] | None,
+        operator: IndexOperator | None = None,
+        y_empty: float | None = None,
     ) -> None:
         if not isinstance(hyper, Hyperparameters):
             raise TypeError(f"hyper must be a Hyperparameters instance, got {type(hyper).__name__}")
         p = hyper.n_players
+        self.operator = as_operator(operator, p)
         X = as_coalition_matrix(X, p) if np.asarray(X).size else np.zeros((0, p), dtype=bool)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} coalitions but y has {y.shape[0]} values")
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains non-finite values")
+        self._y_empty = None
+        if self.operator.hold_out_empty:
+            # docs/math.md §14.5: v(empty) enters exactly, the GP sees the non-empty coalitions only
+            X, y, self._y_empty = _split_empty(X, y, y_empty)
         self.hyper = hyper
         self.X = X
         self.y = y
@@ -200,9 +217,9 @@ class ShapleyPosterior:
         self._M = (
             prior_covariance
             if prior_covariance is not None
-            else prior_shapley_covariance(hyper.lengthscales, s)
+            else self.operator.prior_covariance(hyper.lengthscales, s)
         )
-        self._psi_X = psi_X if psi_X is not None else shapley_kernel_columns(X, hyper.lengthscales, s)
+        self._psi_X = psi_X if psi_X is not None else self.operator.kernel_columns(X, hyper.lengthscales, s)
         if chol is None:
             K = hamming_kernel(X, X, hyper.lengthscales, s) + noise * np.eye(X.shape[0])
             chol = cholesky_with_jitter(K)
@@ -235,6 +252,10 @@ class ShapleyPosterior:
     @property
     def mean(self) -> np.ndarray:
         """Posterior mean of phi, float64[p], raw units."""
+        if self._y_empty is not None:
+            # I = B' f + e v(empty); E[B' f] = B' 1 * (prior mean) + s_y Psi K^-1 r, and B' 1 = -e
+            prior_mean = self.y_mean + self.y_scale * self.hyper.mean_constant
+            return self.y_scale * self._mean_std + self.operator.empty_column() * (self._y_empty - prior_mean)
         return self.y_scale * self._mean_std
 
     @property
@@ -307,7 +328,7 @@ class ShapleyPosterior:
         """
         t, p = self.X.shape[0], self.n_players
         if t < 3:
-            return np.zeros((p, p))
+            return np.zeros((self.operator.n_terms,) * 2)
         idx, Linv_E, q, alpha = self._deletions(max_deletions, rng)
         D = -(self._Yt.T @ Linv_E) * (alpha[idx] / q)[None, :]  # Psi K^-1 e_i * alpha_i / Q_ii
         Dc = D - D.mean(axis=1, keepdims=True)
@@ -356,9 +377,11 @@ class ShapleyPosterior:
             raise ValueError(f"X_new has {X_new.shape[0]} coalitions but y_new has {y_new.shape[0]} values")
         if not np.all(np.isfinite(y_new)):
             raise ValueError("y contains non-finite values")
+        if self._y_empty is not None and not X_new.any(axis=1).all():
+            raise ValueError("the empty coalition is already in the archive (held out of the GP)")
         X = np.concatenate([self.X, X_new], axis=0)
         y = np.concatenate([self.y, y_new])
-        psi_new = shapley_kernel_columns(X_new, h.lengthscales, h.outputscale)
+        psi_new = self.operator.kernel_columns(X_new, h.lengthscales, h.outputscale)
         t, k = self.X.shape[0], X_new.shape[0]
         C = _solve_lower(self._L, hamming_kernel(self.X, X_new, h.lengthscales, h.outputscale))
         S = hamming_kernel(X_new, X_new, h.lengthscales, h.outputscale) + (h.noise + self.jitter) * np.eye(k)
@@ -368,7 +391,8 @@ class ShapleyPosterior:
         except np.linalg.LinAlgError:
             out = ShapleyPosterior.__new__(ShapleyPosterior)  # refactorise with escalating jitter
             psi = np.concatenate([self._psi_X, psi_new], axis=1)
-            out._setup(h, X, y, prior_covariance=self._M, psi_X=psi, chol=None)
+            out._setup(h, X, y, prior_covariance=self._M, psi_X=psi, chol=None, operator=self.operator,
+                       y_empty=self._y_empty)
             return out
         # New rows of Y = L^-1 Psi^T and of the value solves (forward substitution on the border).
         Y_new = _solve_lower(D, psi_new.T - C.T @ self._Yt)  # (k, p)
@@ -384,6 +408,8 @@ class ShapleyPosterior:
 
         out = ShapleyPosterior.__new__(ShapleyPosterior)
         out.hyper, out.X, out.y = h, X, y
+        out.operator = self.operator
+        out._y_empty = self._y_empty
         out.y_tilde, out.y_mean, out.y_scale = standardize(y)
         out._M = self._M
         out._psi_X = buf.psi[:, : t + k]
@@ -418,17 +444,38 @@ class ShapleyPosterior:
             and np.array_equal(hyper.lengthscales, self.hyper.lengthscales)
             and hyper.outputscale == self.hyper.outputscale
         )
-        if not same_kernel:
-            return ShapleyPosterior(hyper, self.X, self.y)
         chol = None
         if hyper.noise == self.hyper.noise:
             chol = (self._L, self.jitter)
         out = ShapleyPosterior.__new__(ShapleyPosterior)
-        out._setup(hyper, self.X, self.y, prior_covariance=self._M, psi_X=self._psi_X, chol=chol)
+        if not same_kernel:
+            out._setup(hyper, self.X, self.y, None, None, None, operator=self.operator, y_empty=self._y_empty)
+            return out
+        out._setup(hyper, self.X, self.y, prior_covariance=self._M, psi_X=self._psi_X, chol=chol,
+                   operator=self.operator, y_empty=self._y_empty)
         return out
 
-    def candidates(self, W: np.ndarray) -> "CandidatePosterior":
-        """Value-independent EIG state over the candidate pool ``W`` (bool[n, p])."""
+    def with_operator(self, operator: IndexOperator | None) -> "ShapleyPosterior":
+        """The posterior of another index (``None``: the Shapley value) on the same archive and
+        hyperparameters; the Cholesky factor of the kernel matrix is reused."""
+        operator = as_operator(operator, self.n_players)
+        if operator == self.operator:
+            return self
+        if operator.hold_out_empty != self.operator.hold_out_empty:
+            raise ValueError("with_operator needs the same hold_out_empty (the GP's archive differs otherwise)")
+        out = ShapleyPosterior.__new__(ShapleyPosterior)
+        out._setup(self.hyper, self.X, self.y, prior_covariance=None, psi_X=None,
+                   chol=(self._L[:, :], self.jitter), operator=operator, y_empty=self._y_empty)
+        return out
+
+    def candidates(self, W: np.ndarray, operator: IndexOperator | None = None) -> "CandidatePosterior":
+        """Value-independent EIG state over the candidate pool ``W`` (bool[n, p]).
+
+        The EIG is about this posterior's index unless ``operator`` names another one (an
+        ablation: acquire for the Shapley value, read out an interaction index).
+        """
+        if operator is not None and operator != self.operator:
+            return CandidatePosterior(self.with_operator(operator), W)
         return CandidatePosterior(self, W)
 
 
@@ -450,7 +497,7 @@ class CandidatePosterior:
         self.available = np.ones(n, dtype=bool)
         self.selected: list[int] = []
         self._V = _solve_lower(posterior._L, hamming_kernel(posterior.X, self.W, h.lengthscales, h.outputscale))
-        psi_W = shapley_kernel_columns(self.W, h.lengthscales, h.outputscale)
+        psi_W = posterior.operator.kernel_columns(self.W, h.lengthscales, h.outputscale)
         self._B = psi_W - posterior._Yt.T @ self._V
         self._v = h.outputscale - np.einsum("tn,tn->n", self._V, self._V) + h.noise
         self.shapley_covariance = posterior.shapley_covariance.copy()

@@ -21,6 +21,7 @@ values, so every estimator accepts them as games as they are.
 
 from __future__ import annotations
 
+from itertools import combinations
 from typing import Any, Callable
 
 import numpy as np
@@ -46,25 +47,31 @@ from shapleig.runs.budget import BudgetedGame
 
 
 def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any = None) -> ShapleyEstimate:
-    """The order-1 entries of shapiq ``InteractionValues`` as a :class:`ShapleyEstimate`.
+    """The order-1 (and, at max_order 2, order-2) entries of shapiq ``InteractionValues`` as a
+    :class:`ShapleyEstimate` with ``terms`` and ``index`` set.
 
-    ``values[i] = iv[(i,)]``, ``baseline = iv.baseline_value``, ``evaluations`` from
+    ``values[k] = iv[terms[k]]``, ``baseline = iv.baseline_value``, ``evaluations`` from
     ``iv.estimation_budget`` (0 when shapiq did not record it). ``std`` / ``covariance`` come from
     ``std=`` (float[p] or an ``InteractionValues`` of stds) or else from the ``shapleig_std`` /
     ``shapleig_covariance`` attributes :func:`to_interaction_values` sets (None without them).
     """
     p = int(iv.n_players)
-    values = np.array([float(iv[(i,)]) for i in range(p)], dtype=np.float64)
+    terms: list[tuple[int, ...]] = [(i,) for i in range(p)]
+    if int(iv.max_order) >= 2:
+        terms += list(combinations(range(p), 2))
+    values = np.array([float(iv[T]) for T in terms], dtype=np.float64)
     covariance = getattr(iv, COVARIANCE_ATTRIBUTE, None)
     if std is None:
         std = getattr(iv, STD_ATTRIBUTE, None)
     elif isinstance(std, InteractionValues):
-        std = [float(std[(i,)]) for i in range(p)]
+        std = [float(std[T]) for T in terms]
     if std is not None:
         std = np.array(std, dtype=np.float64)
-        if std.shape != (p,):
-            raise ValueError(f"std has shape {std.shape}; the values have {p} players")
+        if std.shape != values.shape:
+            raise ValueError(f"std has shape {std.shape}; the values have {values.shape[0]} terms")
     return ShapleyEstimate(
+        index=str(iv.index),
+        terms=terms,
         values=values,
         std=std,
         covariance=None if covariance is None else np.array(covariance, dtype=np.float64),
@@ -76,7 +83,8 @@ def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any
 
 
 class ShapiqApproximator(Approximator):
-    """One of this project's estimators as a shapiq ``Approximator`` (index "SV", order 1).
+    """One of this project's estimators as a shapiq ``Approximator`` (its index: "SV", order 1, by
+    default; ``ShaplEIG(index="k-SII")`` gives a k-SII approximator of order 2).
 
     estimator:    e.g. ``ShaplEIG()`` or ``baselines.get("permutation")``.
     n:            number of players (shapiq builds approximators before it sees the game).
@@ -87,7 +95,7 @@ class ShapiqApproximator(Approximator):
                   reused by a rerun on the same game (a killed run resumes).
     efficient:    make the values sum exactly to v(N) - v(empty) (default True), as
                   :func:`shapleig.explain` does: the posterior is conditioned on that total
-                  (:func:`~shapleig.explanation.explain.condition_on_total`; the std shrinks), or,
+                  (:func:`~shapleig.estimation.efficiency.condition_on_total`; the std shrinks), or,
                   without a covariance, the gap is split equally. Needs v(empty) and v(N) among
                   the evaluated coalitions (every method here evaluates them); the gap before the
                   correction is in ``last_estimate.info["efficiency_gap"]``.
@@ -98,13 +106,16 @@ class ShapiqApproximator(Approximator):
     ``set_params`` make it work with ``sklearn.base.clone``.
     """
 
-    valid_indices = ("SV",)
+    valid_indices = ("SV", "BV", "k-SII", "SII", "STII", "FSII")
 
     def __init__(self, estimator: Any, n: int, *, random_state: int | None = None, store: Any = None,
                  efficient: bool = True) -> None:
         if not callable(getattr(estimator, "estimate", None)):
             raise TypeError(f"estimator needs an estimate(game, budget, seed=...) method; got {estimator!r}")
-        super().__init__(n=int(n), max_order=1, index="SV", min_order=0, random_state=random_state)
+        # the estimator's index (ShaplEIG(index="k-SII")) is the approximator's; others estimate the SV
+        index = getattr(estimator, "index", "SV")
+        max_order = 1 if index in ("SV", "BV") else 2
+        super().__init__(n=int(n), max_order=max_order, index=index, min_order=0, random_state=random_state)
         self.estimator = estimator
         self.store = store
         self.efficient = bool(efficient)
@@ -140,7 +151,7 @@ class ShapiqApproximator(Approximator):
         game = as_game(game, self.n)
         budgeted = BudgetedGame(game, int(budget), store=self.store)
         est = self.estimator.estimate(budgeted, int(budget), seed=self._random_state)
-        if self.efficient:
+        if self.efficient and est.index == "SV":  # efficiency is the Shapley value's axiom
             ends = np.zeros((2, self.n), dtype=bool)
             ends[1] = True
             if budgeted.is_cached(ends).all():  # read from the cache: no evaluation is charged

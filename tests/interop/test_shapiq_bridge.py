@@ -234,3 +234,42 @@ def test_approximator_is_efficient_resumes_from_a_store_and_clones(tmp_path: Pat
     assert isinstance(twin, bridge.ShapiqApproximator) and twin.n == 6 and twin._random_state == 4
     assert twin.estimator.pool_size == 40 and twin.efficient is False and twin.store is None
     assert twin.set_params(estimator__pool_size=30).estimator.pool_size == 30
+@pytest.mark.parametrize("index", ["BV", "k-SII", "FSII"])
+def test_index_estimates_round_trip_with_their_index_and_order(index: str) -> None:
+    from shapleig.games.indices import exact_index_values, index_terms
+
+    game = _game(4)
+    est = shapleig.ShaplEIG(index=index, surrogate="shared").estimate(game, 16, seed=0)
+    iv = est.to_interaction_values()
+    order = 1 if index == "BV" else 2
+    assert iv.index == index and iv.max_order == order
+    for k, T in enumerate(index_terms(4, index)):
+        assert iv[T] == est.values[k]
+    back = bridge.from_interaction_values(iv)
+    assert back.index == index and back.terms == est.terms
+    # shapiq's own exact values of the same game agree with the full-budget estimate
+    exact = shapiq.ExactComputer(game, n_players=4)(index=index, order=order)
+    np.testing.assert_allclose([exact[T] for T in est.terms], est.values, atol=1e-4)
+    codes = np.arange(16)
+    table = game(((codes[:, None] >> np.arange(4)) & 1).astype(bool))
+    np.testing.assert_allclose(exact_index_values(table, index), [exact[T] for T in est.terms], atol=1e-8)
+
+
+def test_shapiq_approximator_takes_the_estimators_index() -> None:
+    approx = bridge.ShapiqApproximator(shapleig.ShaplEIG(index="k-SII"), n=5, random_state=0)
+    assert approx.index == "k-SII" and approx.max_order == 2
+    iv = approx.approximate(20, _game(5))
+    assert iv.index == "k-SII" and iv.max_order == 2 and len(approx.last_estimate.terms) == 15
+
+
+@pytest.mark.parametrize("name,index", [("SVARMIQ", "k-SII"), ("RegressionFSII", "FSII"), ("SVARM", "BV")])
+def test_shapiq_index_methods_reach_the_exact_index_at_full_budget(name: str, index: str) -> None:
+    from baselines.shapiq_methods import ShapiqMethod
+    from shapleig.games.indices import exact_index_values
+
+    game = _game(5)
+    codes = np.arange(32)
+    table = game(((codes[:, None] >> np.arange(5)) & 1).astype(bool))
+    est = ShapiqMethod(name, {"index": index, "max_order": 1 if index == "BV" else 2}).estimate(game, 32, seed=0)
+    assert est.index == index
+    np.testing.assert_allclose(est.values, exact_index_values(table, index), atol=1e-6)

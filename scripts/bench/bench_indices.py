@@ -1,0 +1,166 @@
+"""Benchmark: ShaplEIG for Banzhaf values and pairwise interactions against shapiq 1.8.0's anchors.
+
+Two parts (both single-threaded; set ``OMP_NUM_THREADS=1``):
+
+- ``--time``: wall time of one ``ShaplEIG(index=...)`` run at budget 32p on a p = 14 table
+  (AdultCensus feature selection), per index and refit schedule.
+- accuracy (default): on the tables of ``shapiq-1.8.0_index_public.csv`` (first table of each
+  public suite), seeds 0-2, BV at 2p/4p/8p and k-SII / FSII at 8p/16p/32p, one run per budget;
+  MSE over every term of order 1..max_order against the exact index of the full table. Prints,
+  per (index, game, budget) cell, the geometric mean of the MSE over seeds, the best shapiq
+  method's and the ratio; per index the geometric mean of the ratios and the largest; and the
+  coverage of the 95% intervals per index, suite and budget (pooled over seeds and terms).
+
+    OMP_NUM_THREADS=1 python scripts/bench/bench_indices.py --time
+    OMP_NUM_THREADS=1 python scripts/bench/bench_indices.py --refit adaptive --out /tmp/bench_indices.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run as a plain script from a checkout
+    sys.path.insert(0, str(ROOT))
+
+import pandas as pd  # noqa: E402
+
+from shapleig import ShaplEIG  # noqa: E402
+from tasks.tables import TableGame  # noqa: E402
+
+SHARED = Path(os.environ.get("SHAPLEIG_SHARED") or ROOT.parent / "shared")
+ANCHORS = SHARED / "data" / "anchors" / "shapiq-1.8.0_index_public.csv"
+GAMES = SHARED / "data" / "games"
+BUDGETS = {"BV": ("2p", "4p", "8p"), "k-SII": ("8p", "16p", "32p"), "FSII": ("8p", "16p", "32p")}
+TIMING_TABLE = "AdultCensus_FeatureSelection_Game/14/model_name=gradient_boosting_1.npz"
+
+
+def geomean(x) -> float:
+    x = np.asarray(x, dtype=np.float64)
+    return float(np.exp(np.mean(np.log(x))))
+
+
+def estimator(index: str, args: argparse.Namespace, acquisition: str = "eig") -> ShaplEIG:
+    options = {"index": index, "acquisition": acquisition, "acquisition_index": args.acquisition_index}
+    if args.refit is not None:
+        options["refit"] = args.refit
+    if args.hold_out_empty is not None:
+        options["hold_out_empty"] = args.hold_out_empty == "on"
+    return ShaplEIG(**options)
+
+
+def timing(args: argparse.Namespace) -> None:
+    game = TableGame.from_npz(GAMES / TIMING_TABLE)
+    p = game.n_players
+    for index in args.indices:
+        if index == "BV":
+            continue
+        start = time.perf_counter()
+        est = estimator(index, args).estimate(game, 32 * p, seed=0)
+        wall = time.perf_counter() - start
+        mse = float(np.mean((est.values - game.exact_values(index=index)) ** 2))
+        print(f"{index:6s} p={p} budget={32 * p} refit={args.refit or 'default'}: {wall:.1f} s "
+              f"(fits {est.info['fit_seconds']:.1f} s, {est.info['n_fits']} fits), mse {mse:.3g}", flush=True)
+
+
+def accuracy(args: argparse.Namespace) -> None:
+    anchors = pd.read_csv(ANCHORS)
+    tables = anchors[["game_type", "p", "table_file"]].drop_duplicates().sort_values("p", kind="stable")
+    rows = []
+    for index in args.indices:
+        for _, t in tables.iterrows():
+            if args.games and t.game_type not in args.games:
+                continue
+            game = TableGame.from_npz(GAMES / t.game_type / str(t.p) / t.table_file)
+            exact = game.exact_values(index=index)
+            specs = [(spec, int(spec[:-1]) * int(t.p)) for spec in BUDGETS[index]]
+            for seed in args.seeds:
+                # --anytime: one run at the largest budget, smaller budgets read from its trace
+                runs = [specs] if args.anytime else [[sb] for sb in specs]
+                for group in runs:
+                    start = time.perf_counter()
+                    est = estimator(index, args, args.acquisition).estimate(game, group[-1][1], seed=seed)
+                    wall = time.perf_counter() - start
+                    for spec, budget in group:
+                        last = budget == group[-1][1]
+                        values = est.values if last else est.values_at(budget)
+                        std = est.std if last else est.std_at(budget)
+                        err = values - exact
+                        orders = np.array([len(T) for T in est.terms])
+                        z = np.abs(err) / np.maximum(std, 1e-300)
+                        rows.append(dict(index=index, game_type=t.game_type, p=int(t.p), budget_spec=spec,
+                                         budget=budget, seed=seed, mse=float(np.mean(err**2)),
+                                         mse_order1=float(np.mean(err[orders == 1] ** 2)),
+                                         covered=int(np.sum(z <= 1.959964)), n_terms=int(err.size),
+                                         wall_s=wall if last else float("nan")))
+                        print(f"{index} {t.game_type} {spec} seed {seed}: mse {rows[-1]['mse']:.3g} "
+                              f"cover {rows[-1]['covered']}/{err.size} {wall:.1f}s", flush=True)
+                    if args.out:  # after every run, so a long benchmark can be stopped and summarised
+                        pd.DataFrame(rows).to_csv(args.out, index=False)
+    df = pd.DataFrame(rows)
+    summarise(df, anchors)
+
+
+def summarise(df: pd.DataFrame, anchors: pd.DataFrame) -> None:
+    df = df.assign(game=df.game_type + "/" + df.p.astype(str))
+    anchors = anchors.assign(game=anchors.game_type + "/" + anchors.p.astype(str))
+    keys = ["index", "game", "budget_spec"]
+    ours = df.groupby(keys).mse.apply(geomean).rename("shapleig")
+    per_method = anchors.groupby(keys + ["method"]).mse.apply(geomean)
+    best = per_method.groupby(level=[0, 1, 2]).min().rename("best_shapiq")
+    best_name = per_method.groupby(level=[0, 1, 2]).idxmin().map(lambda k: k[3]).rename("best_method")
+    cells = pd.concat([ours, best, best_name], axis=1, join="inner")
+    cells["ratio"] = cells.shapleig / cells.best_shapiq
+    # at budget >= 2^p every method sees the whole table: both errors are rounding, the ratio is noise
+    full = df.groupby(keys).apply(lambda g: bool((g.budget >= 2 ** g.p).all()))
+    cells["full_table"] = full.reindex(cells.index).fillna(False).astype(bool)
+    pd.set_option("display.width", 200)
+    print("\nper cell (geometric mean of MSE over seeds):")
+    print(cells.to_string(float_format=lambda x: f"{x:.3g}"))
+    print("\nper index: geometric mean of ratio, max ratio, cells")
+    for index, g in cells.groupby(level=0):
+        g = g[~g.full_table]
+        print(f"  {index:6s} geomean {geomean(g.ratio):.3f}  max {g.ratio.max():.3f}  cells {len(g)} "
+              f"(full-table cells left out)")
+    cov = df.groupby(keys)[["covered", "n_terms"]].sum()
+    cov["coverage"] = cov.covered / cov.n_terms
+    print("\ncoverage of 95% intervals (pooled over seeds and terms):")
+    print(cov.coverage.unstack("budget_spec").to_string(float_format=lambda x: f"{x:.3f}"))
+    for index, g in cov.groupby(level=0):
+        print(f"  {index:6s} min {g.coverage.min():.3f}  pooled {g.covered.sum() / g.n_terms.sum():.3f}")
+    walls = df.wall_s.dropna()
+    print(f"\nwall per run: median {walls.median():.1f} s, max {walls.max():.1f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time", action="store_true", help="only the timing run at 32p, p = 14")
+    parser.add_argument("--indices", nargs="+", default=["BV", "k-SII", "FSII"])
+    parser.add_argument("--games", nargs="*", default=None, help="game types (default: every anchor table)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--refit", default=None, help="refit schedule (default: ShaplEIG's)")
+    parser.add_argument("--acquisition", default="eig", help="eig, uncertainty or random (ablation arms)")
+    parser.add_argument("--acquisition-index", default=None, help="acquire for another index (e.g. SV)")
+    parser.add_argument("--anytime", action="store_true",
+                        help="one run per seed at the largest budget, smaller budgets from its trace")
+    parser.add_argument("--hold-out-empty", choices=("on", "off"), default=None,
+                        help="hold v(empty) out of the GP (default: the index's default)")
+    parser.add_argument("--out", default=None, help="write the per-run rows to this CSV")
+    parser.add_argument("--summary-from", default=None, help="only summarise a CSV written by --out")
+    args = parser.parse_args()
+    if args.summary_from:
+        summarise(pd.read_csv(args.summary_from), pd.read_csv(ANCHORS))
+    elif args.time:
+        timing(args)
+    else:
+        accuracy(args)
+
+
+if __name__ == "__main__":
+    main()
