@@ -12,6 +12,7 @@ same file (or ``--background-data``).
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,7 @@ def feature_frame(df: Any, model: Any, drop: list[str]) -> Any:
 def cmd_explain(args: argparse.Namespace) -> int:
     import shapleig
     from shapleig.errors import ShapleigError
+    from shapleig.estimation.enumeration import BudgetCoversGameWarning
 
     model = load_model(Path(args.model))
     data = feature_frame(load_table(Path(args.data)), model, args.drop or [])
@@ -106,8 +108,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
     try:
-        est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=args.seed,
-                               method=args.method, output=args.output)
+        with warnings.catch_warnings():  # a budget covering the game is said on stdout below
+            warnings.simplefilter("ignore", BudgetCoversGameWarning)
+            est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=args.seed,
+                                   method=args.method, output=args.output)
     except ShapleigError as exc:  # raised by validation before any coalition is evaluated
         raise UsageError(str(exc)) from exc
     import pandas as pd
@@ -117,6 +121,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     table = table.reindex(table["value"].abs().sort_values(ascending=False).index).reset_index(drop=True)
     print(f"row {args.row}: prediction {est.info['prediction']:.6g} = baseline {est.baseline:.6g} "
           f"(mean over {len(background)} background rows) + sum of the values below")
+    if est.info.get("exact"):
+        print(est.info["message"])
     print(f"{est.method}, {est.evaluations} coalitions evaluated, {est.info['model_calls']} model calls")
     _print_frame(table)
     if plot is not None:

@@ -56,7 +56,7 @@ def to_interaction_values(estimate: ShapleyEstimate) -> InteractionValues:
         min_order=0,
         n_players=p,
         interaction_lookup=lookup,
-        estimated=True,
+        estimated=not estimate.info.get("exact", False),  # a budget covering the game: enumerated
         estimation_budget=int(estimate.evaluations),
         baseline_value=baseline,
         target_index="SV",

@@ -1,0 +1,54 @@
+"""Enumeration: every coalition evaluated through the budgeted game, the exact Shapley values.
+
+:class:`~shapleig.estimation.base.BaseEstimator` switches every method to :func:`enumerate_game`
+when the budget covers the game (``budget >= 2^p``, ``p <= 20``): then all coalitions fit in the
+budget, so the exact values cost no more evaluations than any estimate would (and selection
+costs nothing). A budget above ``2^p`` is reported (``info["message"]`` and a
+:class:`BudgetCoversGameWarning`), never silently changed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.coalitions import all_coalitions
+from shapleig.games.exact import MAX_ENUMERATION_PLAYERS, shapley_from_table
+from shapleig.runs.budget import BudgetedGame
+
+# coalitions per game call while enumerating (bounds the memory of one batch)
+ENUMERATION_CHUNK = 1 << 14
+
+
+class BudgetCoversGameWarning(UserWarning):
+    """The budget exceeds the ``2^p`` coalitions of the game: all were evaluated, values exact."""
+
+
+def covers_game(n_players: int, budget: int) -> bool:
+    """True when ``budget >= 2^p`` and ``p <= 20`` (enumeration is affordable and within budget)."""
+    return n_players <= MAX_ENUMERATION_PLAYERS and budget >= (1 << n_players)
+
+
+def enumeration_message(n_players: int, budget: int) -> str:
+    """The one line that reports an enumerated run, e.g. ``budget 5000 > 2^10 = 1024 coalitions: ...``."""
+    full = 1 << n_players
+    relation = ">" if budget > full else "="
+    return f"budget {budget} {relation} 2^{n_players} = {full} coalitions: all evaluated, exact values"
+
+
+def enumerate_game(game: BudgetedGame, method: str) -> ShapleyEstimate:
+    """Evaluate every coalition of ``game`` (through its budget, store and evaluator); exact values.
+
+    Returns values float64[p] with std and covariance exactly 0 and ``info["exact"] = True``.
+    """
+    p = game.n_players
+    coalitions = all_coalitions(p)
+    values = np.concatenate([np.asarray(game(coalitions[i:i + ENUMERATION_CHUNK]), dtype=np.float64)
+                             for i in range(0, coalitions.shape[0], ENUMERATION_CHUNK)])
+    phi = shapley_from_table(coalitions, values)
+    return ShapleyEstimate(values=phi, std=np.zeros(p), covariance=np.zeros((p, p)),
+                           trace=[(coalitions.shape[0], phi)], trace_std=[(coalitions.shape[0], np.zeros(p))],
+                           baseline=float(values[0]), method=method, info={"exact": True})
+
+
+__all__ = ["BudgetCoversGameWarning", "ENUMERATION_CHUNK", "covers_game", "enumerate_game", "enumeration_message"]
