@@ -350,7 +350,8 @@ def test_shared_lengthscale_loop():
     p = 5
     game = TableGame(_random_table(p, 5))
     phi = exact_shapley(game)
-    est = ShaplEIG(ard=False, noise=1e-10).estimate(game, 2**p, seed=0)
+    # the loop itself at budget 2^p (ShaplEIG().estimate would enumerate instead)
+    est = ShaplEIG(ard=False, noise=1e-10).make_loop(BudgetedGame(game, 2**p), seed=0).run()
     assert est.info["ard"] is False
     ls = np.asarray(est.info["lengthscales"])
     assert ls.shape == (p,) and np.all(ls == ls[0])
@@ -392,9 +393,11 @@ def test_gp_leverage_arm():
     assert not np.array_equal(other.values, est.values)
     # full budget: the posterior mean interpolates every value, so it is exact
     full = TableGame(_random_table(p, 7))
-    est = GPLeverage(noise=1e-10, ard=False).estimate(full, 2**p, seed=0)
+    # (estimate() would enumerate at budget 2^p: the GP itself is run through _estimate)
+    est = GPLeverage(noise=1e-10, ard=False)._estimate(BudgetedGame(full, 2**p), 0)
     np.testing.assert_allclose(est.values, exact_shapley(full), atol=1e-6)
     assert est.info["ard"] is False
+    assert GPLeverage().estimate(full, 2**p).info["exact"] is True  # the front enumerates
     game = TableGame(_smooth_table(p, 6))
     with pytest.raises(BudgetError, match="shapleig-leverage needs budget >= 3"):
         GPLeverage().estimate(game, 2)
