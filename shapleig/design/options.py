@@ -141,7 +141,7 @@ class LoopOptions(GPOptions):
     acquisition: str = "eig"
     refit: str | Callable[[int], bool] = "auto"
     hand_over: int = 0
-    fit_points: int | None = 1024
+    fit_points: int | None = 512
     initial_design: str = "leverage"
     pool_size: int = DEFAULT_POOL_SIZE
     max_candidates: int | None = None
