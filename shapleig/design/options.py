@@ -118,7 +118,7 @@ class LoopOptions(GPOptions):
 
     Args:
         acquisition: ``"eig"`` (Shapley EIG), ``"uncertainty"`` (posterior variance) or ``"random"``.
-        refit: ``"auto"`` (default: every step up to 128 evaluations, then a geometric backstop in
+        refit: ``"auto"`` (default: every step up to min(8p, 128) evaluations, then a geometric backstop in
             t plus an innovation trigger, :class:`~shapleig.design.refit.AutoRefit`), ``"every"``,
             ``"adaptive"``, ``"decaying"``, ``"geometric"``, ``"never"`` or a callable ``it -> bool``
             (:mod:`shapleig.design.refit`); ``hand_over`` offsets the geometric schedule.
