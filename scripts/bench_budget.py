@@ -44,6 +44,10 @@ def run_one(p: int, t: int, seed: int, refit: str | None) -> dict:
     def record(loop) -> None:
         tm = loop.timings
         steps.append((int(loop.evaluations), float(tm["selection_s"] + tm["update_s"])))
+        if steps[-1][0] % 250 == 0:  # partial progress of long runs (stderr, passed through)
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+            print(f"  [p = {p}] t = {steps[-1][0]}: selection so far {steps[-1][1]:.1f} s, "
+                  f"{loop.n_refits} refits, peak RSS {rss:.0f} MB", file=sys.stderr, flush=True)
 
     game = FunctionGame(lambda Z: synthetic(Z, seed), p, name=f"synthetic-{p}")
     options = {} if refit is None else {"refit": refit}
@@ -86,9 +90,9 @@ def main() -> None:
         cmd = [sys.executable, __file__, "--one", setting, "--seed", str(args.seed)]
         if args.refit:
             cmd += ["--refit", args.refit]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # stderr: the child's progress lines
         if proc.returncode != 0:
-            print(f"p:t = {setting}: failed\n{proc.stderr[-2000:]}", flush=True)
+            print(f"p:t = {setting}: failed (exit {proc.returncode})", flush=True)
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         target = TARGETS.get((r["p"], r["t"]))

@@ -404,3 +404,15 @@ def test_gp_leverage_arm():
     with pytest.raises(ValueError, match="noise convention"):
         GPLeverage(noise_convention="natural")
     assert game.calls == 0
+
+
+def test_the_default_pool_grows_with_the_budget():
+    """Budgets in the thousands: the default pool holds twice the acquisitions (an explicit one is kept)."""
+    p = 12
+    game = TableGame(_smooth_table(p, 0))
+    loop = DesignLoop(game, 2000, seed=0)
+    loop.step()  # the design and the first fit
+    assert len(loop.pool) == 2 * (2000 - (p + 1))
+    small = DesignLoop(game, 200, seed=0)
+    small.step()
+    assert len(small.pool) == 1024  # below 512 acquisitions: the default pool as before

@@ -22,6 +22,7 @@ from shapleig.design.acquisition import (
     select,
 )
 from shapleig.design.initial import (
+    DEFAULT_POOL_SIZE,
     CandidatePool,
     candidate_pool,
     initial_design,
@@ -339,7 +340,13 @@ class DesignLoop:
         design = initial_design(self.initial_design_name, p, self._design_rng)
         values = self._evaluate(design)
         self.X, self.y = design.copy(), np.asarray(values, dtype=np.float64)
-        self.pool = candidate_pool(p, design, self._pool_rng, self.pool_size, self.max_candidates)
+        # budgets in the thousands: the pool holds at least twice the acquisitions the budget allows
+        # (a smaller pool would end the run early); below ~pool_size / 2 acquisitions nothing changes
+        # (the default pool only: an explicit pool_size / max_candidates is kept as given)
+        size = self.pool_size
+        if self.pool_size == DEFAULT_POOL_SIZE and self.max_candidates is None:
+            size = max(size, 2 * self._max_acquisitions)
+        self.pool = candidate_pool(p, design, self._pool_rng, size, self.max_candidates)
         self.available = np.ones(len(self.pool), dtype=bool)
         if len(self.pool) < self._max_acquisitions:
             warnings.warn(

@@ -126,7 +126,9 @@ class LoopOptions(GPOptions):
             p + 1 design points and a seeded uniform subset of the rest); the posterior always
             conditions on the whole archive. None: every point.
         initial_design: ``"leverage"`` (paired uniform-size, default) or ``"uniform"``.
-        pool_size: candidate-pool size (exhaustive when 2^p - (p + 1) <= pool_size).
+        pool_size: candidate-pool size (exhaustive when 2^p - (p + 1) <= pool_size); the default
+            1024 is raised to twice the acquisitions the budget allows when that is larger
+            (budgets in the thousands; a given pool_size or max_candidates is kept).
         max_candidates: cap on the candidates scored per step (None: the whole pool).
         batch_size: q coalitions per step (exact greedy batch under frozen hyperparameters).
         final_refit: refit on the full archive before the final read-out.
