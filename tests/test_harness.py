@@ -165,7 +165,7 @@ def test_a_budget_covering_the_game_is_enumerated_and_noted(tmp_path: Path) -> N
     assert (big["evaluations"] == 128).all() and (big["mse"] < 1e-24).all()
     assert all(max(s) == 0.0 for s in big["std"])
     small = df[df["budget"] == 10]  # the anytime arm's smaller budget is a run of its own, not exact
-    assert (small["evaluations"] == 10).all() and (small["mse"] > 0).all()
+    assert (small["evaluations"] <= 10).all() and (small["mse"] > 0).all()
 
 
 def test_unknown_task_message_lists_known_names() -> None:
