@@ -23,6 +23,7 @@ from shapleig.errors import (
     StoreMismatchError,
 )
 from shapleig.estimation.base import BaseEstimator, Estimator
+from shapleig.estimation.enumeration import BudgetCoversGameWarning
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.coalitions import all_coalitions, from_bitmask, to_bitmask
 from shapleig.games.exact import exact_shapley, shapley_from_table, shapley_operator
@@ -58,6 +59,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BaseEstimator",
+    "BudgetCoversGameWarning",
     "BudgetError",
     "BudgetExhaustedError",
     "BudgetedGame",

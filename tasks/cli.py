@@ -112,6 +112,8 @@ def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Pa
         _err(f"{title}: {plan.describe()}; jobs = {args.jobs}")
         for note in plan.skipped:
             _err(f"  note: {note}")
+    for note in plan.notes:  # a budget that covers a game changes what is computed: always said
+        _err(f"  note: {note}")
     start = time.perf_counter()
     df = harness.execute_plan(plan, out=out, n_jobs=args.jobs, cache_dir=cache, live=args.live,
                               progress=not args.quiet, errors="record" if args.keep_going else "raise",

@@ -15,6 +15,7 @@ resumes; --out writes the values (one row per feature) as parquet.
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,7 @@ def feature_frame(df: Any, model: Any, drop: list[str]) -> Any:
 def cmd_explain(args: argparse.Namespace) -> int:
     import shapleig
     from shapleig.errors import ShapleigError
+    from shapleig.estimation.enumeration import BudgetCoversGameWarning
     from shapleig.runs.timeout import check_timeout
     from shapleig.seeding import resolve_seed
 
@@ -134,8 +136,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
     try:
-        est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=seed,
-                               method=estimator, output=args.output, store=args.store, timeout=timeout)
+        with warnings.catch_warnings():  # a budget covering the game is said on stdout below
+            warnings.simplefilter("ignore", BudgetCoversGameWarning)
+            est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=seed,
+                                   method=estimator, output=args.output, store=args.store, timeout=timeout)
     except ShapleigError as exc:  # raised by validation before any coalition is evaluated
         raise UsageError(cli_store_advice(exc, "give another --store file")) from exc
     est.info["row"] = args.row
@@ -146,6 +150,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     table = table.reindex(table["value"].abs().sort_values(ascending=False).index).reset_index(drop=True)
     print(f"row {args.row}: prediction {est.info['prediction']:.6g} = baseline {est.baseline:.6g} "
           f"(mean over {len(background)} background rows) + sum of the values below")
+    if est.info.get("exact"):
+        print(est.info["message"])
     print(f"{est.method}, {est.evaluations} coalitions evaluated, {est.info['model_calls']} model calls")
     print_frame(table)
     if out is not None:

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -42,6 +43,11 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from shapleig.estimation.enumeration import (
+    BudgetCoversGameWarning,
+    covers_game,
+    enumeration_message,
+)
 from shapleig.seeding import SEED_LIMIT
 from tasks.catalog import Task, resolve_tasks
 from tasks.methods import GP_ARMS, MethodSpec, resolve_methods
@@ -355,6 +361,7 @@ class Plan:
     jobs: list[Job]
     skipped: list[str] = field(default_factory=list)
     index: str = "SV"
+    notes: list[str] = field(default_factory=list)  # e.g. budgets that cover a game (enumerated, exact)
 
     def describe(self) -> str:
         n_runs = len(self.jobs)
@@ -396,6 +403,7 @@ def build_plan(
     estimators = [spec.build() for spec in specs]
     jobs: list[Job] = []
     skipped: list[str] = []
+    notes: list[str] = []
     for ti, (task, game) in enumerate(zip(task_list, games)):
         p = int(game.n_players)
         resolved: list[tuple[str, int]] = []
@@ -406,10 +414,12 @@ def build_plan(
         for b, n in resolved:
             if n < 1:
                 raise ValueError(f"budget {b} is {n} for task {task.name!r} (p = {p}); need >= 1")
-            if p <= 62 and n > (1 << p):
+            if p <= 62 and n > (1 << p) and not covers_game(p, n):
                 raise ValueError(
                     f"budget {b} = {n} exceeds the 2^{p} = {1 << p} distinct coalitions of task {task.name!r}"
                 )
+            if covers_game(p, n):  # every method enumerates: reported once, not silently changed
+                notes.append(f"{task.name}: {enumeration_message(p, n)} (every method)")
         for mi, (spec, est) in enumerate(zip(specs, estimators)):
             fits = _fitting_budgets(spec, est, task, p, resolved, skip_small)
             if len(fits) < len(resolved):
@@ -425,7 +435,7 @@ def build_plan(
                 for seed in seed_list:
                     for b in fits:
                         jobs.append(Job(ti, mi, seed, [b], False))
-    return Plan(task_list, games, specs, budget_specs, seed_list, jobs, skipped, index=index)
+    return Plan(task_list, games, specs, budget_specs, seed_list, jobs, skipped, notes=notes, index=index)
 
 
 def _fitting_budgets(
@@ -438,14 +448,15 @@ def _fitting_budgets(
     if not hasattr(est, "min_budget"):
         return list(budgets)
     minimum = int(est.min_budget(p))
-    small = [f"{b} = {n}" if b != str(n) else b for b, n in budgets if n < minimum]
+    # a budget covering the game is enumerated by every method, whatever its own minimum
+    small = [f"{b} = {n}" if b != str(n) else b for b, n in budgets if n < minimum and not covers_game(p, n)]
     if small and not skip_small:
         why = f" ({est.min_budget_reason(p)})" if hasattr(est, "min_budget_reason") else ""
         raise ValueError(
             f"method {spec.label!r} needs a budget of at least {minimum} for task {task.name!r} "
             f"(p = {p}){why}; too small: {', '.join(small)}"
         )
-    return [(b, n) for b, n in budgets if n >= minimum]
+    return [(b, n) for b, n in budgets if n >= minimum or covers_game(p, n)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -499,7 +510,9 @@ def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, t
         timed = TimedGame(game)
         start = time.perf_counter()
         extra = {} if eval_timeout is None else {"timeout": eval_timeout}
-        result = estimator.estimate(timed, n_max, seed=job.seed, **extra)
+        with warnings.catch_warnings():  # budgets covering the game are reported in Plan.notes
+            warnings.simplefilter("ignore", BudgetCoversGameWarning)
+            result = estimator.estimate(timed, n_max, seed=job.seed, **extra)
         total = time.perf_counter() - start
         info = getattr(result, "info", {}) or {}
         common = {"accounting": str(info.get("accounting", "")), "noise": _noise_note(info), "error": ""}

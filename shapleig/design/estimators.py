@@ -112,19 +112,20 @@ class ShaplEIG(OptionsEstimator):
         evaluator: Any = None,
         max_retries: int = 1,
         timeout: float | None = None,
+        progress: bool = False,
         random_state: SeedLike = UNSET,
         tol: float | None = None,
         rtol: float | None = None,
     ) -> ShapleyEstimate:
         """:meth:`BaseEstimator.estimate` (``seed`` / ``random_state``, ``store``, ``evaluator``,
-        ``max_retries``, ``timeout`` as there), plus a precision target for this call.
+        ``max_retries``, ``timeout``, ``progress`` as there), plus a precision target for this call.
 
         ``tol`` / ``rtol``: stop at the first step where every player's posterior std is at most
         ``tol`` (the game's units) or ``rtol * |v(N) - v(empty)|``; ``est.info["target_reached"]``
         and ``["target_evaluations"]`` say whether and when. They override the constructor's.
         """
         kwargs = {"seed": seed, "store": store, "evaluator": evaluator, "max_retries": max_retries,
-                  "timeout": timeout, "random_state": random_state}
+                  "timeout": timeout, "progress": progress, "random_state": random_state}
         if tol is None and rtol is None:
             return super().estimate(game, budget, **kwargs)
         configured = copy.copy(self)  # this call's target only; the estimator stays as configured

@@ -22,12 +22,13 @@ from shapleig.design.acquisition import (
     select,
 )
 from shapleig.design.initial import (
+    DEFAULT_POOL_SIZE,
     CandidatePool,
     candidate_pool,
     initial_design,
 )
 from shapleig.design.options import LoopOptions, options_from
-from shapleig.design.refit import refit_schedule
+from shapleig.design.refit import AutoRefit, refit_schedule
 from shapleig.errors import BudgetError
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_game
@@ -124,6 +125,7 @@ class DesignLoop:
         refit = opts.refit
         self.refit_name = refit if isinstance(refit, str) else getattr(refit, "__name__", "custom")
         self.schedule = refit_schedule(refit, hand_over=opts.hand_over)
+        self._policy = self.schedule  # the unbound schedule (AutoRefit: warm late refits)
         if hasattr(self.schedule, "bind"):  # stateful schedules (e.g. "adaptive") read this loop
             self.schedule = self.schedule.bind(self)
         self.fit_engine = opts.fit_engine
@@ -174,6 +176,7 @@ class DesignLoop:
         self._candidates: CandidatePosterior | None = None
         self._cand_index: np.ndarray | None = None  # candidate-posterior index -> pool index
         self._fitted_on = -1  # archive size at the last fit
+        self._cold_fit_on = 0  # archive size at the last fit from the initial values
         self.iteration = 0  # acquisitions made so far ("it" of the schedule)
         self.n_steps = 0
         self.trace: list[tuple[int, np.ndarray]] = []
@@ -255,21 +258,27 @@ class DesignLoop:
             return
         # the loop already limits threads around every step (fit_kernels fits with threads=None)
         self.n_refits += 1
-        X_fit, y_fit = self.X, self.y
+        rows = self._fit_rows()
         if self.operator.hold_out_empty:  # the GP models the non-empty coalitions (docs/math.md §14.5)
-            keep = self.X.any(axis=1)
-            X_fit, y_fit = self.X[keep], self.y[keep]
+            rows = rows[self.X[rows].any(axis=1)]
+        t = self.X.shape[0]
+        # AutoRefit: late refits start warm, with a cold check each time t has doubled since the last cold fit
+        late = isinstance(self._policy, AutoRefit) and self._policy.late(t, self.n_players) and bool(self.kernel_fits)
+        cold_check = late and t >= 2 * self._cold_fit_on
         fits = fit_kernels(
-            X_fit,
-            y_fit,
+            self.X[rows],
+            self.y[rows],
             self.surrogate,
             seed=self._fit_seed(self.n_refits - 1),
             noise=self.noise,
             noise_convention=self.noise_convention,
             previous=self.kernel_fits,
-            warm_start=self.warm_start,
+            warm_start=self.warm_start or late,
             engine=self.fit_engine,
+            cold_check=cold_check,
         )
+        if cold_check or not (self.warm_start or late):
+            self._cold_fit_on = t
         for k in fits:
             self.fits.append(k.fit)
             self.timings["fit_s"] += k.fit.seconds
@@ -279,6 +288,21 @@ class DesignLoop:
         self.kernel_fits = fits
         self._fitted_on = self.X.shape[0]
         self._rebuild([(k.kernel, k.weight, k.hyper) for k in fits])
+
+    def _fit_rows(self) -> np.ndarray:
+        """Archive rows a refit fits on: all, or (``fit_points``) the design plus a seeded subset.
+
+        The subset depends only on the loop seed and the refit count, so runs are deterministic;
+        it bounds a refit's cost at O(fit_points^3) whatever t (the posterior uses every row).
+        """
+        t = self.X.shape[0]
+        m = self.options.fit_points
+        if m is None or t <= m:
+            return np.arange(t)
+        design = self.n_players + 1
+        rng = np.random.default_rng(self._fit_seed(1_000_000 + self.n_refits))
+        rest = design + rng.choice(t - design, m - design, replace=False)
+        return np.concatenate([np.arange(design), np.sort(rest)])
 
     def _rebuild(self, kernels: list[tuple[str, float, Hyperparameters]],
                  taus: dict[str, float] | None = None) -> None:
@@ -332,7 +356,13 @@ class DesignLoop:
         design = initial_design(self.initial_design_name, p, self._design_rng)
         values = self._evaluate(design)
         self.X, self.y = design.copy(), np.asarray(values, dtype=np.float64)
-        self.pool = candidate_pool(p, design, self._pool_rng, self.pool_size, self.max_candidates)
+        # budgets in the thousands: the pool holds at least twice the acquisitions the budget allows
+        # (a smaller pool would end the run early); below ~pool_size / 2 acquisitions nothing changes
+        # (the default pool only: an explicit pool_size / max_candidates is kept as given)
+        size = self.pool_size
+        if self.pool_size == DEFAULT_POOL_SIZE and self.max_candidates is None:
+            size = max(size, 2 * self._max_acquisitions)
+        self.pool = candidate_pool(p, design, self._pool_rng, size, self.max_candidates)
         self.available = np.ones(len(self.pool), dtype=bool)
         if len(self.pool) < self._max_acquisitions:
             warnings.warn(

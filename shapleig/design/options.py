@@ -124,11 +124,17 @@ class LoopOptions(GPOptions):
 
     Args:
         acquisition: ``"eig"`` (Shapley EIG), ``"uncertainty"`` (posterior variance) or ``"random"``.
-        refit: ``"every"`` (default), ``"adaptive"``, ``"decaying"``, ``"geometric"``, ``"never"`` or a
-            callable ``it -> bool`` (:mod:`shapleig.design.refit`); ``hand_over`` offsets the
-            geometric schedule.
+        refit: ``"auto"`` (default: every step up to min(8p, 128) evaluations, then a geometric backstop in
+            t plus an innovation trigger, :class:`~shapleig.design.refit.AutoRefit`), ``"every"``,
+            ``"adaptive"``, ``"decaying"``, ``"geometric"``, ``"never"`` or a callable ``it -> bool``
+            (:mod:`shapleig.design.refit`); ``hand_over`` offsets the geometric schedule.
+        fit_points: a refit fits the hyperparameters on at most this many archive points (the
+            p + 1 design points and a seeded uniform subset of the rest); the posterior always
+            conditions on the whole archive. None: every point.
         initial_design: ``"leverage"`` (paired uniform-size, default) or ``"uniform"``.
-        pool_size: candidate-pool size (exhaustive when 2^p - (p + 1) <= pool_size).
+        pool_size: candidate-pool size (exhaustive when 2^p - (p + 1) <= pool_size); the default
+            1024 is raised to twice the acquisitions the budget allows when that is larger
+            (budgets in the thousands; a given pool_size or max_candidates is kept).
         max_candidates: cap on the candidates scored per step (None: the whole pool).
         batch_size: q coalitions per step (exact greedy batch under frozen hyperparameters).
         final_refit: refit on the full archive before the final read-out.
@@ -148,8 +154,9 @@ class LoopOptions(GPOptions):
     """
 
     acquisition: str = "eig"
-    refit: str | Callable[[int], bool] = "every"
+    refit: str | Callable[[int], bool] = "auto"
     hand_over: int = 0
+    fit_points: int | None = 512
     initial_design: str = "leverage"
     pool_size: int = DEFAULT_POOL_SIZE
     max_candidates: int | None = None
@@ -183,6 +190,10 @@ class LoopOptions(GPOptions):
             if isinstance(value, bool) or int(value) < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
             _set(self, name, int(value))
+        if self.fit_points is not None:
+            if isinstance(self.fit_points, bool) or int(self.fit_points) < 16:
+                raise ValueError(f"fit_points must be an int >= 16 or None, got {self.fit_points!r}")
+            _set(self, "fit_points", int(self.fit_points))
         if self.max_candidates is not None and int(self.max_candidates) < 1:
             raise ValueError(f"max_candidates must be >= 1 or None, got {self.max_candidates}")
         check_tolerance(self.tol, self.rtol)

@@ -83,7 +83,70 @@ class AdaptiveRefit:
         return adaptive
 
 
-REFIT_SCHEDULES = ("every", "decaying", "geometric", "never", "adaptive")
+@dataclass(frozen=True)
+class AutoRefit:
+    """The default refit policy (``"auto"``): every step while the archive is small, then sparse.
+
+    With ``t`` evaluations in the archive and ``t_fit`` at the last fit, a refit is due when
+    ``t <= every_until`` (every step: the budgets of the nine benchmark suites, up to 8p at p <= 16,
+    stay exactly today's every-step runs), else when ``t >= growth * t_fit`` (a geometric backstop
+    in t: O(log t) refits in all), else when the points added since the last fit are poorly
+    predicted by the hyperparameters in force (``mean(z^2) > threshold`` of their one-step-ahead
+    standardised residuals, as :class:`AdaptiveRefit`) and at least ``t_fit / min_gap_divisor``
+    points were added (so a persistently misfitting model cannot force a refit at every step).
+    Between refits the loop updates its posterior incrementally (``ShapleyPosterior.extend``).
+    Late refits (``t > every_until``) start warm from the last hyperparameters, with a cold
+    check (a second fit from the initial values, the better objective kept) whenever t has
+    doubled since the last cold fit (the loop reads :meth:`late`).
+    The decision reads only the archive and the posterior: deterministic per seed.
+    """
+
+    every_until: int | None = None  # None: min(8p, 128)
+    growth: float = 1.125
+    threshold: float = 4.0
+    min_gap_divisor: int = 32
+
+    @property
+    def __name__(self) -> str:
+        return "auto"
+
+    def __call__(self, it: int) -> bool:  # unbound (no loop to read): refit every step
+        return True
+
+    def until(self, n_players: int) -> int:
+        """Archive size up to which every step refits (cold)."""
+        return int(self.every_until) if self.every_until is not None else min(8 * int(n_players), 128)
+
+    def late(self, t: int, n_players: int) -> bool:
+        """Whether a refit at archive size ``t`` is a late one (warm-started)."""
+        return t > self.until(n_players)
+
+    def due(self, t: int, t_fit: int, innovations: np.ndarray | None, n_players: int) -> bool:
+        """Whether a refit is due with ``t`` points in the archive, ``t_fit`` at the last fit."""
+        if t_fit < 0 or t <= self.until(n_players):
+            return True
+        if t <= t_fit:
+            return False
+        if t >= self.growth * t_fit:
+            return True
+        if innovations is None or t - t_fit < max(1, t_fit // self.min_gap_divisor):
+            return False
+        return bool(np.mean(innovations**2) > self.threshold)
+
+    def bind(self, loop) -> RefitSchedule:
+        """Schedule reading the loop's archive size, its size at the last fit and the innovations."""
+
+        def auto(it: int) -> bool:
+            t, t_fit, p = int(loop.X.shape[0]), int(loop._fitted_on), int(loop.n_players)
+            between = self.late(t, p) and 0 <= t_fit < t and t < self.growth * t_fit
+            z = loop.posterior.innovations()[t_fit:t] if between and loop.posterior is not None else None
+            return self.due(t, t_fit, z, p)
+
+        auto.__name__ = "auto"
+        return auto
+
+
+REFIT_SCHEDULES = ("auto", "every", "decaying", "geometric", "never", "adaptive")
 
 
 _ALIASES = {"every_iteration": "every", "init_64_factor_4": "decaying"}
@@ -92,7 +155,7 @@ _ALIASES = {"every_iteration": "every", "init_64_factor_4": "decaying"}
 def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedule:
     """Refit schedule ``it -> bool`` by name; ``it`` counts acquisitions from 0 after the design.
 
-    ``"every"`` (default), ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
+    ``"auto"`` (default, :class:`AutoRefit`), ``"every"``, ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
     below 448; it % 32 == 0 after), ``"geometric"`` (it = hand_over + k with k = 0 or a power of two),
     ``"never"`` (only the initial fit at it = 0; the loop adds the final refit), ``"adaptive"``
     (:class:`AdaptiveRefit`: geometric backstop plus evidence-triggered refits; ``"adaptive:<t>"``
@@ -108,6 +171,8 @@ def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedu
             raise ValueError(f"bad refit schedule {name!r}: write adaptive:<threshold>, e.g. adaptive:4") from None
         return AdaptiveRefit(threshold=threshold, hand_over=int(hand_over))
     key = _ALIASES.get(name, name)
+    if key == "auto":
+        return AutoRefit()
     if key == "every":
         return _every
     if key == "decaying":

@@ -5,11 +5,18 @@ from __future__ import annotations
 import abc
 import inspect
 import time
+import warnings
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from shapleig.errors import BudgetError
+from shapleig.estimation.enumeration import (
+    BudgetCoversGameWarning,
+    covers_game,
+    enumerate_game,
+    enumeration_message,
+)
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_game
 from shapleig.games.numeric import check_value_range
@@ -17,6 +24,9 @@ from shapleig.runs.budget import BudgetedGame
 from shapleig.runs.evaluators import with_timeout
 from shapleig.runs.timeout import check_timeout
 from shapleig.seeding import UNSET, SeedLike, resolve_seed
+
+# a progress bar appears only once a run has lasted this long (short runs stay quiet)
+PROGRESS_DELAY_S = 2.0
 
 
 @runtime_checkable
@@ -89,6 +99,7 @@ class BaseEstimator(abc.ABC):
         max_retries: int = 1,
         timeout: float | None = None,
         random_state: SeedLike = UNSET,
+        progress: bool = False,
     ) -> ShapleyEstimate:
         """Estimate the Shapley values of ``game`` with at most ``budget`` distinct evaluations.
 
@@ -100,12 +111,21 @@ class BaseEstimator(abc.ABC):
         or returns NaN/inf is retried ``max_retries`` times before the run stops naming it.
         ``timeout`` (seconds per game call): a call that takes longer is abandoned (its worker
         process killed, :mod:`shapleig.runs.timeout`) and counts as a failed attempt.
+        ``progress=True`` shows a tqdm bar of the distinct evaluations (up to ``min(budget, 2^p)``)
+        once the run has lasted ``PROGRESS_DELAY_S`` seconds.
+
+        When the budget covers the game (``budget >= 2^p``, p <= 20) every method evaluates all
+        coalitions instead (through the same budget, store and evaluator) and returns the exact
+        values with std and covariance 0: ``info["exact"] = True`` and ``info["message"]`` says so;
+        a budget above ``2^p`` also raises a :class:`BudgetCoversGameWarning` (nothing is changed
+        silently: ``result.budget`` stays the budget asked for).
         """
         p = check_game(game, self.min_players)
         budget = check_budget(budget, minimum=None)  # the method's own minimum is stated below
         seed = resolve_seed(seed, random_state)
+        exact = covers_game(p, budget)
         minimum = self.min_budget(p)
-        if budget < minimum:
+        if budget < minimum and not exact:
             raise BudgetError(
                 f"{self.name} needs budget >= {minimum} for p = {p} "
                 f"({self.min_budget_reason(p)}); got budget {budget}"
@@ -123,14 +143,25 @@ class BaseEstimator(abc.ABC):
         else:
             evaluator = with_timeout(evaluator, timeout, store is not None)
             budgeted = BudgetedGame(game, budget, store=store, evaluator=evaluator, max_retries=max_retries)
+        message = enumeration_message(p, budget) if exact else ""
+        if exact and budget > (1 << p):
+            warnings.warn(message, BudgetCoversGameWarning, stacklevel=2)
         start = time.perf_counter()
         # cap a caller's BudgetedGame at this call's budget for the duration of the run
         own_cap = budgeted.budget
         budgeted.budget = budgeted.evaluations + budget
+        bar = self._progress_bar(budgeted, p, budget) if progress else None
         try:
-            result = self._estimate(budgeted, seed)
+            result = (enumerate_game(budgeted, method=self.name, index=getattr(self, "index", "SV"),
+                                     max_order=getattr(self, "max_order", None))
+                      if exact else self._estimate(budgeted, seed))
         finally:
             budgeted.budget = own_cap
+            if bar is not None:
+                budgeted.progress_bar = None
+                bar.close()
+        if exact:
+            result.info["message"] = message
         check_value_range(budgeted.history()[1], self.name)  # rounding noise is an error, not a result
         result.evaluations = budgeted.evaluations
         result.budget = budget
@@ -145,6 +176,15 @@ class BaseEstimator(abc.ABC):
             if budgeted.is_cached(empty)[0]:
                 result.baseline = float(budgeted(empty)[0])
         return result
+
+    def _progress_bar(self, budgeted: BudgetedGame, p: int, budget: int) -> Any:
+        """A tqdm bar over the evaluations this run can make (never more than the 2^p coalitions)."""
+        from tqdm.auto import tqdm
+
+        total = min(budget, 1 << p) if p < 63 else budget
+        bar = tqdm(total=total, desc=self.name, unit="eval", delay=PROGRESS_DELAY_S, leave=False)
+        budgeted.progress_bar = bar
+        return bar
 
     @abc.abstractmethod
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:

@@ -8,16 +8,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import numpy as np
-
 from shapleig.estimation.base import BaseEstimator
+from shapleig.estimation.enumeration import ENUMERATION_CHUNK, enumerate_game
 from shapleig.estimation.result import ShapleyEstimate
-from shapleig.games.coalitions import all_coalitions
-from shapleig.games.exact import MAX_ENUMERATION_PLAYERS, shapley_from_table
+from shapleig.games.exact import MAX_ENUMERATION_PLAYERS
 from shapleig.runs.budget import BudgetedGame
-
-# coalitions per game call while enumerating (bounds the memory of one batch)
-ENUMERATION_CHUNK = 1 << 14
 
 
 class ExactShapley(BaseEstimator):
@@ -46,16 +41,4 @@ class ExactShapley(BaseEstimator):
         return enumerate_game(game, method=self.name)
 
 
-def enumerate_game(game: BudgetedGame, method: str) -> ShapleyEstimate:
-    """Evaluate every coalition of ``game`` (through its budget, store and evaluator); exact values.
-
-    Returns values float64[p] with std and covariance exactly 0 and ``info["exact"] = True``.
-    """
-    p = game.n_players
-    coalitions = all_coalitions(p)
-    values = np.concatenate([np.asarray(game(coalitions[i:i + ENUMERATION_CHUNK]), dtype=np.float64)
-                             for i in range(0, coalitions.shape[0], ENUMERATION_CHUNK)])
-    phi = shapley_from_table(coalitions, values)
-    return ShapleyEstimate(values=phi, std=np.zeros(p), covariance=np.zeros((p, p)),
-                           trace=[(coalitions.shape[0], phi)], trace_std=[(coalitions.shape[0], np.zeros(p))],
-                           baseline=float(values[0]), method=method, info={"exact": True})
+__all__ = ["ENUMERATION_CHUNK", "ExactShapley", "enumerate_game"]

@@ -72,7 +72,7 @@ def _index_values(estimate: Any, per_term: np.ndarray, empty: float) -> Interact
         min_order=0,
         n_players=p,
         interaction_lookup=lookup,
-        estimated=True,
+        estimated=not estimate.info.get("exact", False),  # a budget covering the game: enumerated
         estimation_budget=int(estimate.evaluations),
         baseline_value=empty,
         target_index=index,

@@ -18,12 +18,14 @@ scikit-learn and LightGBM are never imported here: a model is recognised by its 
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from shapleig import registry
 from shapleig.errors import GameError
+from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.efficiency import condition_on_total
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
@@ -49,6 +51,16 @@ def resolve_method(method: Any, **options: Any) -> Any:
         raise GameError(str(exc)) from None
 
 
+def _accepts_progress(estimator: Any) -> bool:
+    """Whether ``estimator.estimate`` takes ``progress=`` (every BaseEstimator does; foreign objects may not)."""
+    if isinstance(estimator, BaseEstimator):
+        return True
+    try:
+        return "progress" in inspect.signature(estimator.estimate).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def explain(
     model: Any,
     background: Any,
@@ -65,6 +77,7 @@ def explain(
     feature_names: list[str] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     timeout: float | None = None,
+    progress: bool = True,
 ) -> ShapleyEstimate:
     """Shapley values of one prediction ``f(x)`` with the interventional imputer over ``background``.
 
@@ -76,7 +89,9 @@ def explain(
                 coalition costs ``n_bg`` model rows, so 50..200 rows are typical.
     x:          the explained row, ``[d]`` (array, Series or one-row DataFrame).
     budget:     distinct coalitions evaluated (empty and grand included); default ``min(2^d, 8d)``
-                (``2^d`` for ``"exact"``); capped at ``2^d``.
+                (``2^d`` for ``"exact"``). A budget >= ``2^d`` (d <= 20) evaluates every
+                coalition and returns the exact values with std 0 (``info["exact"]``,
+                ``info["message"]``; a budget above ``2^d`` also warns), whatever the method.
     method:     a registered method name (:mod:`shapleig.registry`: ``"shapleig"`` (default), the
                 GP arms, ``"exact"`` (all ``2^d`` coalitions, d <= 20), the baselines such as
                 ``"kernelshap"``, ``"shapiq:<Approximator>"``), or any estimator object.
@@ -89,6 +104,8 @@ def explain(
                 scikit-learn / shapiq alias. The seed used is in ``info["seed"]``.
     store:      an :class:`~shapleig.runs.store.EvaluationStore` (or a directory path) that records
                 every coalition value, so a killed run resumes without re-evaluating the model.
+    progress:   a tqdm bar of the evaluations once the run has lasted a few seconds (estimators
+                whose ``estimate`` takes ``progress=``).
 
     Returns a :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d]) sum to
     ``f(x) - baseline`` (exactly, see :func:`condition_on_total`), ``baseline`` is the mean
@@ -107,9 +124,9 @@ def explain(
         budget = full if estimator.name == "exact" or full is None else min(full, 8 * p)
         budget = budget if budget is not None else 8 * p
     budget = check_budget(budget)
-    if full is not None:
-        budget = min(budget, full)
-    est = estimator.estimate(BudgetedGame(game, budget, store=store, evaluator=evaluator), budget, seed=seed)
+    # budget >= 2^d: every method enumerates (exact values, std 0; info["message"] says so)
+    kwargs = {"progress": progress} if _accepts_progress(estimator) else {}
+    est = estimator.estimate(BudgetedGame(game, budget, store=store, evaluator=evaluator), budget, seed=seed, **kwargs)
     calls = game.calls
     # v(empty) and v(N): one more model call on 1 + n_bg rows (cheap next to any coalition batch)
     ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))

@@ -19,7 +19,7 @@ The fitted kernels are turned into one Shapley posterior, with calibrated uncert
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -116,12 +116,16 @@ def fit_kernels(
     previous: list[KernelFit] | None = None,
     warm_start: bool = False,
     engine: str = DEFAULT_FIT_ENGINE,
+    cold_check: bool = False,
 ) -> list[KernelFit]:
     """Fit every kernel of ``surrogate`` to ``X`` (bool[t, p]), ``y`` (float64[t]); return them weighted.
 
     ``previous`` (the last fits) serve as fallbacks when a fit fails and as warm starts when
     ``warm_start``. ``engine`` picks
     the fitting engine of :func:`~shapleig.gp.fitting.fit_hyperparameters` when it offers several.
+    ``cold_check`` (with ``warm_start``): also fit each kernel from the docs/math.md §3 initial
+    values and keep whichever of the two reaches the lower objective (a warm start cannot then
+    stay stuck in a basin the data have left).
     """
     check_surrogate(surrogate)
     t, p = X.shape
@@ -136,6 +140,15 @@ def fit_kernels(
             warm_start=prev.get(name) if warm_start else None, fallback=prev.get(name),
             threads=None, ard=ard, **extra,
         )
+        if cold_check and warm_start and prev.get(name) is not None:
+            cold = fit_hyperparameters(
+                X, y, seed=int(seed) + i, noise=noise, noise_convention=noise_convention,
+                warm_start=None, fallback=prev.get(name), threads=None, ard=ard, **extra,
+            )
+            if cold.success and (not fit.success or cold.neg_mll < fit.neg_mll):
+                fit = replace(cold, seconds=cold.seconds + fit.seconds)
+            else:
+                fit = replace(fit, seconds=cold.seconds + fit.seconds)
         fits.append(fit)
         names.append(name)
         if surrogate == "laplace" and fit.success and np.isfinite(fit.neg_mll):

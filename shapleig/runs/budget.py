@@ -92,6 +92,8 @@ class BudgetedGame:
         self.n_waited = 0  # of those, coalitions this run waited for while another process evaluated them
         self.n_game_evaluations = 0  # charged coalitions whose value came from the game
         self.n_failed_attempts = 0  # attempts that raised or returned NaN/inf
+        # an object with update(n) (a tqdm bar), advanced by one per charged coalition
+        self.progress_bar: Any = None
 
     # -- accounting -------------------------------------------------------------------------
     @property
@@ -232,6 +234,8 @@ class BudgetedGame:
         self._cache[key] = value
         self._rows.append(row.copy())
         self._values.append(value)
+        if self.progress_bar is not None:
+            self.progress_bar.update(1)
 
     # -- archive ----------------------------------------------------------------------------
     def history(self) -> tuple[np.ndarray, np.ndarray]:

@@ -350,7 +350,8 @@ def test_shared_lengthscale_loop():
     p = 5
     game = TableGame(_random_table(p, 5))
     phi = exact_shapley(game)
-    est = ShaplEIG(ard=False, noise=1e-10).estimate(game, 2**p, seed=0)
+    # the loop itself at budget 2^p (ShaplEIG().estimate would enumerate instead)
+    est = ShaplEIG(ard=False, noise=1e-10).make_loop(BudgetedGame(game, 2**p), seed=0).run()
     assert est.info["ard"] is False
     ls = np.asarray(est.info["lengthscales"])
     assert ls.shape == (p,) and np.all(ls == ls[0])
@@ -392,12 +393,26 @@ def test_gp_leverage_arm():
     assert not np.array_equal(other.values, est.values)
     # full budget: the posterior mean interpolates every value, so it is exact
     full = TableGame(_random_table(p, 7))
-    est = GPLeverage(noise=1e-10, ard=False).estimate(full, 2**p, seed=0)
+    # (estimate() would enumerate at budget 2^p: the GP itself is run through _estimate)
+    est = GPLeverage(noise=1e-10, ard=False)._estimate(BudgetedGame(full, 2**p), 0)
     np.testing.assert_allclose(est.values, exact_shapley(full), atol=1e-6)
     assert est.info["ard"] is False
+    assert GPLeverage().estimate(full, 2**p).info["exact"] is True  # the front enumerates
     game = TableGame(_smooth_table(p, 6))
     with pytest.raises(BudgetError, match="shapleig-leverage needs budget >= 3"):
         GPLeverage().estimate(game, 2)
     with pytest.raises(ValueError, match="noise convention"):
         GPLeverage(noise_convention="natural")
     assert game.calls == 0
+
+
+def test_the_default_pool_grows_with_the_budget():
+    """Budgets in the thousands: the default pool holds twice the acquisitions (an explicit one is kept)."""
+    p = 12
+    game = TableGame(_smooth_table(p, 0))
+    loop = DesignLoop(game, 2000, seed=0)
+    loop.step()  # the design and the first fit
+    assert len(loop.pool) == 2 * (2000 - (p + 1))
+    small = DesignLoop(game, 200, seed=0)
+    small.step()
+    assert len(small.pool) == 1024  # below 512 acquisitions: the default pool as before

@@ -75,3 +75,103 @@ def test_unknown_fit_engine_in_the_loop():
         ShaplEIG(fit_engine="jax")
     with pytest.raises(ValueError, match="fit engine"):
         DesignLoop(_game(), 20, fit_engine="jax", progress=False)
+
+
+# -- the default policy ("auto") ------------------------------------------------------------------
+def _refit_sizes(loop: DesignLoop) -> list[int]:
+    """Archive sizes at which the loop refitted (one entry per refit; auto: two fits per refit)."""
+    sizes: list[int] = []
+    orig = loop._fit
+
+    def spy() -> None:
+        sizes.append(int(loop.X.shape[0]))
+        orig()
+
+    loop._fit = spy
+    return sizes
+
+
+def test_auto_is_the_default_and_equals_every_step_up_to_8p():
+    """Runs up to min(8p, 128) evaluations are the every-step runs, value for value."""
+    p = 6
+    assert ShaplEIG().refit == "auto"
+    a = DesignLoop(_game(p), 8 * p, seed=2).run()
+    b = DesignLoop(_game(p), 8 * p, seed=2, refit="every").run()
+    np.testing.assert_array_equal(a.values, b.values)
+    np.testing.assert_array_equal(a.std, b.std)
+    assert a.info["n_fits"] == b.info["n_fits"] == 8 * p - (p + 1) + 1  # + the fit after the design
+
+
+def test_auto_schedule_rule():
+    policy = refit_schedule("auto")
+    assert policy.until(6) == 48 and policy.until(100) == 128
+    assert policy.due(40, 39, None, 6)  # every step below 8p
+    assert policy.due(54, 48, None, 6)  # geometric backstop: 54 >= 1.125 * 48
+    assert not policy.due(53, 48, np.zeros(5), 6)
+    assert not policy.due(129, 128, np.full(1, 100.0), 100)  # the trigger waits t_fit / 32 points
+    assert policy.due(132, 128, np.full(4, 100.0), 100)  # then a bad innovation triggers
+    assert not policy.due(132, 128, np.full(4, 1.0), 100)
+
+
+def test_auto_refits_sparsely_after_8p_and_is_deterministic_per_seed():
+    p = 7
+    loop = DesignLoop(_game(p), 90, seed=4, final_refit=False)
+    sizes = _refit_sizes(loop)
+    est = loop.run()
+    late = [t for t in sizes if t > 8 * p]
+    assert sizes[: 8 * p - p] == list(range(p + 1, 8 * p + 1)) and 1 <= len(late) < (90 - 8 * p) / 2
+    again = DesignLoop(_game(p), 90, seed=4, final_refit=False).run()
+    np.testing.assert_array_equal(est.values, again.values)
+    np.testing.assert_array_equal(est.std, again.std)
+    other = DesignLoop(_game(p), 90, seed=5, final_refit=False).run()
+    assert not np.array_equal(est.values, other.values)
+
+
+def test_incremental_updates_between_refits_equal_a_from_scratch_build():
+    """After late steps without refits, the loop's posterior equals one built from scratch on the
+    whole archive with the same hyperparameters, weights and calibration."""
+    from shapleig.gp.mixture import build_mixture
+
+    p = 7
+    loop = DesignLoop(_game(p), 90, seed=1, final_refit=False)
+    sizes = _refit_sizes(loop)
+    loop.run()
+    assert sizes[-1] < loop.X.shape[0]  # the last steps were incremental
+    kernels = [(c.name, c.weight, c.posterior.hyper) for c in loop.mixture.components]
+    taus = {c.name: c.tau for c in loop.mixture.components}
+    scratch = build_mixture(kernels, loop.X, loop.y, calibrate=True, taus=taus)
+    for inc, ref in zip(loop.mixture.components, scratch.components):
+        np.testing.assert_allclose(inc.posterior.mean, ref.posterior.mean, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(inc.posterior.covariance, ref.posterior.covariance, rtol=1e-7, atol=1e-12)
+
+
+def test_fit_points_caps_the_rows_a_refit_fits_on():
+    p = 5
+    loop = DesignLoop(_game(p), 30, seed=0, fit_points=16)
+    loop.run()
+    assert loop.n_refits > 0
+    rows = loop._fit_rows()
+    assert rows.size == 16 and np.array_equal(rows[: p + 1], np.arange(p + 1)) and np.all(np.diff(rows) > 0)
+    np.testing.assert_array_equal(rows, loop._fit_rows())  # seeded by the loop seed and refit count
+    with pytest.raises(ValueError, match="fit_points"):
+        DesignLoop(_game(p), 30, fit_points=3)
+
+
+def test_cold_check_keeps_the_better_objective():
+    from shapleig.gp.kernel_choice import fit_kernels
+
+    p = 6
+    rng = np.random.default_rng(0)
+    X = rng.random((40, p)) < 0.5
+    y = X @ rng.normal(size=p) + 2.0 * X[:, 0] * X[:, 1]
+    kw = dict(seed=0, noise=1e-6, noise_convention="standardized")
+    first = fit_kernels(X[:20], y[:20], "auto", **kw)
+    # a poor warm start: lengthscales far from the MAP ones
+    bad = [type(k)(k.kernel, type(k.fit)(**{**vars(k.fit), "hyper": Hyperparameters(
+        np.full(p, 50.0), k.fit.hyper.outputscale, k.fit.hyper.noise, k.fit.hyper.mean_constant)}),
+        k.log_evidence, k.weight) for k in first]
+    warm = fit_kernels(X, y, "auto", previous=bad, warm_start=True, **kw)
+    cold = fit_kernels(X, y, "auto", **kw)
+    checked = fit_kernels(X, y, "auto", previous=bad, warm_start=True, cold_check=True, **kw)
+    for w, c, k in zip(warm, cold, checked):
+        assert k.fit.neg_mll == min(w.fit.neg_mll, c.fit.neg_mll)

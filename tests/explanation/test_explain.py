@@ -268,6 +268,12 @@ def test_explain_command_on_saved_models(tmp_path, capsys, diabetes):
     assert main(["explain", "--model", str(tmp_path / "ridge.joblib"), "--data", str(tmp_path / "X.csv"),
                  "--row", "441", "--method", "exact", "--background", "30"]) == 0
     assert "exact, 32 coalitions evaluated" in capsys.readouterr().out
+    # a budget above 2^5 with the default method: enumerated, said on a line of its own
+    assert main(["explain", "--model", str(tmp_path / "model.txt"), "--data", str(tmp_path / "X.csv"),
+                 "--row", "3", "--budget", "5000", "--background", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "budget 5000 > 2^5 = 32 coalitions: all evaluated, exact values" in out
+    assert "shapleig, 32 coalitions evaluated" in out
 
     # a baseline with options by name, an evaluation store and a parquet of the values; the rerun
     # on the same store evaluates no coalition and gives the same values
@@ -370,3 +376,13 @@ def test_negative_row_is_one_line_error_with_exit_2_from_python_m(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "shapleig explain: error: --row -1: give a row position 0 .. n-1 (negative rows are not counted from the end)"]
+def test_a_budget_above_two_to_the_d_returns_the_exact_values_and_says_so():
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=10)
+    bg, x = rng.normal(size=(20, 10)), rng.normal(size=10)
+    with pytest.warns(shapleig.BudgetCoversGameWarning, match="budget 5000 > 2\\^10 = 1024"):
+        est = shapleig.explain(lambda X: X @ w, bg, x, budget=5000, seed=0)
+    # a linear model under the interventional imputer: phi_i = w_i (x_i - mean(background_i))
+    np.testing.assert_allclose(est.values, w * (x - bg.mean(axis=0)), atol=1e-12)
+    assert est.info["exact"] and est.evaluations == 1024 and np.all(est.std == 0)
+    assert est.info["message"] == "budget 5000 > 2^10 = 1024 coalitions: all evaluated, exact values"

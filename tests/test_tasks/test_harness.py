@@ -140,7 +140,6 @@ def test_parallel_jobs_reproduce_serial_results() -> None:
         (dict(methods=["permutation:bogus=1"]), "bogus"),
         (dict(budgets=["lots"]), "bad budget 'lots'"),
         (dict(budgets=["3"]), "at least"),
-        (dict(budgets=["200"]), "exceeds the 2^7 = 128"),
         (dict(seeds=["x"]), "bad seed 'x'"),
         (dict(budgets=["-4"]), "budget -4: budgets must be positive"),
         (dict(out="results.csv"), "written as parquet; give a name ending in .parquet"),
@@ -154,6 +153,19 @@ def test_bad_input_fails_before_any_evaluation(kwargs: dict, message: str, tmp_p
         harness.run_benchmark(progress=False, **args)
     assert game.calls == 0
     assert not (tmp_path / "r.parquet").exists()
+
+
+def test_a_budget_covering_the_game_is_enumerated_and_noted(tmp_path: Path) -> None:
+    task, game = counting_task()
+    plan = harness.build_plan([task], ["permutation", "shapleig"], ["200", "10"], [0])
+    assert plan.notes == ["counting-wvg-7: budget 200 > 2^7 = 128 coalitions: all evaluated, exact values (every method)"]
+    df = harness.execute_plan(plan, out=tmp_path / "r.parquet", progress=False)
+    big = df[df["budget"] == 200]
+    assert set(big["method"]) == {"permutation", "shapleig"}
+    assert (big["evaluations"] == 128).all() and (big["mse"] < 1e-24).all()
+    assert all(max(s) == 0.0 for s in big["std"])
+    small = df[df["budget"] == 10]  # the anytime arm's smaller budget is a run of its own, not exact
+    assert (small["evaluations"] <= 10).all() and (small["mse"] > 0).all()
 
 
 def test_unknown_task_message_lists_known_names() -> None:
