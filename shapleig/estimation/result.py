@@ -12,21 +12,30 @@ import numpy as np
 class ShapleyEstimate:
     """Estimated Shapley values (or another index) of a ``p``-player game.
 
-    values:      float64[d], the estimate (posterior mean for ShaplEIG), in the game's units, aligned
-                 with ``terms`` (d = p for the Shapley and Banzhaf values).
-    evaluations: distinct coalitions evaluated (empty and grand included), <= budget.
-    budget:      the budget the method was given.
-    std:         float64[p] posterior standard deviations, or None for methods without one.
-    covariance:  float64[p, p] posterior covariance, or None.
-    trace:       [(evaluations, values float64[p]), ...] after every step: an anytime curve.
-    trace_std:   [(evaluations, std float64[p]), ...] alongside ``trace`` (methods with a posterior).
-    baseline:    v(empty) when it was evaluated, else None (also ``baseline_value``, shapiq's name).
-    method:      registry name of the method.
-    info:        method-specific diagnostics (accounting mode, draws, cache hits, timings) and
-                 ``seed``, the integer seed the run used (pass it back as ``seed`` to repeat it).
-    index:       the index estimated: "SV" (default), "BV", "k-SII", "SII", "STII" or "FSII".
-    terms:       the player tuples ``values``, ``std``, ``covariance`` and ``interval()`` refer to:
-                 the p singletons, then (order-2 indices) the pairs in lexicographic order.
+    Attributes:
+        values: float64[d], the estimate (posterior mean for ShaplEIG), in the game's units, aligned
+            with ``terms`` (d = p for the Shapley and Banzhaf values).
+        evaluations: distinct coalitions evaluated (empty and grand included), <= budget.
+        budget: the budget the method was given.
+        std: float64[d] posterior standard deviations, or None for methods without one.
+        covariance: float64[d, d] posterior covariance, or None.
+        trace: ``[(evaluations, values float64[d]), ...]`` after every step: an anytime curve.
+        trace_std: ``[(evaluations, std float64[d]), ...]`` alongside ``trace`` (methods with a posterior).
+        baseline: v(empty) when it was evaluated, else None (also ``baseline_value``, shapiq's name).
+        method: registry name of the method.
+        info: method-specific diagnostics (accounting, draws, timings, the options) and ``seed``, the
+            integer seed the run used (pass it back as ``seed`` to repeat it).
+        index: the index estimated: "SV" (default), "BV", "k-SII", "SII", "STII" or "FSII".
+        terms: the player tuples ``values``, ``std``, ``covariance`` and ``interval()`` refer to: the
+            p singletons, then (order-2 indices) the pairs in lexicographic order.
+
+    Example:
+        >>> import numpy as np
+        >>> est = ShapleyEstimate(values=np.array([1.0, 2.0]), std=np.array([0.1, 0.2]))
+        >>> est.n_players, est.terms
+        (2, [(0,), (1,)])
+        >>> [np.round(bound, 3).tolist() for bound in est.interval(0.95)]
+        [[0.804, 1.608], [1.196, 2.392]]
     """
 
     values: np.ndarray

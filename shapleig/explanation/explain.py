@@ -81,37 +81,52 @@ def explain(
 ) -> ShapleyEstimate:
     """Shapley values of one prediction ``f(x)`` with the interventional imputer over ``background``.
 
-    model:      a scikit-learn or LightGBM model (``predict_proba`` positive-class column for a
-                binary classifier, ``predict`` otherwise), a LightGBM ``Booster``, or any callable
-                ``float[n, d] -> float[n]``; ``predict=`` overrides how it is called and
-                ``output=`` picks a column of a multi-output prediction.
-    background: ``[n_bg, d]`` rows (array or DataFrame) standing in for "feature absent"; each
-                coalition costs ``n_bg`` model rows, so 50..200 rows are typical.
-    x:          the explained row, ``[d]`` (array, Series or one-row DataFrame).
-    budget:     distinct coalitions evaluated (empty and grand included); default ``min(2^d, 8d)``
-                (``2^d`` for ``"exact"``). A budget >= ``2^d`` (d <= 20) evaluates every
-                coalition and returns the exact values with std 0 (``info["exact"]``,
-                ``info["message"]``; a budget above ``2^d`` also warns), whatever the method.
-    method:     a registered method name (:mod:`shapleig.registry`: ``"shapleig"`` (default), the
-                GP arms, ``"exact"`` (all ``2^d`` coalitions, d <= 20), the baselines such as
-                ``"kernelshap"``, ``"shapiq:<Approximator>"``), or any estimator object.
-    timeout:    seconds per coalition evaluation; a longer one is abandoned (its worker process
-                killed) and retried once, then the call fails naming the coalition
-                (:mod:`shapleig.runs.timeout`). ``model_calls`` then counts only this process's calls.
-    method_options: constructor options of a method given by name (``{"paired": True}`` for
-                ``"kernelshap"``); the CLI writes them ``--method kernelshap:paired=true``.
-    seed:       int (default 0), None (fresh entropy) or a numpy Generator; ``random_state`` is its
-                scikit-learn / shapiq alias. The seed used is in ``info["seed"]``.
-    store:      an :class:`~shapleig.runs.store.EvaluationStore` (or a directory path) that records
-                every coalition value, so a killed run resumes without re-evaluating the model.
-    progress:   a tqdm bar of the evaluations once the run has lasted a few seconds (estimators
-                whose ``estimate`` takes ``progress=``).
+    Args:
+        model: a scikit-learn or LightGBM model (``predict_proba`` positive-class column for a binary
+            classifier, ``predict`` otherwise), a LightGBM ``Booster``, or any callable
+            ``float[n, d] -> float[n]``; ``predict=`` overrides how it is called and ``output=``
+            picks a column of a multi-output prediction.
+        background: ``[n_bg, d]`` rows (array or DataFrame) standing in for "feature absent"; each
+            coalition costs ``n_bg`` model rows, so 50..200 rows are typical.
+        x: the explained row, ``[d]`` (array, Series or one-row DataFrame).
+        budget: distinct coalitions evaluated (empty and grand included); default ``min(2^d, 8d)``
+            (``2^d`` for ``"exact"``). A budget >= ``2^d`` (d <= 20) evaluates every coalition and
+            returns the exact values with std 0 (``info["exact"]``, ``info["message"]``; a budget
+            above ``2^d`` also warns), whatever the method.
+        seed: int (default 0), None (fresh entropy) or a numpy Generator; ``random_state`` is its
+            scikit-learn / shapiq alias. The seed used is in ``info["seed"]``.
+        random_state: alias of ``seed``.
+        method: a registered method name (:mod:`shapleig.registry`: ``"shapleig"`` (default), the GP
+            arms, ``"exact"``, the baselines such as ``"kernelshap"``, ``"shapiq:<Approximator>"``),
+            or any estimator object.
+        method_options: constructor options of a method given by name (``{"paired": True}`` for
+            ``"kernelshap"``); the CLI writes them ``--method kernelshap:paired=true``.
+        store: an :class:`~shapleig.runs.store.EvaluationStore` (or a path) that records every
+            coalition value, so a killed run resumes without re-evaluating the model.
+        output: column of a multi-output prediction.
+        predict: how to call the model (overrides the recognised method).
+        feature_names: names for ``info["feature_names"]`` and plots (default: the frame's columns).
+        max_rows: imputed rows per model call (caps one batch's memory).
+        timeout: seconds per coalition evaluation; a longer one is abandoned (its worker process
+            killed) and retried once, then the call fails naming the coalition.
+        progress: a tqdm bar of the evaluations once the run has lasted a few seconds.
 
-    Returns a :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d]) sum to
-    ``f(x) - baseline`` (exactly, see :func:`condition_on_total`), ``baseline`` is the mean
-    prediction on the background, ``std`` / ``covariance`` the posterior for the GP methods;
-    ``info`` adds ``prediction`` (f(x)), ``feature_names``, ``efficiency_gap`` (the method's own
-    deviation from efficiency before the correction) and ``model_calls``.
+    Returns:
+        A :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d]) sum to
+        ``f(x) - baseline`` exactly (:func:`~shapleig.estimation.efficiency.condition_on_total`),
+        ``baseline`` is the mean prediction on the background, ``std`` / ``covariance`` the
+        posterior for the GP methods; ``info`` adds ``prediction`` (f(x)), ``feature_names``,
+        ``efficiency_gap`` (the method's own deviation before the correction) and ``model_calls``.
+
+    Example:
+        >>> import numpy as np
+        >>> from shapleig import explain
+        >>> rng = np.random.default_rng(0)
+        >>> background, x = rng.normal(size=(20, 4)), np.ones(4)
+        >>> est = explain(lambda X: X @ np.array([1.0, 2.0, 0.0, -1.0]), background, x, budget=16,
+        ...               method="exact", progress=False)
+        >>> bool(np.allclose(est.values, [1.0, 2.0, 0.0, -1.0] * (x - background.mean(axis=0))))
+        True
     """
     evaluator = with_timeout(None, timeout)  # checked before anything is evaluated
     fn = model_predict(model, output=None, predict=predict)

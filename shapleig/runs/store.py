@@ -132,28 +132,41 @@ def open_store(store: Any) -> "EvaluationStore":
 
 
 class EvaluationStore(ClaimsProtocol):
-    """Append-only SQLite log of one game's evaluated coalitions (``path``: file, or ``":memory:"``).
+    """Append-only SQLite log of one game's evaluated coalitions.
 
-    game_id:            optional label added to the game's identity, for games whose values depend
-                        on something the automatic identity cannot see (a file the game reads).
-    accept_game_change: reuse the store even if the game's identity differs from the one that
-                        wrote it (a warning lists the differences); you vouch for the values.
-    verify:             when the store already holds values, re-evaluate ``verify_count`` stored
-                        coalitions drawn at random once on binding and refuse the store, listing
-                        those whose value differs (relative tolerance ``verify_rtol``); costs
-                        ``verify_count`` extra game evaluations (one call) per resume.
-    wait:               when another live process is evaluating a coalition this run needs, wait
-                        for its value (True) or raise :class:`StoreBusyError` (False).
-    timeout:            seconds to wait for SQLite locks held by other processes.
-    lease_seconds:      a claim not refreshed for this long (its process hung or its host died)
-                        is taken over; claims of dead processes on this host are taken at once.
-    max_claim_seconds:  the heartbeat refreshes a claim for at most this long after it was taken
-                        (None: while the process lives), so a process stuck in one evaluation
-                        loses its claim ``lease_seconds`` later. An evaluation ``timeout`` sets a
-                        per-claim limit of its own (timeout times attempts).
-
-    Pass it (or just a path) to ``DesignLoop(..., store=...)``, ``estimate(..., store=...)`` or
+    Pass it (or just a path) to ``estimate(..., store=...)``, ``DesignLoop(..., store=...)`` or
     ``BudgetedGame(..., store=...)``. Usable as a context manager; picklable (reopens by path).
+
+    Args:
+        path: the database file, or ``":memory:"``.
+        game_id: optional label added to the game's identity, for games whose values depend on
+            something the automatic identity cannot see (a file the game reads).
+        accept_game_change: reuse the store even if the game's identity differs from the one that
+            wrote it (a warning lists the differences); you vouch for the values.
+        verify: when the store already holds values, re-evaluate ``verify_count`` stored coalitions
+            drawn at random once on binding and refuse the store, listing those whose value differs
+            (relative tolerance ``verify_rtol``); costs ``verify_count`` extra evaluations per resume.
+        verify_rtol: the relative tolerance of ``verify``.
+        wait: when another live process is evaluating a coalition this run needs, wait for its
+            value (True) or raise :class:`StoreBusyError` (False).
+        timeout: seconds to wait for SQLite locks held by other processes.
+        lease_seconds: a claim not refreshed for this long (its process hung or its host died) is
+            taken over; claims of dead processes on this host are taken at once.
+        max_claim_seconds: the heartbeat refreshes a claim for at most this long after it was taken
+            (None: while the process lives), so a process stuck in one evaluation loses its claim
+            ``lease_seconds`` later. An evaluation ``timeout`` sets a per-claim limit of its own.
+
+    Example:
+        >>> import numpy as np
+        >>> from shapleig import FunctionGame, ShaplEIG
+        >>> game = FunctionGame(lambda Z: Z @ np.arange(1.0, 6.0), n_players=5)
+        >>> store = EvaluationStore(":memory:")
+        >>> first = ShaplEIG().estimate(game, 12, seed=0, store=store)
+        >>> len(store), first.info["n_game_evaluations"]
+        (12, 12)
+        >>> again = ShaplEIG().estimate(game, 12, seed=0, store=store)  # a resumed run pays nothing
+        >>> again.info["n_game_evaluations"], bool(np.allclose(again.values, first.values))
+        (0, True)
     """
 
     def __init__(

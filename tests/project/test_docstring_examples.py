@@ -15,6 +15,9 @@ MODULES = [
     "shapleig.design.options",
     "shapleig.registry",
     "shapleig.estimation.exact",
+    "shapleig.estimation.result",
+    "shapleig.explanation.explain",
+    "shapleig.runs.store",
     "baselines",
 ]
 
