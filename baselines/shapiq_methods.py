@@ -108,6 +108,17 @@ class ShapiqMethod(BaseEstimator):
         self.options = options
 
     @property
+    def index(self) -> str:
+        """The index estimated ("SV" unless ``options`` ask for another)."""
+        return (self.options or {}).get("index", "SV")
+
+    @property
+    def max_order(self) -> int | None:
+        """The order asked for in ``options`` (None: the index's own)."""
+        order = (self.options or {}).get("max_order")
+        return None if order is None or self.index in ("SV", "BV") else int(order)
+
+    @property
     def label(self) -> str:
         return f"shapiq:{self.approximator}"
 

@@ -43,7 +43,11 @@ from shapiq.approximator.base import Approximator
 from shapleig.estimation.efficiency import condition_on_total
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import FunctionGame, check_game
+from shapleig.games.indices import INDICES, ORDER_ONE
 from shapleig.runs.budget import BudgetedGame
+
+# the indices estimated with their pairs (order 2); the others are read as singletons
+PAIR_INDICES = tuple(i for i in INDICES if i not in ORDER_ONE)
 
 
 def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any = None) -> ShapleyEstimate:
@@ -57,7 +61,9 @@ def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any
     """
     p = int(iv.n_players)
     terms: list[tuple[int, ...]] = [(i,) for i in range(p)]
-    if int(iv.max_order) >= 2:
+    # pairs only for the interaction indices: a Shapley-value approximator may return order-2 entries
+    # of its own surrogate (kADD-SHAP), which are not part of the estimate
+    if int(iv.max_order) >= 2 and str(iv.index) in PAIR_INDICES:
         terms += list(combinations(range(p), 2))
     values = np.array([float(iv[T]) for T in terms], dtype=np.float64)
     covariance = getattr(iv, COVARIANCE_ATTRIBUTE, None)

@@ -270,6 +270,6 @@ def test_shapiq_index_methods_reach_the_exact_index_at_full_budget(name: str, in
     game = _game(5)
     codes = np.arange(32)
     table = game(((codes[:, None] >> np.arange(5)) & 1).astype(bool))
-    est = ShapiqMethod(name, {"index": index, "max_order": 1 if index == "BV" else 2}).estimate(game, 32, seed=0)
+    est = ShapiqMethod(name, options={"index": index, "max_order": 1 if index == "BV" else 2}).estimate(game, 32, seed=0)
     assert est.index == index
     np.testing.assert_allclose(est.values, exact_index_values(table, index), atol=1e-6)
