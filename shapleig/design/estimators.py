@@ -185,7 +185,8 @@ class GPLeverage(OptionsEstimator):
         start = time.perf_counter()
         with compute_threads(self.threads):
             fits = fit_kernels(X, y, self.surrogate, seed=fit_seed, noise=self.noise,
-                               noise_convention=self.noise_convention, engine=self.fit_engine)
+                               noise_convention=self.noise_convention, engine=self.fit_engine,
+                               jumps=self.options.jumps)
             post = build_mixture([(k.kernel, k.weight, k.hyper) for k in fits], X, y, calibrate=self.calibrate)
         primary = post.primary.posterior
         h = primary.hyper

@@ -276,6 +276,7 @@ class DesignLoop:
             warm_start=self.warm_start or late,
             engine=self.fit_engine,
             cold_check=cold_check,
+            jumps=self.options.jumps,
         )
         if cold_check or not (self.warm_start or late):
             self._cold_fit_on = t
@@ -332,8 +333,7 @@ class DesignLoop:
         new = standardized_noise(self.noise, scale, "raw")
         if new != self.hyper.noise:
             self._rebuild([
-                (c.name, c.weight, Hyperparameters(c.posterior.hyper.lengthscales, c.posterior.hyper.outputscale,
-                                                   new, c.posterior.hyper.mean_constant))
+                (c.name, c.weight, c.posterior.hyper.with_noise(new))
                 for c in self.mixture.all_components
             ], taus={c.name: c.tau for c in self.mixture.all_components})
 

@@ -35,7 +35,8 @@ MIN_CURVATURE = 1e-2
 
 def _to_theta(problem: MapProblem, u: np.ndarray) -> np.ndarray:
     theta = u.copy()
-    theta[2:] = inverse_softplus(np.maximum(np.exp(u[2:]) - 1e-6, 1e-300))
+    lsb = slice(2, 2 + problem.n_lengthscales)
+    theta[lsb] = inverse_softplus(np.maximum(np.exp(u[lsb]) - 1e-6, 1e-300))
     return theta
 
 
@@ -45,31 +46,36 @@ def _grad_u(problem: MapProblem, u: np.ndarray) -> tuple[float, np.ndarray]:
     The fit's objective holds ``-log p_LN(l)`` (density over l); over ``log l`` the density gains the
     Jacobian ``l``, so ``f = t * objective - sum(log l)``."""
     t = problem.X.shape[0]
+    lsb = slice(2, 2 + problem.n_lengthscales)  # jump variances, if any, follow (raw, profiled)
     theta = _to_theta(problem, u)
     value, g = problem.objective(theta)
-    ls = np.exp(u[2:])
+    ls = np.exp(u[lsb])
     g = g * t
-    g[2:] = g[2:] * ls / _sigmoid(theta[2:]) - 1.0
-    return value * t - float(np.sum(u[2:])), g
+    g[lsb] = g[lsb] * ls / _sigmoid(theta[lsb]) - 1.0
+    return value * t - float(np.sum(u[lsb])), g
 
 
-def laplace_log_evidence(X: np.ndarray, y: np.ndarray, hyper: Hyperparameters, ard: bool) -> float:
+def laplace_log_evidence(X: np.ndarray, y: np.ndarray, hyper: Hyperparameters, ard: bool,
+                         spread: float | None = None) -> float:
     """Laplace log evidence (nats) of the kernel ``hyper`` (MAP, standardised units) on ``(X, y)``.
 
-    ``X`` bool[t, p], ``y`` raw float64[t]; ``ard``: p lengthscales (True) or one shared (False).
+    ``X`` bool[t, p], ``y`` raw float64[t]; ``ard``: p lengthscales (True) or one shared (False);
+    ``spread``: the ARD shrinkage prior the fit used (:class:`~shapleig.gp.numpy_fit.MapProblem`).
     Returns -inf when the objective cannot be evaluated (indefinite kernel matrix).
     """
     y_std, _, _ = standardize(np.asarray(y, dtype=np.float64))
-    problem = MapProblem.build(X, y_std, hyper.noise, ard)
+    problem = MapProblem.build(X, y_std, hyper.noise, ard, spread, jumps=any(hyper.jumps))
     ls = np.asarray(hyper.lengthscales, dtype=np.float64)
     ls = ls[:1] if not ard else ls
-    u0 = np.concatenate([[hyper.mean_constant], [problem.pack(0.0, hyper.outputscale, ls)[1]], np.log(ls)])
-    d = u0.size
+    packed = problem.pack(0.0, hyper.outputscale, ls, hyper.jumps)
+    k = problem.n_lengthscales
+    u0 = np.concatenate([[hyper.mean_constant], packed[1:2], np.log(ls), packed[2 + k:]])
+    d = 2 + k
     try:
         f0, g0 = _grad_u(problem, u0)
-        H = np.zeros((d, d))
+        H = np.zeros((u0.size, d))  # columns: the lengthscale block (jumps, like c and s, are profiled)
         for j in range(2, d):
-            e = np.zeros(d)
+            e = np.zeros(u0.size)
             e[j] = STEP
             H[:, j] = (_grad_u(problem, u0 + e)[1] - _grad_u(problem, u0 - e)[1]) / (2 * STEP)
     except np.linalg.LinAlgError:
@@ -78,7 +84,7 @@ def laplace_log_evidence(X: np.ndarray, y: np.ndarray, hyper: Hyperparameters, a
         return -np.inf
     # the lengthscale block only: mean constant and outputscale are profiled (their flat priors
     # make their own Occam factors improper; both kernels share them)
-    H, g0 = H[2:, 2:], g0[2:]
+    H, g0 = H[2:d, 2:d], g0[2:d]
     vals, vecs = np.linalg.eigh(0.5 * (H + H.T))
     vals = np.maximum(vals, MIN_CURVATURE)
     proj = vecs.T @ g0

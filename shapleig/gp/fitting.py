@@ -49,6 +49,7 @@ def fit_hyperparameters(
     threads: int | None = 1,
     ard: bool = True,
     engine: str = DEFAULT_FIT_ENGINE,
+    jumps: bool = False,
 ) -> FitResult:
     """MAP fit of the Hamming-kernel GP to archive ``X`` (bool[t, p]) with raw values ``y`` (float64[t]).
 
@@ -62,8 +63,11 @@ def fit_hyperparameters(
     the fit (see :func:`compute_threads`). ``ard=False`` fits one lengthscale shared by all players
     (see :func:`build_model`). ``engine="numpy"`` runs the same MAP objective in numpy/scipy with an
     analytic gradient (:mod:`shapleig.gp.numpy_fit`; retries draw from a numpy generator seeded by ``seed``).
+    ``jumps``: also fit the jump variances at ∅ and N (docs/math.md §15; numpy engine only).
     """
     check_fit_engine(engine)
+    if jumps and engine != "numpy":
+        raise ValueError(f"the jump kernel (jumps=True) is fitted by the numpy engine only, not {engine!r}")
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be a bool[t, p] coalition matrix, got shape {X.shape}")
@@ -81,7 +85,7 @@ def fit_hyperparameters(
     start = time.perf_counter()
     if engine == "numpy":
         return _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start,
-                          fallback, max_attempts, threads, ard, start)
+                          fallback, max_attempts, threads, ard, start, jumps)
     # botorch/gpytorch load here, only for the gpytorch engine (importing botorch takes seconds)
     from shapleig.gp.torch_model import fit_gpytorch
 
@@ -90,13 +94,13 @@ def fit_hyperparameters(
 
 
 def _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start, fallback,
-               max_attempts, threads, ard, start) -> FitResult:
+               max_attempts, threads, ard, start, jumps=False) -> FitResult:
     """The ``engine="numpy"`` branch of :func:`fit_hyperparameters` (same FitResult contract)."""
     from shapleig.gp.numpy_fit import fit_map_numpy
 
     with compute_threads(threads):
         hyper, fit = fit_map_numpy(X, y_std, noise=noise_std, ard=ard, seed=int(seed), init=warm_start,
-                                   max_attempts=max_attempts)
+                                   max_attempts=max_attempts, jumps=jumps)
     success, message = hyper is not None, ""
     if not success:
         message = f"L-BFGS-B failed: {fit.message}"
@@ -108,7 +112,7 @@ def _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, war
             p = X.shape[1]
             hyper = Hyperparameters(np.full(p, initial_lengthscale(p)), math.log(2.0), noise_std, 0.0)
     if hyper.noise != noise_std:
-        hyper = Hyperparameters(hyper.lengthscales, hyper.outputscale, noise_std, hyper.mean_constant)
+        hyper = hyper.with_noise(noise_std)
     return FitResult(hyper=hyper, attempts=fit.attempts, seconds=time.perf_counter() - start,
                      success=success, noise=noise_std, noise_convention=noise_convention,
                      y_mean=float(y_mean), y_scale=float(y_scale), neg_mll=fit.value if success else float("nan"),

@@ -88,16 +88,38 @@ class IndexOperator:
         out[: self.n_players] = -float(w1[0])
         return out
 
-    def kernel_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-        """``B k(., z)`` for every row z of ``Z`` (bool[m, p]): float64[d, m], the prior Cov[I, f(z)]."""
+    def grand_column(self) -> np.ndarray:
+        """``B[:, N]``, float64[d]: the coefficient of v(N) in each term (w_1(p - 1), w_2(p - 2))."""
+        p = self.n_players
+        w1, w2 = exact_derivative_weights(self.index, p)
+        out = np.full(self.n_terms, float(w2[p - 2]) if w2 is not None and p >= 2 else 0.0)
+        out[:p] = float(w1[p - 1])
+        return out
+
+    def kernel_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float,
+                       jumps: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
+        """``B k(., z)`` for every row z of ``Z`` (bool[m, p]): float64[d, m], the prior Cov[I, f(z)].
+
+        ``jumps``: the variances of the jump kernel at ∅ and N (docs/math.md §15), which add
+        ``jump B[:, ∅]`` to the column of ∅ and ``jump B[:, N]`` to that of N.
+        """
         cols = self._base_columns(Z, lengthscales, outputscale)
         if self.hold_out_empty:
             empty = np.zeros((1, self.n_players), dtype=bool)
             cols = cols - np.outer(self.empty_column(), hamming_kernel(empty, Z, lengthscales, outputscale)[0])
+        j_empty, j_grand = (float(j) for j in jumps)
+        if j_empty or j_grand:
+            z = np.asarray(Z, dtype=bool).reshape(-1, self.n_players)
+            if j_empty and not self.hold_out_empty:  # B' has no column at ∅
+                cols = cols + j_empty * np.outer(self.empty_column(), ~z.any(axis=1))
+            if j_grand:
+                cols = cols + j_grand * np.outer(self.grand_column(), z.all(axis=1))
         return cols
 
-    def prior_covariance(self, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-        """``B K B^T``: float64[d, d], the prior covariance of the index vector."""
+    def prior_covariance(self, lengthscales: np.ndarray, outputscale: float,
+                         jumps: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
+        """``B K B^T``: float64[d, d], the prior covariance of the index vector (``jumps``: see
+        :meth:`kernel_columns`; they add ``jump B[:, ∅] B[:, ∅]^T`` and ``jump B[:, N] B[:, N]^T``)."""
         M = self._base_covariance(lengthscales, outputscale)
         if self.hold_out_empty:
             # B' = B - e 1_empty^T: B' K B'^T = M - e u^T - u e^T + s e e^T, u = B k(., empty)
@@ -105,6 +127,13 @@ class IndexOperator:
             u = self._base_columns(np.zeros((1, self.n_players), dtype=bool), lengthscales, outputscale)[:, 0]
             M = M - np.outer(e, u) - np.outer(u, e) + float(outputscale) * np.outer(e, e)
             M = 0.5 * (M + M.T)
+        j_empty, j_grand = (float(j) for j in jumps)
+        if j_empty and not self.hold_out_empty:
+            e = self.empty_column()
+            M = M + j_empty * np.outer(e, e)
+        if j_grand:
+            g = self.grand_column()
+            M = M + j_grand * np.outer(g, g)
         return M
 
     def _base_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:

@@ -35,6 +35,12 @@ from shapleig.gp.posterior import Hyperparameters
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _MIN_LENGTHSCALE = 1e-6
+# Jump variances (docs/math.md §15) start here, in standardised units: a jump of about one standard
+# deviation of the values, from which the likelihood moves it either way (its profile is unimodal).
+INITIAL_JUMP = 1.0
+# a warm start from a (near) zero jump packs this instead: softplus never reaches 0, and from far
+# below it the gradient in the raw coordinate (the sigmoid) is too small to move the jump again
+_MIN_JUMP = 1e-3
 # gpytorch's psd_safe_cholesky for float64: jitter 1e-8, tenfold per failure; the surrogate raises
 # the number of tries to 6.
 _JITTER0 = 1e-8
@@ -84,6 +90,10 @@ class MapProblem:
 
     ``ard``: p lengthscales (True) or one shared (False); ``noise``: fixed sigma^2 (standardised).
     ``hamming`` (shared kernel only): float64[t, t] integer mismatch counts, computed once.
+    ``spread`` (ARD only): None for independent LogNormal lengthscales; a positive s adds the
+    shrinkage factor ``exp(-sum_j (log l_j - mean log l)^2 / (2 s^2))`` to the prior (normalised:
+    docs/math.md §13), which pulls the lengthscales toward their geometric mean; s -> 0 is the
+    shared kernel, s -> inf free ARD.
     """
 
     X: np.ndarray
@@ -93,9 +103,15 @@ class MapProblem:
     prior_loc: float
     prior_scale: float
     hamming: np.ndarray | None
+    spread: float | None = None
+    # jump kernel (docs/math.md §15): for each extreme coalition (∅, N) that is in the archive and
+    # has a fitted jump, the archive row holding it; () when the plain kernel is fitted
+    jump_rows: tuple[int, ...] = ()
+    jump_kinds: tuple[int, ...] = ()  # 0 for ∅, 1 for N, aligned with jump_rows
 
     @classmethod
-    def build(cls, X: np.ndarray, y_std: np.ndarray, noise: float, ard: bool) -> "MapProblem":
+    def build(cls, X: np.ndarray, y_std: np.ndarray, noise: float, ard: bool,
+              spread: float | None = None, jumps: bool = False) -> "MapProblem":
         from shapleig.gp.priors import lengthscale_prior_params
 
         Xf = np.ascontiguousarray(X, dtype=np.float64)
@@ -104,20 +120,46 @@ class MapProblem:
         if not ard:
             hamming = Xf @ (1.0 - Xf).T
             hamming += hamming.T
-        return cls(Xf, np.asarray(y_std, dtype=np.float64), float(noise), bool(ard), loc, scale, hamming)
+        if spread is not None and not (ard and np.isfinite(spread) and spread > 0):
+            raise ValueError(f"spread must be a positive finite number and needs ard=True, got {spread!r}")
+        rows: list[int] = []
+        kinds: list[int] = []
+        if jumps:
+            Xb = np.asarray(X, dtype=bool)
+            for kind, mask in enumerate((~Xb.any(axis=1), Xb.all(axis=1))):
+                hit = np.flatnonzero(mask)
+                if hit.size:  # an extreme that is not in the archive has no jump to fit
+                    rows.append(int(hit[0]))
+                    kinds.append(kind)
+        return cls(Xf, np.asarray(y_std, dtype=np.float64), float(noise), bool(ard), loc, scale, hamming,
+                   None if spread is None else float(spread), tuple(rows), tuple(kinds))
+
+    @property
+    def n_lengthscales(self) -> int:
+        return self.X.shape[1] if self.ard else 1
 
     @property
     def n_params(self) -> int:
-        return 2 + (self.X.shape[1] if self.ard else 1)
+        return 2 + self.n_lengthscales + len(self.jump_rows)
 
     def unpack(self, theta: np.ndarray) -> tuple[float, float, np.ndarray]:
-        """``(c, s, l)`` from ``theta = (c, raw_s, raw_l)``; l has 1 (shared) or p entries."""
-        return float(theta[0]), float(softplus(theta[1])), _MIN_LENGTHSCALE + softplus(theta[2:])
+        """``(c, s, l)`` from ``theta = (c, raw_s, raw_l, raw_jumps)``; l has 1 (shared) or p entries."""
+        k = self.n_lengthscales
+        return float(theta[0]), float(softplus(theta[1])), _MIN_LENGTHSCALE + softplus(theta[2 : 2 + k])
 
-    def pack(self, mean: float, outputscale: float, lengthscales: np.ndarray) -> np.ndarray:
+    def unpack_jumps(self, theta: np.ndarray) -> tuple[float, float]:
+        """``(empty_jump, grand_jump)`` from ``theta`` (0 for an extreme without a fitted jump)."""
+        out = [0.0, 0.0]
+        for kind, raw in zip(self.jump_kinds, theta[2 + self.n_lengthscales:]):
+            out[kind] = float(softplus(raw))
+        return out[0], out[1]
+
+    def pack(self, mean: float, outputscale: float, lengthscales: np.ndarray,
+             jumps: tuple[float, float] = (INITIAL_JUMP, INITIAL_JUMP)) -> np.ndarray:
         ls = np.asarray(lengthscales, dtype=np.float64).reshape(-1)
         raw_l = inverse_softplus(np.maximum(ls - _MIN_LENGTHSCALE, 1e-300))
-        return np.concatenate([[float(mean)], [float(inverse_softplus(outputscale))], raw_l])
+        raw_j = [float(inverse_softplus(max(float(jumps[kind]), _MIN_JUMP))) for kind in self.jump_kinds]
+        return np.concatenate([[float(mean)], [float(inverse_softplus(outputscale))], raw_l, raw_j])
 
     def _distance(self, ls: np.ndarray) -> np.ndarray:
         """``(1/p) sum_j [x_aj != x_bj] / l_j``, float64[t, t]."""
@@ -130,20 +172,37 @@ class MapProblem:
         return d + d.T
 
     def log_prior(self, ls: np.ndarray) -> tuple[float, np.ndarray]:
-        """LogNormal log density of the lengthscales (summed) and its derivative wrt each l."""
-        z = (np.log(ls) - self.prior_loc) / self.prior_scale
-        logp = -0.5 * z**2 - np.log(ls) - math.log(self.prior_scale) - 0.5 * _LOG_2PI
+        """Log density of the lengthscales (over l, summed) and its derivative wrt each l.
+
+        Independent LogNormal(loc, scale) per lengthscale; with a ``spread`` s the density over
+        u = log l becomes Gaussian with precision ``I / scale^2 + (I - 11^T / p) / s^2``, whose
+        normaliser exceeds the independent one by ``((p - 1) / 2) log(1 + scale^2 / s^2)``.
+        """
+        u = np.log(ls)
+        z = (u - self.prior_loc) / self.prior_scale
+        logp = float(np.sum(-0.5 * z**2 - u - math.log(self.prior_scale) - 0.5 * _LOG_2PI))
         dlogp = -(z / self.prior_scale + 1.0) / ls
-        return float(logp.sum()), dlogp
+        if self.spread is not None and ls.size > 1:
+            dev = u - u.mean()
+            s2 = self.spread**2
+            logp += float(-0.5 * np.sum(dev**2) / s2
+                          + 0.5 * (ls.size - 1) * math.log1p(self.prior_scale**2 / s2))
+            # the mean's own derivative cancels: sum_j dev_j = 0
+            dlogp = dlogp - dev / (s2 * ls)
+        return logp, dlogp
 
     def objective(self, theta: np.ndarray, grad: bool = True) -> tuple[float, np.ndarray | None]:
         """``(-log marginal likelihood - log prior) / t`` and its gradient wrt ``theta``."""
         X, y = self.X, self.y
         t, p = X.shape
         c, s, ls = self.unpack(theta)
+        k = self.n_lengthscales
         Ks = s * np.exp(-self._distance(ls))
         K = Ks.copy()
         K[np.diag_indices(t)] += self.noise
+        raw_j = theta[2 + k:]
+        for row, raw in zip(self.jump_rows, raw_j):
+            K[row, row] += softplus(raw)
         L, _ = _cholesky(K)
         r = y - c
         alpha, info = lapack.dpotrs(L, r, lower=1)
@@ -168,7 +227,10 @@ class MapProblem:
         else:
             mismatch = np.array([np.einsum("ab,ab->", G, self.hamming)])
         dlog_l = -0.5 * mismatch / (p * ls**2)  # d(-log N)/dl_j
-        g[2:] = (dlog_l - dlp) * _sigmoid(theta[2:])
+        g[2 : 2 + k] = (dlog_l - dlp) * _sigmoid(theta[2 : 2 + k])
+        for i, (row, raw) in enumerate(zip(self.jump_rows, raw_j)):
+            # dK/dj = e_row e_row^T: d(-log N)/dj = -0.5 (alpha_row^2 - [K^-1]_row,row)
+            g[2 + k + i] = -0.5 * (alpha[row] ** 2 - Kinv[row, row]) * _sigmoid(raw)
         return float(value), g / t
 
 
@@ -206,9 +268,10 @@ def map_fit(
     last_msg, n_eval = "", 0
     for attempt in range(1, int(max_attempts) + 1):
         if attempt > 1:
-            ls = np.exp(problem.prior_loc + problem.prior_scale * rng.standard_normal(theta0.shape[0] - 2))
+            k = problem.n_lengthscales
+            ls = np.exp(problem.prior_loc + problem.prior_scale * rng.standard_normal(k))
             theta = theta0.copy()
-            theta[2:] = problem.pack(0.0, 1.0, ls)[2:]
+            theta[2 : 2 + k] = problem.pack(0.0, 1.0, ls)[2 : 2 + k]
         try:
             x, value, ok, msg, nfev = _run(problem, theta, options)
         except np.linalg.LinAlgError as exc:
@@ -231,17 +294,21 @@ def fit_map_numpy(
     init: Hyperparameters | None = None,
     max_attempts: int = 5,
     options: dict | None = None,
+    spread: float | None = None,
+    jumps: bool = False,
 ) -> tuple[Hyperparameters | None, MapFit]:
     """MAP hyperparameters for bool[t, p] archive ``X`` and standardised values ``y_std``.
 
     Starts from the docs/math.md §3 initial values, or from ``init`` (warm start; a shared kernel starts from the
     geometric mean of ``init``'s lengthscales). Returns ``(hyper or None on failure, MapFit)``;
-    shared lengthscales are returned repeated p times.
+    shared lengthscales are returned repeated p times. ``spread``: the ARD shrinkage prior of
+    :class:`MapProblem` (None: independent lengthscales). ``jumps``: also fit the jump variances
+    of the extremes in the archive (docs/math.md §15), from :data:`INITIAL_JUMP` or ``init``'s.
     """
     from shapleig.gp.priors import initial_lengthscale
 
     p = X.shape[1]
-    problem = MapProblem.build(X, y_std, noise, ard)
+    problem = MapProblem.build(X, y_std, noise, ard, spread, jumps)
     n_ls = p if ard else 1
     if init is None:
         theta0 = problem.pack(0.0, math.log(2.0), np.full(n_ls, initial_lengthscale(p)))
@@ -249,9 +316,11 @@ def fit_map_numpy(
         ls = np.broadcast_to(np.asarray(init.lengthscales, dtype=np.float64), (p,))
         if not ard:
             ls = np.exp(np.log(ls).mean(keepdims=True))
-        theta0 = problem.pack(init.mean_constant, init.outputscale, ls)
+        start = init.jumps if any(init.jumps) else (INITIAL_JUMP, INITIAL_JUMP)
+        theta0 = problem.pack(init.mean_constant, init.outputscale, ls, start)
     fit = map_fit(problem, theta0, np.random.default_rng(int(seed)), max_attempts, options)
     if not fit.success:
         return None, fit
     c, s, ls = problem.unpack(fit.theta)
-    return Hyperparameters(np.broadcast_to(ls, (p,)).copy(), s, float(noise), c), fit
+    j_empty, j_grand = problem.unpack_jumps(fit.theta)
+    return Hyperparameters(np.broadcast_to(ls, (p,)).copy(), s, float(noise), c, j_empty, j_grand), fit

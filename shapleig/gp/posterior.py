@@ -40,6 +40,8 @@ class Hyperparameters:
     outputscale: float
     noise: float
     mean_constant: float = 0.0
+    empty_jump: float = 0.0
+    grand_jump: float = 0.0
 
     def __post_init__(self) -> None:
         ls = np.array(self.lengthscales, dtype=np.float64)  # private copy, read-only
@@ -49,7 +51,7 @@ class Hyperparameters:
             raise ValueError(f"lengthscales must be finite and positive, got {ls}")
         ls.setflags(write=False)
         object.__setattr__(self, "lengthscales", ls)
-        for name in ("outputscale", "noise", "mean_constant"):
+        for name in ("outputscale", "noise", "mean_constant", "empty_jump", "grand_jump"):
             value = float(getattr(self, name))
             if not np.isfinite(value):
                 raise ValueError(f"{name} must be finite, got {value}")
@@ -58,6 +60,19 @@ class Hyperparameters:
             raise ValueError(f"outputscale must be positive, got {self.outputscale}")
         if self.noise < 0:
             raise ValueError(f"noise must be non-negative, got {self.noise}")
+        if self.empty_jump < 0 or self.grand_jump < 0:
+            raise ValueError(f"jump variances must be non-negative, got {self.empty_jump}, {self.grand_jump}")
+
+    @property
+    def jumps(self) -> tuple[float, float]:
+        """``(empty_jump, grand_jump)``: variances of the independent offsets at the empty and the
+        grand coalition (docs/math.md §15); (0, 0) is the plain Hamming kernel."""
+        return (self.empty_jump, self.grand_jump)
+
+    def with_noise(self, noise: float) -> "Hyperparameters":
+        """The same kernel with another noise variance."""
+        return Hyperparameters(self.lengthscales, self.outputscale, noise, self.mean_constant,
+                               self.empty_jump, self.grand_jump)
 
     @property
     def n_players(self) -> int:
@@ -68,12 +83,34 @@ class Hyperparameters:
             return NotImplemented
         return (
             np.array_equal(self.lengthscales, other.lengthscales)
-            and (self.outputscale, self.noise, self.mean_constant)
-            == (other.outputscale, other.noise, other.mean_constant)
+            and (self.outputscale, self.noise, self.mean_constant, self.empty_jump, self.grand_jump)
+            == (other.outputscale, other.noise, other.mean_constant, other.empty_jump, other.grand_jump)
         )
 
     def __hash__(self) -> int:
-        return hash((self.lengthscales.tobytes(), self.outputscale, self.noise, self.mean_constant))
+        return hash((self.lengthscales.tobytes(), self.outputscale, self.noise, self.mean_constant,
+                     self.empty_jump, self.grand_jump))
+
+
+def extreme_rows(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(is_empty, is_grand)``: bool[m] each, the rows of ``Z`` (bool[m, p]) that are ∅ and N."""
+    Z = np.asarray(Z, dtype=bool)
+    return ~Z.any(axis=1), Z.all(axis=1)
+
+
+def surrogate_kernel(Z1: np.ndarray, Z2: np.ndarray, hyper: Hyperparameters) -> np.ndarray:
+    """The surrogate's prior covariance ``float64[m1, m2]`` between coalitions (standardised units).
+
+    The Hamming kernel (docs/math.md §3) plus the jump kernel of docs/math.md §15:
+    ``empty_jump [z = ∅][z' = ∅] + grand_jump [z = N][z' = N]``.
+    """
+    K = hamming_kernel(Z1, Z2, hyper.lengthscales, hyper.outputscale)
+    if hyper.empty_jump or hyper.grand_jump:
+        p = hyper.n_players
+        e1, g1 = extreme_rows(as_coalition_matrix(Z1, p) if np.asarray(Z1).size else np.zeros((0, p), bool))
+        e2, g2 = extreme_rows(as_coalition_matrix(Z2, p) if np.asarray(Z2).size else np.zeros((0, p), bool))
+        K = K + hyper.empty_jump * np.outer(e1, e2) + hyper.grand_jump * np.outer(g1, g2)
+    return K
 
 
 def standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -217,11 +254,12 @@ class ShapleyPosterior:
         self._M = (
             prior_covariance
             if prior_covariance is not None
-            else self.operator.prior_covariance(hyper.lengthscales, s)
+            else self.operator.prior_covariance(hyper.lengthscales, s, jumps=hyper.jumps)
         )
-        self._psi_X = psi_X if psi_X is not None else self.operator.kernel_columns(X, hyper.lengthscales, s)
+        self._psi_X = psi_X if psi_X is not None else self.operator.kernel_columns(X, hyper.lengthscales, s,
+                                                                                  jumps=hyper.jumps)
         if chol is None:
-            K = hamming_kernel(X, X, hyper.lengthscales, s) + noise * np.eye(X.shape[0])
+            K = surrogate_kernel(X, X, hyper) + noise * np.eye(X.shape[0])
             chol = cholesky_with_jitter(K)
         self._L, self.jitter = chol
         # Y = L^-1 Psi_X^T (t x p): Sigma_phi = M - Y^T Y.
@@ -352,10 +390,10 @@ class ShapleyPosterior:
         """Posterior mean and variance of the latent f at coalitions ``Z`` (bool[m, p]), raw units."""
         h = self.hyper
         Z = as_coalition_matrix(Z, self.n_players)
-        V = _solve_lower(self._L, hamming_kernel(self.X, Z, h.lengthscales, h.outputscale))
+        V = _solve_lower(self._L, surrogate_kernel(self.X, Z, h))
         r = _solve_lower(self._L, self.y_tilde - h.mean_constant)
         mean = h.mean_constant + V.T @ r
-        var = np.clip(h.outputscale - np.einsum("tm,tm->m", V, V), 0.0, None)
+        var = np.clip(np.diag(surrogate_kernel(Z, Z, h)) - np.einsum("tm,tm->m", V, V), 0.0, None)
         return self.y_mean + self.y_scale * mean, self.y_scale**2 * var
 
     # -- updates ---------------------------------------------------------------------------------
@@ -381,10 +419,10 @@ class ShapleyPosterior:
             raise ValueError("the empty coalition is already in the archive (held out of the GP)")
         X = np.concatenate([self.X, X_new], axis=0)
         y = np.concatenate([self.y, y_new])
-        psi_new = self.operator.kernel_columns(X_new, h.lengthscales, h.outputscale)
+        psi_new = self.operator.kernel_columns(X_new, h.lengthscales, h.outputscale, jumps=h.jumps)
         t, k = self.X.shape[0], X_new.shape[0]
-        C = _solve_lower(self._L, hamming_kernel(self.X, X_new, h.lengthscales, h.outputscale))
-        S = hamming_kernel(X_new, X_new, h.lengthscales, h.outputscale) + (h.noise + self.jitter) * np.eye(k)
+        C = _solve_lower(self._L, surrogate_kernel(self.X, X_new, h))
+        S = surrogate_kernel(X_new, X_new, h) + (h.noise + self.jitter) * np.eye(k)
         S = S - C.T @ C
         try:
             D = np.linalg.cholesky(0.5 * (S + S.T))
@@ -443,6 +481,7 @@ class ShapleyPosterior:
             hyper.n_players == self.n_players
             and np.array_equal(hyper.lengthscales, self.hyper.lengthscales)
             and hyper.outputscale == self.hyper.outputscale
+            and hyper.jumps == self.hyper.jumps
         )
         chol = None
         if hyper.noise == self.hyper.noise:
@@ -496,10 +535,12 @@ class CandidatePosterior:
         n = self.W.shape[0]
         self.available = np.ones(n, dtype=bool)
         self.selected: list[int] = []
-        self._V = _solve_lower(posterior._L, hamming_kernel(posterior.X, self.W, h.lengthscales, h.outputscale))
-        psi_W = posterior.operator.kernel_columns(self.W, h.lengthscales, h.outputscale)
+        self._V = _solve_lower(posterior._L, surrogate_kernel(posterior.X, self.W, h))
+        psi_W = posterior.operator.kernel_columns(self.W, h.lengthscales, h.outputscale, jumps=h.jumps)
         self._B = psi_W - posterior._Yt.T @ self._V
-        self._v = h.outputscale - np.einsum("tn,tn->n", self._V, self._V) + h.noise
+        prior_var = h.outputscale + np.where(~self.W.any(axis=1), h.empty_jump, 0.0) \
+            + np.where(self.W.all(axis=1), h.grand_jump, 0.0)
+        self._v = prior_var - np.einsum("tn,tn->n", self._V, self._V) + h.noise
         self.shapley_covariance = posterior.shapley_covariance.copy()
         self._chol_phi: np.ndarray | None = None
         self.jitter_phi = 0.0
@@ -564,7 +605,7 @@ class CandidatePosterior:
             self.selected.append(j)
             return 0.0
         b_star = self._B[:, j].copy()
-        k_star = hamming_kernel(self.W, self.W[j], h.lengthscales, h.outputscale)[:, 0]
+        k_star = surrogate_kernel(self.W, self.W[j : j + 1], h)[:, 0]
         c = k_star - self._V.T @ self._V[:, j]
         sig = self.shapley_covariance - np.outer(b_star, b_star) / v_star
         self.shapley_covariance = 0.5 * (sig + sig.T)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -137,3 +139,62 @@ def test_iteration_limit_counts_as_stopped_success():
     theta0 = problem.pack(0.0, np.log(2.0), np.full(5, 1.0))
     fit = map_fit(problem, theta0, np.random.default_rng(0), options={"maxiter": 2})
     assert fit.success and fit.attempts == 1 and "ITERATIONS" in fit.message.upper()
+
+
+# -- the ARD shrinkage prior (spread) -----------------------------------------------------------
+
+def test_spread_prior_is_a_normalised_density_over_log_lengthscales():
+    """Integrated over u = log l on a grid (p = 2 and 3), the prior with a spread has mass 1."""
+    for p, spread in ((2, 0.4), (3, 0.8)):
+        X = np.zeros((2, p), dtype=float)
+        prob = MapProblem.build(X, np.zeros(2), 1e-6, ard=True, spread=spread)
+        grid = np.linspace(prob.prior_loc - 7 * prob.prior_scale, prob.prior_loc + 7 * prob.prior_scale,
+                           61 if p == 3 else 301)
+        du = grid[1] - grid[0]
+        mass = 0.0
+        for u in itertools.product(grid, repeat=p):
+            u = np.array(u)
+            logp, _ = prob.log_prior(np.exp(u))
+            mass += np.exp(logp + u.sum())  # density over l times the Jacobian dl/du = l
+        assert mass * du**p == pytest.approx(1.0, abs=2e-3)
+
+
+def test_spread_prior_gradient_and_limits():
+    rng = np.random.default_rng(0)
+    X, y = _archive(30, 6, 1)
+    y_std, _, _ = standardize(y)
+    prob = MapProblem.build(X, y_std, 1e-4, ard=True, spread=0.5)
+    ls = np.exp(rng.normal(0.5, 0.6, 6))
+    _, d = prob.log_prior(ls)
+    h = 1e-6
+    fd = [(prob.log_prior(ls + h * e)[0] - prob.log_prior(ls - h * e)[0]) / (2 * h) for e in np.eye(6)]
+    np.testing.assert_allclose(d, fd, rtol=1e-6)
+    theta = rng.normal(size=8)
+    _, g = prob.objective(theta)
+    fd = [(prob.objective(theta + h * e, grad=False)[0] - prob.objective(theta - h * e, grad=False)[0]) / (2 * h)
+          for e in np.eye(8)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-8)
+    # equal lengthscales pay no shrinkage: only the normaliser separates it from the independent prior
+    free = MapProblem.build(X, y_std, 1e-4, ard=True)
+    same = np.full(6, 1.7)
+    gap = prob.log_prior(same)[0] - free.log_prior(same)[0]
+    assert gap == pytest.approx(2.5 * np.log1p(3.0 / 0.25))
+    np.testing.assert_allclose(prob.log_prior(same)[1], free.log_prior(same)[1])
+    with pytest.raises(ValueError, match="spread"):
+        MapProblem.build(X, y_std, 1e-4, ard=False, spread=0.5)
+
+
+def test_spread_fit_moves_from_shared_to_free_ard():
+    """A tight spread gives nearly equal lengthscales; a wide one reproduces the free ARD fit."""
+    from shapleig.gp.numpy_fit import fit_map_numpy
+
+    rng = np.random.default_rng(3)
+    X = rng.random((40, 6)) < 0.5
+    y = np.log1p(X @ np.array([5.0, 4.0, 0.1, 0.2, 0.1, 0.2]))
+    y_std, _, _ = standardize(y)
+    free, _ = fit_map_numpy(X, y_std, noise=1e-6, ard=True, seed=0)
+    tight, _ = fit_map_numpy(X, y_std, noise=1e-6, ard=True, seed=0, spread=1e-3)
+    wide, _ = fit_map_numpy(X, y_std, noise=1e-6, ard=True, seed=0, spread=1e3)
+    assert np.ptp(np.log(tight.lengthscales)) < 0.05
+    assert np.ptp(np.log(free.lengthscales)) > 1.0
+    np.testing.assert_allclose(np.log(wide.lengthscales), np.log(free.lengthscales), atol=1e-2)
