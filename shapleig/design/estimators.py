@@ -186,7 +186,7 @@ class GPLeverage(OptionsEstimator):
         with compute_threads(self.threads):
             fits = fit_kernels(X, y, self.surrogate, seed=fit_seed, noise=self.noise,
                                noise_convention=self.noise_convention, engine=self.fit_engine,
-                               jumps=self.options.jumps)
+                               jumps=self.options.jumps, size_trend=self.options.size_trend)
             post = build_mixture([(k.kernel, k.weight, k.hyper) for k in fits], X, y, calibrate=self.calibrate)
         primary = post.primary.posterior
         h = primary.hyper

@@ -277,6 +277,7 @@ class DesignLoop:
             engine=self.fit_engine,
             cold_check=cold_check,
             jumps=self.options.jumps,
+            size_trend=self.options.size_trend,
         )
         if cold_check or not (self.warm_start or late):
             self._cold_fit_on = t

@@ -67,8 +67,10 @@ class GPOptions:
         fit_engine: ``"numpy"`` (default, torch-free) or ``"gpytorch"`` (botorch's fit, the published route).
         threads: torch/BLAS threads while computing (None leaves the pools alone).
         jumps: every kernel also fits the variances of independent jumps of the surrogate at ∅ and N
-            (docs/math.md §15): games whose empty or grand coalition stands apart (no data, no features)
-            no longer force short lengthscales. Needs the numpy fit engine.
+            (the size kernel, docs/math.md §15): games whose empty or grand coalition stands apart (no
+            data, no features) no longer force short lengthscales. Needs the numpy fit engine.
+        size_trend: every kernel also fits a smooth trend in the coalition size (the size kernel's
+            squared-exponential part, docs/math.md §15). Needs the numpy fit engine.
     """
 
     noise: float = 1e-6
@@ -79,6 +81,7 @@ class GPOptions:
     fit_engine: str = "numpy"
     threads: int | None = 1
     jumps: bool = False
+    size_trend: bool = False
 
     def __post_init__(self) -> None:
         mode = resolve_surrogate(self.surrogate, self.ard)
@@ -92,9 +95,10 @@ class GPOptions:
         if not isinstance(self.calibrate, str):
             _set(self, "calibrate", bool(self.calibrate))
         check_fit_engine(self.fit_engine)
-        _set(self, "jumps", bool(self.jumps))
-        if self.jumps and self.fit_engine != "numpy":
-            raise ValueError(f"jumps=True needs fit_engine='numpy' (the jump kernel's fit), got {self.fit_engine!r}")
+        for name in ("jumps", "size_trend"):
+            _set(self, name, bool(getattr(self, name)))
+            if getattr(self, name) and self.fit_engine != "numpy":
+                raise ValueError(f"{name}=True needs fit_engine='numpy' (the size kernel's fit), got {self.fit_engine!r}")
         if self.threads is not None and (isinstance(self.threads, bool) or int(self.threads) < 1):
             raise ValueError(f"threads must be a positive int or None, got {self.threads!r}")
 

@@ -64,16 +64,17 @@ def laplace_log_evidence(X: np.ndarray, y: np.ndarray, hyper: Hyperparameters, a
     Returns -inf when the objective cannot be evaluated (indefinite kernel matrix).
     """
     y_std, _, _ = standardize(np.asarray(y, dtype=np.float64))
-    problem = MapProblem.build(X, y_std, hyper.noise, ard, spread, jumps=any(hyper.jumps))
+    problem = MapProblem.build(X, y_std, hyper.noise, ard, spread, jumps=any(hyper.jumps),
+                               size_trend=hyper.size_variance > 0)
     ls = np.asarray(hyper.lengthscales, dtype=np.float64)
     ls = ls[:1] if not ard else ls
-    packed = problem.pack(0.0, hyper.outputscale, ls, hyper.jumps)
+    packed = problem.pack(0.0, hyper.outputscale, ls, hyper.size_parameters)
     k = problem.n_lengthscales
     u0 = np.concatenate([[hyper.mean_constant], packed[1:2], np.log(ls), packed[2 + k:]])
     d = 2 + k
     try:
         f0, g0 = _grad_u(problem, u0)
-        H = np.zeros((u0.size, d))  # columns: the lengthscale block (jumps, like c and s, are profiled)
+        H = np.zeros((u0.size, d))  # columns: the lengthscale block (the size kernel, like c and s, is profiled)
         for j in range(2, d):
             e = np.zeros(u0.size)
             e[j] = STEP

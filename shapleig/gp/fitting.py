@@ -50,6 +50,7 @@ def fit_hyperparameters(
     ard: bool = True,
     engine: str = DEFAULT_FIT_ENGINE,
     jumps: bool = False,
+    size_trend: bool = False,
 ) -> FitResult:
     """MAP fit of the Hamming-kernel GP to archive ``X`` (bool[t, p]) with raw values ``y`` (float64[t]).
 
@@ -63,11 +64,12 @@ def fit_hyperparameters(
     the fit (see :func:`compute_threads`). ``ard=False`` fits one lengthscale shared by all players
     (see :func:`build_model`). ``engine="numpy"`` runs the same MAP objective in numpy/scipy with an
     analytic gradient (:mod:`shapleig.gp.numpy_fit`; retries draw from a numpy generator seeded by ``seed``).
-    ``jumps``: also fit the jump variances at ∅ and N (docs/math.md §15; numpy engine only).
+    ``jumps``, ``size_trend``: also fit the size kernel's jumps at ∅ and N and its trend in the
+    coalition size (docs/math.md §15; numpy engine only).
     """
     check_fit_engine(engine)
-    if jumps and engine != "numpy":
-        raise ValueError(f"the jump kernel (jumps=True) is fitted by the numpy engine only, not {engine!r}")
+    if (jumps or size_trend) and engine != "numpy":
+        raise ValueError(f"the size kernel (jumps, size_trend) is fitted by the numpy engine only, not {engine!r}")
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be a bool[t, p] coalition matrix, got shape {X.shape}")
@@ -85,7 +87,7 @@ def fit_hyperparameters(
     start = time.perf_counter()
     if engine == "numpy":
         return _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start,
-                          fallback, max_attempts, threads, ard, start, jumps)
+                          fallback, max_attempts, threads, ard, start, jumps, size_trend)
     # botorch/gpytorch load here, only for the gpytorch engine (importing botorch takes seconds)
     from shapleig.gp.torch_model import fit_gpytorch
 
@@ -94,13 +96,13 @@ def fit_hyperparameters(
 
 
 def _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start, fallback,
-               max_attempts, threads, ard, start, jumps=False) -> FitResult:
+               max_attempts, threads, ard, start, jumps=False, size_trend=False) -> FitResult:
     """The ``engine="numpy"`` branch of :func:`fit_hyperparameters` (same FitResult contract)."""
     from shapleig.gp.numpy_fit import fit_map_numpy
 
     with compute_threads(threads):
         hyper, fit = fit_map_numpy(X, y_std, noise=noise_std, ard=ard, seed=int(seed), init=warm_start,
-                                   max_attempts=max_attempts, jumps=jumps)
+                                   max_attempts=max_attempts, jumps=jumps, size_trend=size_trend)
     success, message = hyper is not None, ""
     if not success:
         message = f"L-BFGS-B failed: {fit.message}"

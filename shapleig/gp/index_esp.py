@@ -57,6 +57,7 @@ class IndexOperator:
         if self.index not in ("SV", "BV") and self.n_players > MAX_GENERIC_PLAYERS:
             raise ValueError(f"index {self.index!r} is supported for p <= {MAX_GENERIC_PLAYERS}, got {self.n_players}")
         self.terms = index_terms(self.n_players, self.index, self.max_order)
+        self._beta: np.ndarray | None = None
 
     @property
     def n_terms(self) -> int:
@@ -88,38 +89,35 @@ class IndexOperator:
         out[: self.n_players] = -float(w1[0])
         return out
 
-    def grand_column(self) -> np.ndarray:
-        """``B[:, N]``, float64[d]: the coefficient of v(N) in each term (w_1(p - 1), w_2(p - 2))."""
-        p = self.n_players
-        w1, w2 = exact_derivative_weights(self.index, p)
-        out = np.full(self.n_terms, float(w2[p - 2]) if w2 is not None and p >= 2 else 0.0)
-        out[:p] = float(w1[p - 1])
-        return out
+    def size_coefficients(self) -> np.ndarray:
+        """``beta``, float64[d, p+1]: term T of the index of any game h(|S|) that depends on the size
+        alone is ``beta[T] @ h`` (docs/math.md §15). Row T is ``beta_t(m) = sum_{k + l = m} C(p-t, k)
+        w_t(k) (-1)^(t-l) C(t, l)`` (t = |T|), summed exactly; with ``hold_out_empty`` the entry of
+        size 0 (the empty coalition's column) is 0."""
+        if self._beta is None:
+            self._beta = _size_coefficients(self.index, self.n_players, self.max_order, self.hold_out_empty)
+        return self._beta
 
     def kernel_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float,
-                       jumps: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
+                       size_kernel: np.ndarray | None = None) -> np.ndarray:
         """``B k(., z)`` for every row z of ``Z`` (bool[m, p]): float64[d, m], the prior Cov[I, f(z)].
 
-        ``jumps``: the variances of the jump kernel at ∅ and N (docs/math.md §15), which add
-        ``jump B[:, ∅]`` to the column of ∅ and ``jump B[:, N]`` to that of N.
+        ``size_kernel``: float64[p+1, p+1], the size kernel added to the Hamming kernel
+        (docs/math.md §15), whose column of z contributes ``beta @ size_kernel[:, |z|]``.
         """
         cols = self._base_columns(Z, lengthscales, outputscale)
         if self.hold_out_empty:
             empty = np.zeros((1, self.n_players), dtype=bool)
             cols = cols - np.outer(self.empty_column(), hamming_kernel(empty, Z, lengthscales, outputscale)[0])
-        j_empty, j_grand = (float(j) for j in jumps)
-        if j_empty or j_grand:
-            z = np.asarray(Z, dtype=bool).reshape(-1, self.n_players)
-            if j_empty and not self.hold_out_empty:  # B' has no column at ∅
-                cols = cols + j_empty * np.outer(self.empty_column(), ~z.any(axis=1))
-            if j_grand:
-                cols = cols + j_grand * np.outer(self.grand_column(), z.all(axis=1))
+        if size_kernel is not None:
+            sizes = np.asarray(Z, dtype=bool).reshape(-1, self.n_players).sum(axis=1)
+            cols = cols + (self.size_coefficients() @ size_kernel)[:, sizes]
         return cols
 
     def prior_covariance(self, lengthscales: np.ndarray, outputscale: float,
-                         jumps: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
-        """``B K B^T``: float64[d, d], the prior covariance of the index vector (``jumps``: see
-        :meth:`kernel_columns`; they add ``jump B[:, ∅] B[:, ∅]^T`` and ``jump B[:, N] B[:, N]^T``)."""
+                         size_kernel: np.ndarray | None = None) -> np.ndarray:
+        """``B K B^T``: float64[d, d], the prior covariance of the index vector (``size_kernel``: see
+        :meth:`kernel_columns`; it adds ``beta size_kernel beta^T``)."""
         M = self._base_covariance(lengthscales, outputscale)
         if self.hold_out_empty:
             # B' = B - e 1_empty^T: B' K B'^T = M - e u^T - u e^T + s e e^T, u = B k(., empty)
@@ -127,13 +125,10 @@ class IndexOperator:
             u = self._base_columns(np.zeros((1, self.n_players), dtype=bool), lengthscales, outputscale)[:, 0]
             M = M - np.outer(e, u) - np.outer(u, e) + float(outputscale) * np.outer(e, e)
             M = 0.5 * (M + M.T)
-        j_empty, j_grand = (float(j) for j in jumps)
-        if j_empty and not self.hold_out_empty:
-            e = self.empty_column()
-            M = M + j_empty * np.outer(e, e)
-        if j_grand:
-            g = self.grand_column()
-            M = M + j_grand * np.outer(g, g)
+        if size_kernel is not None:
+            beta = self.size_coefficients()
+            M = M + beta @ size_kernel @ beta.T
+            M = 0.5 * (M + M.T)
         return M
 
     def _base_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
@@ -149,6 +144,26 @@ class IndexOperator:
         if self.index == "BV":
             return prior_banzhaf_covariance(lengthscales, outputscale)
         return generic_prior_covariance(lengthscales, outputscale, self.index)
+
+
+@lru_cache(maxsize=64)
+def _size_coefficients(index: str, p: int, max_order: int, hold_out_empty: bool) -> np.ndarray:
+    w1, w2 = exact_derivative_weights(index, p)
+    rows = {}
+    for t, w in ((1, w1), (2, w2)):
+        if w is None:
+            continue
+        beta = [Fraction(0)] * (p + 1)
+        for k in range(p - t + 1):
+            for l in range(t + 1):
+                beta[k + l] += comb(p - t, k) * w[k] * (-1) ** (t - l) * comb(t, l)
+        if hold_out_empty:
+            beta[0] = Fraction(0)
+        rows[t] = np.array([float(b) for b in beta])
+    terms = index_terms(p, index, max_order)
+    out = np.array([rows[len(T)] for T in terms])
+    out.setflags(write=False)
+    return out
 
 
 def shapley_operator_for(n_players: int) -> IndexOperator:

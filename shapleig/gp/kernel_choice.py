@@ -83,10 +83,10 @@ class KernelFit:
         return self.fit.hyper
 
 
-def n_hyperparameters(n_players: int, ard: bool, n_jumps: int = 0) -> int:
+def n_hyperparameters(n_players: int, ard: bool, n_size: int = 0) -> int:
     """Fitted hyperparameters of a kernel: lengthscales (p or 1), outputscale, mean constant and
-    the ``n_jumps`` jump variances (docs/math.md §15)."""
-    return (n_players if ard else 1) + 2 + int(n_jumps)
+    the ``n_size`` parameters of the size kernel (docs/math.md §15)."""
+    return (n_players if ard else 1) + 2 + int(n_size)
 
 
 def n_extremes(X: np.ndarray) -> int:
@@ -125,6 +125,7 @@ def fit_kernels(
     engine: str = DEFAULT_FIT_ENGINE,
     cold_check: bool = False,
     jumps: bool = False,
+    size_trend: bool = False,
 ) -> list[KernelFit]:
     """Fit every kernel of ``surrogate`` to ``X`` (bool[t, p]), ``y`` (float64[t]); return them weighted.
 
@@ -133,19 +134,19 @@ def fit_kernels(
     the fitting engine of :func:`~shapleig.gp.fitting.fit_hyperparameters` when it offers several.
     ``cold_check`` (with ``warm_start``): also fit each kernel from the docs/math.md §3 initial
     values and keep whichever of the two reaches the lower objective (a warm start cannot then
-    stay stuck in a basin the data have left). ``jumps``: every kernel also fits the jump
-    variances of the extremes in the archive (docs/math.md §15).
+    stay stuck in a basin the data have left). ``jumps``, ``size_trend``: every kernel also fits the
+    size kernel's jumps at the extremes in the archive and its trend in the size (docs/math.md §15).
     """
     check_surrogate(surrogate)
     t, p = X.shape
-    n_jumps = n_extremes(X) if jumps else 0
+    n_size = (n_extremes(X) if jumps else 0) + (2 if size_trend else 0)
     prev = {k.kernel: k.hyper for k in previous or ()}
     fits: list[FitResult] = []
     names: list[str] = []
     evidence: list[float] = []
     extra = {} if engine is None else {"engine": engine}
-    if jumps:
-        extra["jumps"] = True
+    if jumps or size_trend:
+        extra.update(jumps=bool(jumps), size_trend=bool(size_trend))
     for i, (name, ard) in enumerate(_KERNELS[surrogate]):
         fit = fit_hyperparameters(
             X, y, seed=int(seed) + i, noise=noise, noise_convention=noise_convention,
@@ -166,6 +167,6 @@ def fit_kernels(
         if surrogate == "laplace" and fit.success and np.isfinite(fit.neg_mll):
             evidence.append(laplace_log_evidence(X, y, fit.hyper, ard))
         else:
-            evidence.append(bic_log_evidence(fit, t, n_hyperparameters(p, ard, n_jumps)))
+            evidence.append(bic_log_evidence(fit, t, n_hyperparameters(p, ard, n_size)))
     weights = evidence_weights(np.asarray(evidence)) if len(fits) > 1 else np.ones(1)
     return [KernelFit(name, fit, float(ev), float(w)) for name, fit, ev, w in zip(names, fits, evidence, weights)]

@@ -35,12 +35,17 @@ from shapleig.gp.posterior import Hyperparameters
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _MIN_LENGTHSCALE = 1e-6
-# Jump variances (docs/math.md §15) start here, in standardised units: a jump of about one standard
-# deviation of the values, from which the likelihood moves it either way (its profile is unimodal).
+# The size kernel (docs/math.md §15) starts here, in standardised units: jumps of about one standard
+# deviation of the values, from which the likelihood moves them either way (their profile is
+# unimodal), and a size trend of half the values' variance over half the size range.
 INITIAL_JUMP = 1.0
-# a warm start from a (near) zero jump packs this instead: softplus never reaches 0, and from far
-# below it the gradient in the raw coordinate (the sigmoid) is too small to move the jump again
-_MIN_JUMP = 1e-3
+INITIAL_SIZE_VARIANCE = 0.5
+INITIAL_SIZE_LENGTHSCALE = 0.5
+# the trend's lengthscale (normalised size units) has a normal prior on its log: (mean, sd)
+SIZE_LENGTHSCALE_PRIOR = (math.log(0.5), 1.0)
+# a warm start from a (near) zero variance packs this instead: softplus never reaches 0, and from far
+# below it the gradient in the raw coordinate (the sigmoid) is too small to move it again
+_MIN_SIZE_VARIANCE = 1e-3
 # gpytorch's psd_safe_cholesky for float64: jitter 1e-8, tenfold per failure; the surrogate raises
 # the number of tries to 6.
 _JITTER0 = 1e-8
@@ -104,62 +109,101 @@ class MapProblem:
     prior_scale: float
     hamming: np.ndarray | None
     spread: float | None = None
-    # jump kernel (docs/math.md §15): for each extreme coalition (∅, N) that is in the archive and
-    # has a fitted jump, the archive row holding it; () when the plain kernel is fitted
-    jump_rows: tuple[int, ...] = ()
-    jump_kinds: tuple[int, ...] = ()  # 0 for ∅, 1 for N, aligned with jump_rows
+    # the size kernel (docs/math.md §15): the extremes (0 for ∅, 1 for N) in the archive whose jump
+    # variance is fitted, whether the size trend (variance and lengthscale) is, and the one-hot
+    # sizes float64[t, p+1] of the archive rows (None without a size kernel)
+    jump_kinds: tuple[int, ...] = ()
+    size_trend: bool = False
+    sizes: np.ndarray | None = None
 
     @classmethod
     def build(cls, X: np.ndarray, y_std: np.ndarray, noise: float, ard: bool,
-              spread: float | None = None, jumps: bool = False) -> "MapProblem":
+              spread: float | None = None, jumps: bool = False, size_trend: bool = False) -> "MapProblem":
         from shapleig.gp.priors import lengthscale_prior_params
 
         Xf = np.ascontiguousarray(X, dtype=np.float64)
-        loc, scale = lengthscale_prior_params(Xf.shape[1])
+        t, p = Xf.shape
+        loc, scale = lengthscale_prior_params(p)
         hamming = None
         if not ard:
             hamming = Xf @ (1.0 - Xf).T
             hamming += hamming.T
         if spread is not None and not (ard and np.isfinite(spread) and spread > 0):
             raise ValueError(f"spread must be a positive finite number and needs ard=True, got {spread!r}")
-        rows: list[int] = []
-        kinds: list[int] = []
-        if jumps:
-            Xb = np.asarray(X, dtype=bool)
-            for kind, mask in enumerate((~Xb.any(axis=1), Xb.all(axis=1))):
-                hit = np.flatnonzero(mask)
-                if hit.size:  # an extreme that is not in the archive has no jump to fit
-                    rows.append(int(hit[0]))
-                    kinds.append(kind)
+        size = np.asarray(X, dtype=bool).sum(axis=1)
+        # an extreme that is not in the archive has no jump to fit
+        kinds = tuple(k for k, m in ((0, 0), (1, p)) if jumps and np.any(size == m))
+        onehot = None
+        if kinds or size_trend:
+            onehot = np.zeros((t, p + 1))
+            onehot[np.arange(t), size] = 1.0
         return cls(Xf, np.asarray(y_std, dtype=np.float64), float(noise), bool(ard), loc, scale, hamming,
-                   None if spread is None else float(spread), tuple(rows), tuple(kinds))
+                   None if spread is None else float(spread), kinds, bool(size_trend), onehot)
 
     @property
     def n_lengthscales(self) -> int:
         return self.X.shape[1] if self.ard else 1
 
     @property
+    def n_size_params(self) -> int:
+        """Fitted parameters of the size kernel: variance and lengthscale of the trend, the jumps."""
+        return 2 * int(self.size_trend) + len(self.jump_kinds)
+
+    @property
     def n_params(self) -> int:
-        return 2 + self.n_lengthscales + len(self.jump_rows)
+        return 2 + self.n_lengthscales + self.n_size_params
 
     def unpack(self, theta: np.ndarray) -> tuple[float, float, np.ndarray]:
-        """``(c, s, l)`` from ``theta = (c, raw_s, raw_l, raw_jumps)``; l has 1 (shared) or p entries."""
+        """``(c, s, l)`` from ``theta = (c, raw_s, raw_l, size parameters)``; l has 1 (shared) or p entries."""
         k = self.n_lengthscales
         return float(theta[0]), float(softplus(theta[1])), _MIN_LENGTHSCALE + softplus(theta[2 : 2 + k])
 
-    def unpack_jumps(self, theta: np.ndarray) -> tuple[float, float]:
-        """``(empty_jump, grand_jump)`` from ``theta`` (0 for an extreme without a fitted jump)."""
-        out = [0.0, 0.0]
-        for kind, raw in zip(self.jump_kinds, theta[2 + self.n_lengthscales:]):
-            out[kind] = float(softplus(raw))
-        return out[0], out[1]
+    def unpack_size(self, theta: np.ndarray) -> tuple[float, float, float, float]:
+        """``(empty_jump, grand_jump, size_variance, size_lengthscale)`` from ``theta`` (zeros, and the
+        initial lengthscale, for what is not fitted). Layout after the lengthscales:
+        ``(raw_variance, log_lengthscale)`` of the trend, then the raw jumps (softplus)."""
+        rest = theta[2 + self.n_lengthscales:]
+        variance, length = 0.0, INITIAL_SIZE_LENGTHSCALE
+        if self.size_trend:
+            variance, length = float(softplus(rest[0])), float(math.exp(rest[1]))
+            rest = rest[2:]
+        jumps = [0.0, 0.0]
+        for kind, raw in zip(self.jump_kinds, rest):
+            jumps[kind] = float(softplus(raw))
+        return jumps[0], jumps[1], variance, length
 
     def pack(self, mean: float, outputscale: float, lengthscales: np.ndarray,
-             jumps: tuple[float, float] = (INITIAL_JUMP, INITIAL_JUMP)) -> np.ndarray:
+             size: tuple[float, float, float, float] | None = None) -> np.ndarray:
+        """``theta`` from values; ``size``: ``(empty_jump, grand_jump, size_variance, size_lengthscale)``
+        (None: the initial values). Near-zero variances pack as ``_MIN_SIZE_VARIANCE``."""
         ls = np.asarray(lengthscales, dtype=np.float64).reshape(-1)
         raw_l = inverse_softplus(np.maximum(ls - _MIN_LENGTHSCALE, 1e-300))
-        raw_j = [float(inverse_softplus(max(float(jumps[kind]), _MIN_JUMP))) for kind in self.jump_kinds]
-        return np.concatenate([[float(mean)], [float(inverse_softplus(outputscale))], raw_l, raw_j])
+        if size is None:
+            size = (INITIAL_JUMP, INITIAL_JUMP, INITIAL_SIZE_VARIANCE, INITIAL_SIZE_LENGTHSCALE)
+        raw = []
+        if self.size_trend:
+            raw += [float(inverse_softplus(max(float(size[2]), _MIN_SIZE_VARIANCE))), math.log(float(size[3]))]
+        raw += [float(inverse_softplus(max(float(size[kind]), _MIN_SIZE_VARIANCE))) for kind in self.jump_kinds]
+        return np.concatenate([[float(mean)], [float(inverse_softplus(outputscale))], raw_l, raw])
+
+    def _size_kernel(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, float]:
+        """The size kernel over sizes (float64[p+1, p+1]), the trend's correlation R and squared
+        scaled size differences D2 (None without a trend), and the log prior of the trend's lengthscale."""
+        from shapleig.gp.posterior import size_kernel_matrix
+
+        p = self.X.shape[1]
+        ej, gj, sv, sl = self.unpack_size(theta)
+        KS = size_kernel_matrix(p, ej, gj, 0.0, sl)
+        R = D2 = None
+        lp = 0.0
+        if self.size_trend:
+            sizes = np.arange(p + 1, dtype=np.float64)
+            D2 = ((sizes[:, None] - sizes[None, :]) / (sl * p)) ** 2
+            R = np.exp(-0.5 * D2)
+            KS = KS + sv * R
+            z = (math.log(sl) - SIZE_LENGTHSCALE_PRIOR[0]) / SIZE_LENGTHSCALE_PRIOR[1]
+            lp = -0.5 * z**2  # normal prior on log(size_lengthscale), up to a constant
+        return KS, R, D2, lp
 
     def _distance(self, ls: np.ndarray) -> np.ndarray:
         """``(1/p) sum_j [x_aj != x_bj] / l_j``, float64[t, t]."""
@@ -200,15 +244,16 @@ class MapProblem:
         Ks = s * np.exp(-self._distance(ls))
         K = Ks.copy()
         K[np.diag_indices(t)] += self.noise
-        raw_j = theta[2 + k:]
-        for row, raw in zip(self.jump_rows, raw_j):
-            K[row, row] += softplus(raw)
+        size_lp = 0.0
+        if self.sizes is not None:
+            KS, R, D2, size_lp = self._size_kernel(theta)
+            K += self.sizes @ KS @ self.sizes.T
         L, _ = _cholesky(K)
         r = y - c
         alpha, info = lapack.dpotrs(L, r, lower=1)
         logdet = 2.0 * np.log(np.diag(L)).sum()
         lp, dlp = self.log_prior(ls)
-        value = (0.5 * r @ alpha + 0.5 * logdet + 0.5 * t * _LOG_2PI - lp) / t
+        value = (0.5 * r @ alpha + 0.5 * logdet + 0.5 * t * _LOG_2PI - lp - size_lp) / t
         if not grad:
             return float(value), None
         Kinv, info = lapack.dpotri(L, lower=1)
@@ -228,9 +273,22 @@ class MapProblem:
             mismatch = np.array([np.einsum("ab,ab->", G, self.hamming)])
         dlog_l = -0.5 * mismatch / (p * ls**2)  # d(-log N)/dl_j
         g[2 : 2 + k] = (dlog_l - dlp) * _sigmoid(theta[2 : 2 + k])
-        for i, (row, raw) in enumerate(zip(self.jump_rows, raw_j)):
-            # dK/dj = e_row e_row^T: d(-log N)/dj = -0.5 (alpha_row^2 - [K^-1]_row,row)
-            g[2 + k + i] = -0.5 * (alpha[row] ** 2 - Kinv[row, row]) * _sigmoid(raw)
+        if self.sizes is not None:
+            # d(-log N)/d(size kernel entry (a, b)) = -0.5 [S^T (alpha alpha^T - K^-1) S]_ab
+            Ws = self.sizes.T @ (np.outer(alpha, alpha) - Kinv) @ self.sizes
+            i = 2 + k
+            if self.size_trend:
+                sv = softplus(theta[i])
+                g[i] = -0.5 * float(np.sum(Ws * R)) * _sigmoid(theta[i])
+                # d/d log(sl) of sv R = sv R o D2; the prior adds -z / sd
+                z = (theta[i + 1] - SIZE_LENGTHSCALE_PRIOR[0]) / SIZE_LENGTHSCALE_PRIOR[1]
+                g[i + 1] = -0.5 * sv * float(np.sum(Ws * R * D2)) + z / SIZE_LENGTHSCALE_PRIOR[1]
+                i += 2
+            p = self.X.shape[1]
+            for kind in self.jump_kinds:
+                m = 0 if kind == 0 else p
+                g[i] = -0.5 * Ws[m, m] * _sigmoid(theta[i])
+                i += 1
         return float(value), g / t
 
 
@@ -296,19 +354,21 @@ def fit_map_numpy(
     options: dict | None = None,
     spread: float | None = None,
     jumps: bool = False,
+    size_trend: bool = False,
 ) -> tuple[Hyperparameters | None, MapFit]:
     """MAP hyperparameters for bool[t, p] archive ``X`` and standardised values ``y_std``.
 
     Starts from the docs/math.md §3 initial values, or from ``init`` (warm start; a shared kernel starts from the
     geometric mean of ``init``'s lengthscales). Returns ``(hyper or None on failure, MapFit)``;
     shared lengthscales are returned repeated p times. ``spread``: the ARD shrinkage prior of
-    :class:`MapProblem` (None: independent lengthscales). ``jumps``: also fit the jump variances
-    of the extremes in the archive (docs/math.md §15), from :data:`INITIAL_JUMP` or ``init``'s.
+    :class:`MapProblem` (None: independent lengthscales). ``jumps``, ``size_trend``: also fit the
+    jump variances of the extremes in the archive and the size trend (docs/math.md §15), from the
+    initial values or ``init``'s.
     """
     from shapleig.gp.priors import initial_lengthscale
 
     p = X.shape[1]
-    problem = MapProblem.build(X, y_std, noise, ard, spread, jumps)
+    problem = MapProblem.build(X, y_std, noise, ard, spread, jumps, size_trend)
     n_ls = p if ard else 1
     if init is None:
         theta0 = problem.pack(0.0, math.log(2.0), np.full(n_ls, initial_lengthscale(p)))
@@ -316,11 +376,10 @@ def fit_map_numpy(
         ls = np.broadcast_to(np.asarray(init.lengthscales, dtype=np.float64), (p,))
         if not ard:
             ls = np.exp(np.log(ls).mean(keepdims=True))
-        start = init.jumps if any(init.jumps) else (INITIAL_JUMP, INITIAL_JUMP)
-        theta0 = problem.pack(init.mean_constant, init.outputscale, ls, start)
+        theta0 = problem.pack(init.mean_constant, init.outputscale, ls,
+                              init.size_parameters if init.has_size_kernel else None)
     fit = map_fit(problem, theta0, np.random.default_rng(int(seed)), max_attempts, options)
     if not fit.success:
         return None, fit
     c, s, ls = problem.unpack(fit.theta)
-    j_empty, j_grand = problem.unpack_jumps(fit.theta)
-    return Hyperparameters(np.broadcast_to(ls, (p,)).copy(), s, float(noise), c, j_empty, j_grand), fit
+    return Hyperparameters(np.broadcast_to(ls, (p,)).copy(), s, float(noise), c, *problem.unpack_size(fit.theta)), fit

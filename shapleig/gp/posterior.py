@@ -28,12 +28,18 @@ _R_MAX = 1.0 - 1e-12
 _MAX_JITTER_TRIES = 8
 
 
+_SIZE_FIELDS = ("empty_jump", "grand_jump", "size_variance", "size_lengthscale")
+
+
 @dataclass(frozen=True, eq=False)
 class Hyperparameters:
     """GP hyperparameters in standardised output units.
 
     ``lengthscales``: float64[p] ARD lengthscales (stored as a read-only copy); ``outputscale``: s;
-    ``noise``: sigma^2; ``mean_constant``: the constant prior mean c. Equality is exact, by value.
+    ``noise``: sigma^2; ``mean_constant``: the constant prior mean c. The size kernel
+    (docs/math.md §15), zero unless fitted: ``empty_jump``, ``grand_jump`` (variances of independent offsets at
+    ∅ and N), ``size_variance`` and ``size_lengthscale`` (a squared-exponential kernel over the
+    normalised size |z| / p). Equality is exact, by value.
     """
 
     lengthscales: np.ndarray
@@ -42,6 +48,8 @@ class Hyperparameters:
     mean_constant: float = 0.0
     empty_jump: float = 0.0
     grand_jump: float = 0.0
+    size_variance: float = 0.0
+    size_lengthscale: float = 0.5
 
     def __post_init__(self) -> None:
         ls = np.array(self.lengthscales, dtype=np.float64)  # private copy, read-only
@@ -51,7 +59,7 @@ class Hyperparameters:
             raise ValueError(f"lengthscales must be finite and positive, got {ls}")
         ls.setflags(write=False)
         object.__setattr__(self, "lengthscales", ls)
-        for name in ("outputscale", "noise", "mean_constant", "empty_jump", "grand_jump"):
+        for name in ("outputscale", "noise", "mean_constant", *_SIZE_FIELDS):
             value = float(getattr(self, name))
             if not np.isfinite(value):
                 raise ValueError(f"{name} must be finite, got {value}")
@@ -62,17 +70,34 @@ class Hyperparameters:
             raise ValueError(f"noise must be non-negative, got {self.noise}")
         if self.empty_jump < 0 or self.grand_jump < 0:
             raise ValueError(f"jump variances must be non-negative, got {self.empty_jump}, {self.grand_jump}")
+        if self.size_variance < 0 or self.size_lengthscale <= 0:
+            raise ValueError(f"the size kernel needs size_variance >= 0 and size_lengthscale > 0, got "
+                             f"{self.size_variance}, {self.size_lengthscale}")
 
     @property
     def jumps(self) -> tuple[float, float]:
         """``(empty_jump, grand_jump)``: variances of the independent offsets at the empty and the
-        grand coalition (docs/math.md §15); (0, 0) is the plain Hamming kernel."""
+        grand coalition (docs/math.md §15); (0, 0) without them."""
         return (self.empty_jump, self.grand_jump)
+
+    @property
+    def size_parameters(self) -> tuple[float, float, float, float]:
+        """``(empty_jump, grand_jump, size_variance, size_lengthscale)``."""
+        return tuple(getattr(self, name) for name in _SIZE_FIELDS)  # type: ignore[return-value]
+
+    @property
+    def has_size_kernel(self) -> bool:
+        return bool(self.empty_jump or self.grand_jump or self.size_variance)
+
+    def size_kernel(self) -> np.ndarray | None:
+        """The size kernel over sizes 0..p, float64[p+1, p+1] (docs/math.md §15); None when it is zero."""
+        if not self.has_size_kernel:
+            return None
+        return size_kernel_matrix(self.n_players, *self.size_parameters)
 
     def with_noise(self, noise: float) -> "Hyperparameters":
         """The same kernel with another noise variance."""
-        return Hyperparameters(self.lengthscales, self.outputscale, noise, self.mean_constant,
-                               self.empty_jump, self.grand_jump)
+        return Hyperparameters(self.lengthscales, self.outputscale, noise, self.mean_constant, *self.size_parameters)
 
     @property
     def n_players(self) -> int:
@@ -83,33 +108,46 @@ class Hyperparameters:
             return NotImplemented
         return (
             np.array_equal(self.lengthscales, other.lengthscales)
-            and (self.outputscale, self.noise, self.mean_constant, self.empty_jump, self.grand_jump)
-            == (other.outputscale, other.noise, other.mean_constant, other.empty_jump, other.grand_jump)
+            and (self.outputscale, self.noise, self.mean_constant, *self.size_parameters)
+            == (other.outputscale, other.noise, other.mean_constant, *other.size_parameters)
         )
 
     def __hash__(self) -> int:
         return hash((self.lengthscales.tobytes(), self.outputscale, self.noise, self.mean_constant,
-                     self.empty_jump, self.grand_jump))
+                     *self.size_parameters))
 
 
-def extreme_rows(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(is_empty, is_grand)``: bool[m] each, the rows of ``Z`` (bool[m, p]) that are ∅ and N."""
-    Z = np.asarray(Z, dtype=bool)
-    return ~Z.any(axis=1), Z.all(axis=1)
+def size_kernel_matrix(n_players: int, empty_jump: float, grand_jump: float, size_variance: float,
+                       size_lengthscale: float) -> np.ndarray:
+    """``k_size(a, b)`` over coalition sizes a, b = 0..p: float64[p+1, p+1] (docs/math.md §15).
+
+    ``size_variance exp(-(a - b)^2 / (2 (size_lengthscale p)^2)) + empty_jump [a = b = 0]
+    + grand_jump [a = b = p]``: a smooth trend in the size plus jumps at the two extremes.
+    """
+    p = int(n_players)
+    sizes = np.arange(p + 1, dtype=np.float64)
+    K = np.zeros((p + 1, p + 1))
+    if size_variance:
+        d = (sizes[:, None] - sizes[None, :]) / (size_lengthscale * p)
+        K += size_variance * np.exp(-0.5 * d**2)
+    K[0, 0] += empty_jump
+    K[p, p] += grand_jump
+    return K
 
 
 def surrogate_kernel(Z1: np.ndarray, Z2: np.ndarray, hyper: Hyperparameters) -> np.ndarray:
     """The surrogate's prior covariance ``float64[m1, m2]`` between coalitions (standardised units).
 
-    The Hamming kernel (docs/math.md §3) plus the jump kernel of docs/math.md §15:
-    ``empty_jump [z = ∅][z' = ∅] + grand_jump [z = N][z' = N]``.
+    The Hamming kernel (docs/math.md §3) plus the size kernel of docs/math.md §15,
+    ``k_size(|z|, |z'|)``, when it is not zero.
     """
     K = hamming_kernel(Z1, Z2, hyper.lengthscales, hyper.outputscale)
-    if hyper.empty_jump or hyper.grand_jump:
+    size_k = hyper.size_kernel()
+    if size_k is not None:
         p = hyper.n_players
-        e1, g1 = extreme_rows(as_coalition_matrix(Z1, p) if np.asarray(Z1).size else np.zeros((0, p), bool))
-        e2, g2 = extreme_rows(as_coalition_matrix(Z2, p) if np.asarray(Z2).size else np.zeros((0, p), bool))
-        K = K + hyper.empty_jump * np.outer(e1, e2) + hyper.grand_jump * np.outer(g1, g2)
+        s1 = np.asarray(Z1, dtype=bool).reshape(-1, p).sum(axis=1)
+        s2 = np.asarray(Z2, dtype=bool).reshape(-1, p).sum(axis=1)
+        K = K + size_k[np.ix_(s1, s2)]
     return K
 
 
@@ -254,10 +292,10 @@ class ShapleyPosterior:
         self._M = (
             prior_covariance
             if prior_covariance is not None
-            else self.operator.prior_covariance(hyper.lengthscales, s, jumps=hyper.jumps)
+            else self.operator.prior_covariance(hyper.lengthscales, s, size_kernel=hyper.size_kernel())
         )
-        self._psi_X = psi_X if psi_X is not None else self.operator.kernel_columns(X, hyper.lengthscales, s,
-                                                                                  jumps=hyper.jumps)
+        self._psi_X = psi_X if psi_X is not None else self.operator.kernel_columns(
+            X, hyper.lengthscales, s, size_kernel=hyper.size_kernel())
         if chol is None:
             K = surrogate_kernel(X, X, hyper) + noise * np.eye(X.shape[0])
             chol = cholesky_with_jitter(K)
@@ -419,7 +457,7 @@ class ShapleyPosterior:
             raise ValueError("the empty coalition is already in the archive (held out of the GP)")
         X = np.concatenate([self.X, X_new], axis=0)
         y = np.concatenate([self.y, y_new])
-        psi_new = self.operator.kernel_columns(X_new, h.lengthscales, h.outputscale, jumps=h.jumps)
+        psi_new = self.operator.kernel_columns(X_new, h.lengthscales, h.outputscale, size_kernel=h.size_kernel())
         t, k = self.X.shape[0], X_new.shape[0]
         C = _solve_lower(self._L, surrogate_kernel(self.X, X_new, h))
         S = surrogate_kernel(X_new, X_new, h) + (h.noise + self.jitter) * np.eye(k)
@@ -481,7 +519,7 @@ class ShapleyPosterior:
             hyper.n_players == self.n_players
             and np.array_equal(hyper.lengthscales, self.hyper.lengthscales)
             and hyper.outputscale == self.hyper.outputscale
-            and hyper.jumps == self.hyper.jumps
+            and hyper.size_parameters == self.hyper.size_parameters
         )
         chol = None
         if hyper.noise == self.hyper.noise:
@@ -536,10 +574,10 @@ class CandidatePosterior:
         self.available = np.ones(n, dtype=bool)
         self.selected: list[int] = []
         self._V = _solve_lower(posterior._L, surrogate_kernel(posterior.X, self.W, h))
-        psi_W = posterior.operator.kernel_columns(self.W, h.lengthscales, h.outputscale, jumps=h.jumps)
+        size_k = h.size_kernel()
+        psi_W = posterior.operator.kernel_columns(self.W, h.lengthscales, h.outputscale, size_kernel=size_k)
         self._B = psi_W - posterior._Yt.T @ self._V
-        prior_var = h.outputscale + np.where(~self.W.any(axis=1), h.empty_jump, 0.0) \
-            + np.where(self.W.all(axis=1), h.grand_jump, 0.0)
+        prior_var = np.full(n, h.outputscale) if size_k is None else h.outputscale + np.diag(size_k)[self.W.sum(axis=1)]
         self._v = prior_var - np.einsum("tn,tn->n", self._V, self._V) + h.noise
         self.shapley_covariance = posterior.shapley_covariance.copy()
         self._chol_phi: np.ndarray | None = None

@@ -1,5 +1,6 @@
-"""The jump kernel (docs/math.md §15): independent offsets of the surrogate at the empty and the grand
-coalition, against dense 2^p references written from the definition."""
+"""The size kernel (docs/math.md §15): a smooth trend in the coalition size plus independent offsets
+of the surrogate at the empty and the grand coalition, against dense 2^p references written from
+the definition."""
 
 from __future__ import annotations
 
@@ -28,16 +29,20 @@ def dense_operator(p: int, index: str) -> np.ndarray:
 
 
 def jump_kernel(Z: np.ndarray, hyper: Hyperparameters) -> np.ndarray:
-    """Dense K over the rows of Z: the Hamming kernel plus independent offsets at ∅ and N."""
+    """Dense K over the rows of Z: the Hamming kernel, the size trend and independent offsets at ∅ and N,
+    coalition by coalition."""
+    p = Z.shape[1]
     K = dense_kernel(Z, hyper.lengthscales, hyper.outputscale)
     empty, grand = ~Z.any(axis=1), Z.all(axis=1)
-    return K + hyper.empty_jump * np.outer(empty, empty) + hyper.grand_jump * np.outer(grand, grand)
+    u = Z.sum(axis=1) / p
+    trend = hyper.size_variance * np.exp(-0.5 * (u[:, None] - u[None, :]) ** 2 / hyper.size_lengthscale**2)
+    return K + trend + hyper.empty_jump * np.outer(empty, empty) + hyper.grand_jump * np.outer(grand, grand)
 
 
-def problem(p: int, seed: int, jumps=(0.8, 0.3)):
+def problem(p: int, seed: int, jumps=(0.8, 0.3), trend=(0.6, 0.4)):
     rng = np.random.default_rng(seed)
     hyper = Hyperparameters(rng.uniform(0.1, 3.0, p), float(rng.uniform(0.5, 2.0)), 1e-6, float(rng.normal()),
-                            *jumps)
+                            *jumps, *trend)
     Z = all_coalitions(p)  # bit order: row 0 is ∅, the last row N
     n = 1 << p
     archive = np.concatenate([[0, n - 1], rng.choice(np.arange(1, n - 1), 2 * p, replace=False)])
@@ -76,7 +81,7 @@ def test_posterior_with_jumps_matches_dense(index: str, p: int) -> None:
     B = dense_operator(p, index)
     K = jump_kernel(Z, hyper)
     np.testing.assert_allclose(post.prior_covariance, B @ K @ B.T, rtol=1e-9, atol=1e-13)
-    cols = op.kernel_columns(Z, hyper.lengthscales, hyper.outputscale, jumps=hyper.jumps)
+    cols = op.kernel_columns(Z, hyper.lengthscales, hyper.outputscale, size_kernel=hyper.size_kernel())
     np.testing.assert_allclose(cols, B @ K, rtol=1e-9, atol=1e-13)
 
 
@@ -92,7 +97,7 @@ def test_jumps_beside_a_held_out_empty_coalition_match_dense() -> None:
 def test_jump_changes_the_posterior_only_through_the_extremes() -> None:
     """Sanity of the definition: with no extreme in the archive or the pool, the jumps are invisible."""
     p = 5
-    hyper, Z, archive, y = problem(p, seed=3)
+    hyper, Z, archive, y = problem(p, seed=3, trend=(0.0, 0.5))
     inner = archive[(archive != 0) & (archive != (1 << p) - 1)]
     plain = Hyperparameters(hyper.lengthscales, hyper.outputscale, hyper.noise, hyper.mean_constant)
     a = ShapleyPosterior(hyper, Z[inner], y[: inner.size])
@@ -156,11 +161,12 @@ def _archive_with_outlying_empty(p: int, seed: int, empty_value: float):
 
 
 @pytest.mark.parametrize("ard", [False, True])
-def test_jump_gradient_matches_finite_differences(ard: bool) -> None:
+@pytest.mark.parametrize("jumps, trend", [(True, False), (False, True), (True, True)])
+def test_size_kernel_gradient_matches_finite_differences(ard: bool, jumps: bool, trend: bool) -> None:
     X, y = _archive_with_outlying_empty(6, 0, -3.0)
     y_std, _, _ = standardize(y)
-    prob = MapProblem.build(X, y_std, 1e-4, ard, jumps=True)
-    assert prob.n_params == 2 + (6 if ard else 1) + 2
+    prob = MapProblem.build(X, y_std, 1e-4, ard, jumps=jumps, size_trend=trend)
+    assert prob.n_params == 2 + (6 if ard else 1) + 2 * jumps + 2 * trend
     theta = np.random.default_rng(1).normal(scale=0.5, size=prob.n_params)
     _, g = prob.objective(theta)
     h = 1e-6
@@ -192,14 +198,32 @@ def test_smooth_game_keeps_a_small_jump() -> None:
     assert fit.success and hyper.empty_jump < 0.05
 
 
-def test_jumps_need_the_numpy_engine() -> None:
+def test_size_trend_explains_a_symmetric_game() -> None:
+    """v(S) = 3 sqrt(|S|): the trend takes the variance, and the phi estimate is the equal split."""
+    p = 8
+    rng = np.random.default_rng(0)
+    Z = all_coalitions(p)
+    idx = np.concatenate([[0, (1 << p) - 1], rng.choice(np.arange(1, (1 << p) - 1), 2 * p, replace=False)])
+    X = Z[idx]
+    y = 3.0 * np.sqrt(X.sum(axis=1)) + 0.01 * (X @ rng.normal(size=p))
+    y_std, _, _ = standardize(y)
+    hyper, fit = fit_map_numpy(X, y_std, noise=1e-6, ard=False, seed=0, jumps=True, size_trend=True)
+    assert fit.success and hyper.size_variance > 0.5
+    est = ShapleyPosterior(hyper, X, y).mean
+    np.testing.assert_allclose(est, 3.0 * np.sqrt(p) / p, atol=0.05)
+
+
+def test_size_kernel_needs_the_numpy_engine() -> None:
     from shapleig.design.options import LoopOptions
     from shapleig.gp.fitting import fit_hyperparameters
 
-    with pytest.raises(ValueError, match="numpy"):
-        LoopOptions(jumps=True, fit_engine="gpytorch")
+    for name in ("jumps", "size_trend"):
+        with pytest.raises(ValueError, match="numpy"):
+            LoopOptions(**{name: True}, fit_engine="gpytorch")
     X, y = _archive_with_outlying_empty(6, 0, 1.0)
     with pytest.raises(ValueError, match="numpy"):
-        fit_hyperparameters(X, y, seed=0, jumps=True, engine="gpytorch")
+        fit_hyperparameters(X, y, seed=0, size_trend=True, engine="gpytorch")
     with pytest.raises(ValueError, match="jump"):
         Hyperparameters(np.ones(3), 1.0, 1e-6, 0.0, -1.0, 0.0)
+    with pytest.raises(ValueError, match="size kernel"):
+        Hyperparameters(np.ones(3), 1.0, 1e-6, 0.0, 0.0, 0.0, 1.0, 0.0)
