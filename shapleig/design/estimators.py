@@ -21,6 +21,7 @@ from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game
 from shapleig.gp.kernel_choice import fit_kernels
 from shapleig.gp.mixture import build_mixture
+from shapleig.gp.posterior import size_kernel_info
 from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import UNSET, SeedLike, spawn_generators, spawn_seeds
 from shapleig.threads import compute_threads
@@ -98,7 +99,7 @@ class ShaplEIG(OptionsEstimator):
         """
         options: dict[str, Any] = dict(surrogate="ard", calibrate=False, refit="every", initial_design="leverage",
                                        pool_size=DEFAULT_POOL_SIZE, noise=1e-6, noise_convention="standardized",
-                                       final_refit=True, warm_start=False, fit_engine="gpytorch")
+                                       final_refit=True, warm_start=False, fit_engine="gpytorch", size_trend=False)
         options.update(overrides)
         return cls(**options)
 
@@ -200,7 +201,7 @@ class GPLeverage(OptionsEstimator):
             method=self.name,
             info={
                 **self.options.info(),
-                "ard": post.primary.name == "ard",
+                "ard": post.primary.name.startswith("ard"),
                 "kernel_weights": post.weights,
                 "calibration": {c.name: c.tau for c in post.components},
                 "noise_standardized": h.noise,
@@ -210,6 +211,7 @@ class GPLeverage(OptionsEstimator):
                 "lengthscales": h.lengthscales.tolist(),
                 "outputscale": h.outputscale,
                 "mean_constant": h.mean_constant,
+                "size_kernel": size_kernel_info(h),
                 "jitter": primary.jitter,
             },
         )

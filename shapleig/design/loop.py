@@ -40,6 +40,7 @@ from shapleig.gp.posterior import (
     CandidatePosterior,
     Hyperparameters,
     ShapleyPosterior,
+    size_kernel_info,
     standardize,
 )
 from shapleig.gp.priors import (
@@ -196,7 +197,7 @@ class DesignLoop:
     def ard(self) -> bool:
         """Whether the primary kernel has one lengthscale per player."""
         if self.kernel_fits:
-            return max(self.kernel_fits, key=lambda k: k.weight).kernel == "ard"
+            return max(self.kernel_fits, key=lambda k: k.weight).kernel.startswith("ard")
         return self.surrogate == "ard"
 
     @property
@@ -262,9 +263,11 @@ class DesignLoop:
         if self.operator.hold_out_empty:  # the GP models the non-empty coalitions (docs/math.md §14.5)
             rows = rows[self.X[rows].any(axis=1)]
         t = self.X.shape[0]
-        # AutoRefit: late refits start warm, with a cold check each time t has doubled since the last cold fit
-        late = isinstance(self._policy, AutoRefit) and self._policy.late(t, self.n_players) and bool(self.kernel_fits)
-        cold_check = late and t >= 2 * self._cold_fit_on
+        # AutoRefit: refits past 2p start warm, with a cold check each time t has grown by
+        # cold_growth since the last cold fit
+        auto = isinstance(self._policy, AutoRefit)
+        warm = auto and self._policy.warm(t, self.n_players) and bool(self.kernel_fits)
+        cold_check = warm and self._policy.cold_check_due(t, self._cold_fit_on)
         fits = fit_kernels(
             self.X[rows],
             self.y[rows],
@@ -273,13 +276,14 @@ class DesignLoop:
             noise=self.noise,
             noise_convention=self.noise_convention,
             previous=self.kernel_fits,
-            warm_start=self.warm_start or late,
+            warm_start=self.warm_start or warm,
             engine=self.fit_engine,
             cold_check=cold_check,
             jumps=self.options.jumps,
             size_trend=self.options.size_trend,
+            warm_options=self._policy.warm_fit_options if warm else None,
         )
-        if cold_check or not (self.warm_start or late):
+        if cold_check or not (self.warm_start or warm):
             self._cold_fit_on = t
         for k in fits:
             self.fits.append(k.fit)
@@ -544,6 +548,7 @@ class DesignLoop:
             "lengthscales": None if h is None else h.lengthscales.tolist(),
             "outputscale": None if h is None else h.outputscale,
             "mean_constant": None if h is None else h.mean_constant,
+            "size_kernel": None if h is None else size_kernel_info(h),
             "jitter": None if self.posterior is None else self.posterior.jitter,
         }
 

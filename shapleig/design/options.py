@@ -29,7 +29,7 @@ from shapleig.design.acquisition import check_acquisition
 from shapleig.design.initial import DEFAULT_POOL_SIZE, INITIAL_DESIGNS
 from shapleig.design.refit import refit_schedule
 from shapleig.games.indices import check_index
-from shapleig.gp.kernel_choice import resolve_surrogate, surrogate_ard
+from shapleig.gp.kernel_choice import check_size_trend, resolve_surrogate, surrogate_ard
 from shapleig.gp.mixture import check_calibrate
 from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import NOISE_CONVENTIONS, check_fit_engine, standardized_noise
@@ -60,17 +60,20 @@ class GPOptions:
             averaged by evidence (:mod:`shapleig.gp.kernel_choice`); ``"shared"``; ``"ard"`` (published).
         ard: the older switch: True means ``surrogate="ard"``, False ``"shared"``; normalised to
             agree with ``surrogate`` so ``clone()`` round-trips.
-        calibrate: the read-out (:mod:`shapleig.gp.mixture`): True / ``"jackknife"`` (default, honest:
-            LOO outputscale and the jackknife floor), ``"gated"`` (sharper: the floor only for kernels
-            LOO finds overconfident, plus the kernels' disagreement; covers less on some games) or
-            False (the raw MAP posterior, the published read-out).
+        calibrate: the read-out (:mod:`shapleig.gp.mixture`): True / ``"influence"`` (default: each
+            player's std raised by the influence-weighted leave-one-out calibration of its kernel),
+            ``"jackknife"`` (the previous default: LOO outputscale and the jackknife floor, honest but
+            often several times too wide), ``"gated"`` or False (the raw MAP posterior, the published
+            read-out).
         fit_engine: ``"numpy"`` (default, torch-free) or ``"gpytorch"`` (botorch's fit, the published route).
         threads: torch/BLAS threads while computing (None leaves the pools alone).
         jumps: every kernel also fits the variances of independent jumps of the surrogate at ∅ and N
             (the size kernel, docs/math.md §15): games whose empty or grand coalition stands apart (no
             data, no features) no longer force short lengthscales. Needs the numpy fit engine.
-        size_trend: every kernel also fits a smooth trend in the coalition size (the size kernel's
-            squared-exponential part, docs/math.md §15). Needs the numpy fit engine.
+        size_trend: a smooth trend in the coalition size (the size kernel's squared-exponential part,
+            docs/math.md §15): ``"both"`` (default: every kernel with and without it, weighed by
+            evidence), True (always) or False (never; the published setting). Needs the numpy fit
+            engine unless False.
     """
 
     noise: float = 1e-6
@@ -81,7 +84,7 @@ class GPOptions:
     fit_engine: str = "numpy"
     threads: int | None = 1
     jumps: bool = False
-    size_trend: bool = False
+    size_trend: bool | str = "both"
 
     def __post_init__(self) -> None:
         mode = resolve_surrogate(self.surrogate, self.ard)
@@ -95,10 +98,12 @@ class GPOptions:
         if not isinstance(self.calibrate, str):
             _set(self, "calibrate", bool(self.calibrate))
         check_fit_engine(self.fit_engine)
+        _set(self, "jumps", bool(self.jumps))
+        _set(self, "size_trend", check_size_trend(self.size_trend))
         for name in ("jumps", "size_trend"):
-            _set(self, name, bool(getattr(self, name)))
             if getattr(self, name) and self.fit_engine != "numpy":
-                raise ValueError(f"{name}=True needs fit_engine='numpy' (the size kernel's fit), got {self.fit_engine!r}")
+                raise ValueError(f"{name}={getattr(self, name)!r} needs fit_engine='numpy' (the size kernel's fit), "
+                                 f"got {self.fit_engine!r}; pass {name}=False to fit with gpytorch")
         if self.threads is not None and (isinstance(self.threads, bool) or int(self.threads) < 1):
             raise ValueError(f"threads must be a positive int or None, got {self.threads!r}")
 

@@ -9,6 +9,11 @@ import numpy as np
 
 RefitSchedule = Callable[[int], bool]
 
+# L-BFGS-B stopping rule of warm refits: from the previous MAP a step moves the optimum little,
+# and the scipy defaults (ftol 2.2e-9, gtol 1e-5) spend most evaluations polishing digits that
+# change no selection (docs/math.md §9)
+WARM_FIT_OPTIONS = {"ftol": 1e-7, "gtol": 1e-4}
+
 
 def _every(it: int) -> bool:
     return True
@@ -77,7 +82,7 @@ class AdaptiveRefit:
             if loop.posterior is None or t_fit < 0 or t <= t_fit:
                 return False
             z = loop.posterior.innovations()[t_fit:t]
-            return bool(np.mean(z**2) > self.threshold)
+            return bool(z.size) and bool(np.mean(z**2) > self.threshold)
 
         adaptive.__name__ = "adaptive"
         return adaptive
@@ -95,16 +100,21 @@ class AutoRefit:
     standardised residuals, as :class:`AdaptiveRefit`) and at least ``t_fit / min_gap_divisor``
     points were added (so a persistently misfitting model cannot force a refit at every step).
     Between refits the loop updates its posterior incrementally (``ShapleyPosterior.extend``).
-    Late refits (``t > every_until``) start warm from the last hyperparameters, with a cold
-    check (a second fit from the initial values, the better objective kept) whenever t has
-    doubled since the last cold fit (the loop reads :meth:`late`).
-    The decision reads only the archive and the posterior: deterministic per seed.
+    Refits beyond 2p evaluations (``early_warm``; else only the late ones) start warm from the
+    last hyperparameters and stop at the tolerances ``warm_options`` (a step moves the MAP little),
+    with a cold check (a second fit from the initial values, the better objective kept) whenever t
+    has grown by ``cold_growth`` since the last cold fit (the loop reads :meth:`warm`,
+    :meth:`cold_check_due` and :attr:`warm_fit_options`). The decision reads only the archive and
+    the posterior: deterministic per seed.
     """
 
     every_until: int | None = None  # None: min(8p, 128)
     growth: float = 1.125
     threshold: float = 4.0
     min_gap_divisor: int = 32
+    early_warm: bool = True
+    cold_growth: float = 1.5
+    warm_options: tuple[tuple[str, float], ...] | None = tuple(WARM_FIT_OPTIONS.items())
 
     @property
     def __name__(self) -> str:
@@ -118,8 +128,22 @@ class AutoRefit:
         return int(self.every_until) if self.every_until is not None else min(8 * int(n_players), 128)
 
     def late(self, t: int, n_players: int) -> bool:
-        """Whether a refit at archive size ``t`` is a late one (warm-started)."""
+        """Whether a refit at archive size ``t`` is a late one (sparse refits)."""
         return t > self.until(n_players)
+
+    def warm(self, t: int, n_players: int) -> bool:
+        """Whether a refit at archive size ``t`` starts warm (from the last hyperparameters)."""
+        return t > 2 * int(n_players) if self.early_warm else self.late(t, n_players)
+
+    @property
+    def warm_fit_options(self) -> dict | None:
+        """L-BFGS-B options of warm refits (None: the optimiser's defaults)."""
+        return None if self.warm_options is None else dict(self.warm_options)
+
+    def cold_check_due(self, t: int, t_cold: int) -> bool:
+        """Whether a warm refit at ``t`` also fits from the initial values (``t_cold``: the archive
+        size at the last cold fit)."""
+        return t >= self.cold_growth * t_cold
 
     def due(self, t: int, t_fit: int, innovations: np.ndarray | None, n_players: int) -> bool:
         """Whether a refit is due with ``t`` points in the archive, ``t_fit`` at the last fit."""
@@ -146,7 +170,7 @@ class AutoRefit:
         return auto
 
 
-REFIT_SCHEDULES = ("auto", "every", "decaying", "geometric", "never", "adaptive")
+REFIT_SCHEDULES = ("auto", "auto-cold", "every", "decaying", "geometric", "never", "adaptive")
 
 
 _ALIASES = {"every_iteration": "every", "init_64_factor_4": "decaying"}
@@ -155,7 +179,7 @@ _ALIASES = {"every_iteration": "every", "init_64_factor_4": "decaying"}
 def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedule:
     """Refit schedule ``it -> bool`` by name; ``it`` counts acquisitions from 0 after the design.
 
-    ``"auto"`` (default, :class:`AutoRefit`), ``"every"``, ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
+    ``"auto"`` (default, :class:`AutoRefit`), ``"auto-cold"`` (every refit cold), ``"every"``, ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
     below 448; it % 32 == 0 after), ``"geometric"`` (it = hand_over + k with k = 0 or a power of two),
     ``"never"`` (only the initial fit at it = 0; the loop adds the final refit), ``"adaptive"``
     (:class:`AdaptiveRefit`: geometric backstop plus evidence-triggered refits; ``"adaptive:<t>"``
@@ -173,6 +197,8 @@ def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedu
     key = _ALIASES.get(name, name)
     if key == "auto":
         return AutoRefit()
+    if key == "auto-cold":  # the previous default: every refit up to min(8p, 128) cold
+        return AutoRefit(early_warm=False, cold_growth=2.0, warm_options=None)
     if key == "every":
         return _every
     if key == "decaying":

@@ -51,6 +51,7 @@ def fit_hyperparameters(
     engine: str = DEFAULT_FIT_ENGINE,
     jumps: bool = False,
     size_trend: bool = False,
+    optimizer_options: dict | None = None,
 ) -> FitResult:
     """MAP fit of the Hamming-kernel GP to archive ``X`` (bool[t, p]) with raw values ``y`` (float64[t]).
 
@@ -65,7 +66,8 @@ def fit_hyperparameters(
     (see :func:`build_model`). ``engine="numpy"`` runs the same MAP objective in numpy/scipy with an
     analytic gradient (:mod:`shapleig.gp.numpy_fit`; retries draw from a numpy generator seeded by ``seed``).
     ``jumps``, ``size_trend``: also fit the size kernel's jumps at ∅ and N and its trend in the
-    coalition size (docs/math.md §15; numpy engine only).
+    coalition size (docs/math.md §15; numpy engine only). ``optimizer_options``: L-BFGS-B options
+    of the numpy engine (None: scipy's defaults, as botorch's fit).
     """
     check_fit_engine(engine)
     if (jumps or size_trend) and engine != "numpy":
@@ -87,7 +89,7 @@ def fit_hyperparameters(
     start = time.perf_counter()
     if engine == "numpy":
         return _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start,
-                          fallback, max_attempts, threads, ard, start, jumps, size_trend)
+                          fallback, max_attempts, threads, ard, start, jumps, size_trend, optimizer_options)
     # botorch/gpytorch load here, only for the gpytorch engine (importing botorch takes seconds)
     from shapleig.gp.torch_model import fit_gpytorch
 
@@ -96,13 +98,15 @@ def fit_hyperparameters(
 
 
 def _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start, fallback,
-               max_attempts, threads, ard, start, jumps=False, size_trend=False) -> FitResult:
+               max_attempts, threads, ard, start, jumps=False, size_trend=False,
+               optimizer_options=None) -> FitResult:
     """The ``engine="numpy"`` branch of :func:`fit_hyperparameters` (same FitResult contract)."""
     from shapleig.gp.numpy_fit import fit_map_numpy
 
     with compute_threads(threads):
         hyper, fit = fit_map_numpy(X, y_std, noise=noise_std, ard=ard, seed=int(seed), init=warm_start,
-                                   max_attempts=max_attempts, jumps=jumps, size_trend=size_trend)
+                                   max_attempts=max_attempts, options=optimizer_options, jumps=jumps,
+                                   size_trend=size_trend)
     success, message = hyper is not None, ""
     if not success:
         message = f"L-BFGS-B failed: {fit.message}"

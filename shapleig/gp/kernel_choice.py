@@ -112,6 +112,37 @@ def evidence_weights(log_evidence: np.ndarray) -> np.ndarray:
     return w / w.sum()
 
 
+SIZE_TRENDS = (True, False, "both")
+
+
+def check_size_trend(size_trend: bool | str) -> bool | str:
+    """``size_trend``: False (no trend), True (every kernel with the trend) or ``"both"`` (each kernel
+    with and without it, weighed by evidence: the trend is a nested alternative, docs/math.md §15)."""
+    if isinstance(size_trend, (bool, np.bool_)):
+        return bool(size_trend)
+    if size_trend != "both":
+        raise ValueError(f"size_trend must be True, False or 'both', got {size_trend!r}")
+    return size_trend
+
+
+def kernel_specs(surrogate: str, size_trend: bool | str = False) -> list[tuple[str, bool, bool]]:
+    """The kernels a surrogate mode fits: ``(name, ard, with the size trend)``, in fitting order.
+
+    With ``size_trend="both"`` every kernel of the mode comes twice, the plain one first (its name)
+    and the one with the trend (its name + ``"+size"``); with True only the latter, named as the
+    plain one (the trend is then simply part of the kernel).
+    """
+    check_surrogate(surrogate)
+    trend = check_size_trend(size_trend)
+    out: list[tuple[str, bool, bool]] = []
+    for name, ard in _KERNELS[surrogate]:
+        if trend == "both":
+            out += [(name, ard, False), (f"{name}+size", ard, True)]
+        else:
+            out.append((name, ard, bool(trend)))
+    return out
+
+
 def fit_kernels(
     X: np.ndarray,
     y: np.ndarray,
@@ -125,7 +156,8 @@ def fit_kernels(
     engine: str = DEFAULT_FIT_ENGINE,
     cold_check: bool = False,
     jumps: bool = False,
-    size_trend: bool = False,
+    size_trend: bool | str = False,
+    warm_options: dict | None = None,
 ) -> list[KernelFit]:
     """Fit every kernel of ``surrogate`` to ``X`` (bool[t, p]), ``y`` (float64[t]); return them weighted.
 
@@ -134,24 +166,27 @@ def fit_kernels(
     the fitting engine of :func:`~shapleig.gp.fitting.fit_hyperparameters` when it offers several.
     ``cold_check`` (with ``warm_start``): also fit each kernel from the docs/math.md §3 initial
     values and keep whichever of the two reaches the lower objective (a warm start cannot then
-    stay stuck in a basin the data have left). ``jumps``, ``size_trend``: every kernel also fits the
-    size kernel's jumps at the extremes in the archive and its trend in the size (docs/math.md §15).
+    stay stuck in a basin the data have left). ``jumps``: every kernel also fits the size kernel's
+    jumps at the extremes in the archive; ``size_trend``: its trend in the size (True), or every
+    kernel with and without it (``"both"``, :func:`kernel_specs`; docs/math.md §15).
+    ``warm_options``: optimiser options of the warm-started fits (the cold check keeps the defaults).
     """
-    check_surrogate(surrogate)
     t, p = X.shape
-    n_size = (n_extremes(X) if jumps else 0) + (2 if size_trend else 0)
+    specs = kernel_specs(surrogate, size_trend)
+    n_jumps = n_extremes(X) if jumps else 0
     prev = {k.kernel: k.hyper for k in previous or ()}
     fits: list[FitResult] = []
-    names: list[str] = []
     evidence: list[float] = []
-    extra = {} if engine is None else {"engine": engine}
-    if jumps or size_trend:
-        extra.update(jumps=bool(jumps), size_trend=bool(size_trend))
-    for i, (name, ard) in enumerate(_KERNELS[surrogate]):
+    base = {} if engine is None else {"engine": engine}
+    for i, (name, ard, trend) in enumerate(specs):
+        extra = dict(base)
+        if jumps or trend:
+            extra.update(jumps=bool(jumps), size_trend=trend)
+        warm = prev.get(name) if warm_start else None
         fit = fit_hyperparameters(
             X, y, seed=int(seed) + i, noise=noise, noise_convention=noise_convention,
-            warm_start=prev.get(name) if warm_start else None, fallback=prev.get(name),
-            threads=None, ard=ard, **extra,
+            warm_start=warm, fallback=prev.get(name), threads=None, ard=ard,
+            optimizer_options=warm_options if warm is not None else None, **extra,
         )
         if cold_check and warm_start and prev.get(name) is not None:
             cold = fit_hyperparameters(
@@ -163,10 +198,9 @@ def fit_kernels(
             else:
                 fit = replace(fit, seconds=cold.seconds + fit.seconds)
         fits.append(fit)
-        names.append(name)
         if surrogate == "laplace" and fit.success and np.isfinite(fit.neg_mll):
             evidence.append(laplace_log_evidence(X, y, fit.hyper, ard))
         else:
-            evidence.append(bic_log_evidence(fit, t, n_hyperparameters(p, ard, n_size)))
+            evidence.append(bic_log_evidence(fit, t, n_hyperparameters(p, ard, n_jumps + 2 * trend)))
     weights = evidence_weights(np.asarray(evidence)) if len(fits) > 1 else np.ones(1)
-    return [KernelFit(name, fit, float(ev), float(w)) for name, fit, ev, w in zip(names, fits, evidence, weights)]
+    return [KernelFit(spec[0], fit, float(ev), float(w)) for spec, fit, ev, w in zip(specs, fits, evidence, weights)]

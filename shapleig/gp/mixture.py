@@ -47,29 +47,38 @@ TAU_RANGE = (1e-2, 1e4)
 JACKKNIFE_EVERY_STEP = 256  # above the 8p <= 128 budgets of the benchmark suites (issue 18)
 # Variance floors of the read-out (see the module docstring).
 FLOORS = ("gated", "jackknife", "none")
-# calibrate= values of ShaplEIG / DesignLoop -> (LOO-scale the kernels, floor)
-CALIBRATIONS = {True: (True, "jackknife"), "jackknife": (True, "jackknife"), "gated": (True, "gated"),
-                False: (False, "none")}
+# calibrate= values of ShaplEIG / DesignLoop -> (LOO-scale the kernels, floor, influence scaling)
+CALIBRATIONS = {True: (False, "none", True), "influence": (False, "none", True),
+                "jackknife": (True, "jackknife", False), "gated": (True, "gated", False),
+                False: (False, "none", False)}
 
 
-def check_calibrate(calibrate: bool | str) -> tuple[bool, str]:
-    """``(scale by LOO, floor)`` of a ``calibrate`` option: True / ``"jackknife"`` (the default
-    read-out), ``"gated"`` (sharper, covers less on some games) or False (the raw MAP posterior);
-    else a ``ValueError``."""
+def check_calibrate(calibrate: bool | str) -> tuple[bool, str, bool]:
+    """``(scale by LOO, floor, influence scaling)`` of a ``calibrate`` option: True /
+    ``"influence"`` (the default read-out), ``"jackknife"`` (the previous default: wide),
+    ``"gated"`` or False (the raw MAP posterior); else a ``ValueError``."""
     key = bool(calibrate) if isinstance(calibrate, (bool, np.bool_)) else calibrate
     if not isinstance(key, (bool, str)) or key not in CALIBRATIONS:
-        raise ValueError(f"calibrate must be True, False, 'gated' or 'jackknife', got {calibrate!r}")
+        raise ValueError(f"calibrate must be True, False, 'influence', 'jackknife' or 'gated', got {calibrate!r}")
     return CALIBRATIONS[key]
 
 
 @dataclass(frozen=True)
 class MixtureComponent:
-    """One kernel's posterior in the mixture: ``weight`` w_m, calibration ``tau`` and the posterior."""
+    """One kernel's posterior in the mixture: ``weight`` w_m, calibration ``tau`` and the posterior.
+
+    ``scale``: per-term std factors float64[d] applied to the kernel's covariance
+    (``D Sigma D``, the influence read-out); None for none.
+    """
 
     name: str
     weight: float
     tau: float
     posterior: ShapleyPosterior
+    scale: np.ndarray | None = None
+
+    def reweighted(self, weight: float) -> "MixtureComponent":
+        return MixtureComponent(self.name, weight, self.tau, self.posterior, self.scale)
 
 
 class MixturePosterior:
@@ -92,10 +101,10 @@ class MixturePosterior:
             raise ValueError(f"mixture weights must be non-negative with a positive sum, got {total}")
         kept = [c for c in components if c.weight / total >= MIN_WEIGHT]
         norm = float(sum(c.weight for c in kept))
-        self.components = [MixtureComponent(c.name, c.weight / norm, c.tau, c.posterior) for c in kept]
+        self.components = [c.reweighted(c.weight / norm) for c in kept]
         self.floor = floor if jackknife else "none"
         # dropped kernels matter only to the gated floor's disagreement term
-        self.all_components = [MixtureComponent(c.name, c.weight / total, c.tau, c.posterior) for c in components] \
+        self.all_components = [c.reweighted(c.weight / total) for c in components] \
             if self.floor == "gated" else list(self.components)
         p = {c.posterior.n_players for c in self.all_components}
         if len(p) != 1:
@@ -131,7 +140,10 @@ class MixturePosterior:
         cov = np.zeros((mu.shape[0], mu.shape[0]))  # d x d: the index's terms
         for c in self.components:
             d = c.posterior.mean - mu
-            cov += c.weight * (c.tau * c.posterior.covariance + np.outer(d, d))
+            within = c.tau * c.posterior.covariance
+            if c.scale is not None:
+                within = within * np.outer(c.scale, c.scale)
+            cov += c.weight * (within + np.outer(d, d))
         return 0.5 * (cov + cov.T)
 
     @property
@@ -176,9 +188,15 @@ class MixturePosterior:
         return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
 
     def extend(self, X_new: np.ndarray, y_new: np.ndarray) -> "MixturePosterior":
-        """Every component conditioned on the new evaluations (weights and calibration frozen)."""
-        comps = [MixtureComponent(c.name, c.weight, c.tau, c.posterior.extend(X_new, y_new))
-                 for c in self.all_components]
+        """Every component conditioned on the new evaluations (weights and calibration frozen;
+        influence scales recomputed up to ``JACKKNIFE_EVERY_STEP`` observations, kept beyond)."""
+        comps = []
+        for c in self.all_components:
+            post = c.posterior.extend(X_new, y_new)
+            scale = c.scale
+            if scale is not None and post.X.shape[0] <= JACKKNIFE_EVERY_STEP:
+                scale = influence_scale(post)
+            comps.append(MixtureComponent(c.name, c.weight, c.tau, post, scale))
         t = comps[0].posterior.X.shape[0]
         keep = self._inflation if (self.jackknife and t > JACKKNIFE_EVERY_STEP) else None
         return MixturePosterior(comps, inflation=keep, floor=self.floor)
@@ -197,6 +215,15 @@ def loo_calibration(posterior: ShapleyPosterior) -> float:
     return float(np.clip(np.mean(z**2), *TAU_RANGE))
 
 
+def influence_scale(posterior: ShapleyPosterior) -> np.ndarray:
+    """Per-term std factors ``sqrt(max(1, tau_j))`` of the influence read-out, float64[d]:
+    ``tau_j`` the influence-weighted LOO calibration
+    (:meth:`~shapleig.gp.posterior.ShapleyPosterior.influence_calibration`), clipped to ``TAU_RANGE``.
+    Only inflates: a term whose observations are predicted better than claimed keeps the GP's std."""
+    tau = np.clip(posterior.influence_calibration(), 1.0, TAU_RANGE[1])
+    return np.sqrt(tau)
+
+
 def build_mixture(kernels: list[tuple[str, float, Hyperparameters]], X: np.ndarray, y: np.ndarray, *,
                   calibrate: bool | str = True, taus: dict[str, float] | None = None,
                   operator: IndexOperator | None = None) -> MixturePosterior:
@@ -208,10 +235,10 @@ def build_mixture(kernels: list[tuple[str, float, Hyperparameters]], X: np.ndarr
     ``False`` is the raw MAP posterior of the published setting. ``operator``: the index the
     posterior is about (default the Shapley value; docs/math.md §14.4).
     """
-    scale, floor = check_calibrate(calibrate)
+    scale, floor, influence = check_calibrate(calibrate)
     comps = []
     for name, weight, hyper in kernels:
         post = ShapleyPosterior(hyper, X, y, operator=operator)
         tau = 1.0 if not scale else (taus[name] if taus is not None else loo_calibration(post))
-        comps.append(MixtureComponent(name, weight, tau, post))
+        comps.append(MixtureComponent(name, weight, tau, post, influence_scale(post) if influence else None))
     return MixturePosterior(comps, floor=floor)

@@ -43,6 +43,9 @@ INITIAL_SIZE_VARIANCE = 0.5
 INITIAL_SIZE_LENGTHSCALE = 0.5
 # the trend's lengthscale (normalised size units) has a normal prior on its log: (mean, sd)
 SIZE_LENGTHSCALE_PRIOR = (math.log(0.5), 1.0)
+# |log(size_lengthscale)| is clipped here (e^8 ~ 3000 size ranges: flat; e^-8: white noise over
+# sizes), so a line search that strays far cannot overflow
+_LOG_SIZE_BOUND = 8.0
 # a warm start from a (near) zero variance packs this instead: softplus never reaches 0, and from far
 # below it the gradient in the raw coordinate (the sigmoid) is too small to move it again
 _MIN_SIZE_VARIANCE = 1e-3
@@ -110,8 +113,8 @@ class MapProblem:
     hamming: np.ndarray | None
     spread: float | None = None
     # the size kernel (docs/math.md §15): the extremes (0 for ∅, 1 for N) in the archive whose jump
-    # variance is fitted, whether the size trend (variance and lengthscale) is, and the one-hot
-    # sizes float64[t, p+1] of the archive rows (None without a size kernel)
+    # variance is fitted, whether the size trend (variance and lengthscale) is, and the flat index
+    # |x_a| (p+1) + |x_b| of every pair of archive rows, int64[t*t] (None without a size kernel)
     jump_kinds: tuple[int, ...] = ()
     size_trend: bool = False
     sizes: np.ndarray | None = None
@@ -133,12 +136,11 @@ class MapProblem:
         size = np.asarray(X, dtype=bool).sum(axis=1)
         # an extreme that is not in the archive has no jump to fit
         kinds = tuple(k for k, m in ((0, 0), (1, p)) if jumps and np.any(size == m))
-        onehot = None
+        pairs = None
         if kinds or size_trend:
-            onehot = np.zeros((t, p + 1))
-            onehot[np.arange(t), size] = 1.0
+            pairs = (size[:, None] * (p + 1) + size[None, :]).ravel()
         return cls(Xf, np.asarray(y_std, dtype=np.float64), float(noise), bool(ard), loc, scale, hamming,
-                   None if spread is None else float(spread), kinds, bool(size_trend), onehot)
+                   None if spread is None else float(spread), kinds, bool(size_trend), pairs)
 
     @property
     def n_lengthscales(self) -> int:
@@ -165,7 +167,8 @@ class MapProblem:
         rest = theta[2 + self.n_lengthscales:]
         variance, length = 0.0, INITIAL_SIZE_LENGTHSCALE
         if self.size_trend:
-            variance, length = float(softplus(rest[0])), float(math.exp(rest[1]))
+            variance, length = float(softplus(rest[0])), float(math.exp(min(max(rest[1], -_LOG_SIZE_BOUND),
+                                                                            _LOG_SIZE_BOUND)))
             rest = rest[2:]
         jumps = [0.0, 0.0]
         for kind, raw in zip(self.jump_kinds, rest):
@@ -241,13 +244,14 @@ class MapProblem:
         t, p = X.shape
         c, s, ls = self.unpack(theta)
         k = self.n_lengthscales
-        Ks = s * np.exp(-self._distance(ls))
+        E = np.exp(-self._distance(ls))
+        Ks = s * E
         K = Ks.copy()
         K[np.diag_indices(t)] += self.noise
         size_lp = 0.0
         if self.sizes is not None:
             KS, R, D2, size_lp = self._size_kernel(theta)
-            K += self.sizes @ KS @ self.sizes.T
+            K += KS.ravel()[self.sizes].reshape(t, t)
         L, _ = _cholesky(K)
         r = y - c
         alpha, info = lapack.dpotrs(L, r, lower=1)
@@ -262,10 +266,12 @@ class MapProblem:
         Kinv = np.tril(Kinv)
         Kinv = Kinv + np.tril(Kinv, -1).T
         # G = (alpha alpha^T - K^-1) o K_s: d(log N)/d(anything in K_s) = 0.5 sum G o dlog(K_s)
-        G = (np.outer(alpha, alpha) - Kinv) * Ks
+        W = np.outer(alpha, alpha) - Kinv
+        GE = W * E
+        G = s * GE
         g = np.empty(theta.shape[0])
         g[0] = -alpha.sum()  # d(-log N)/dc = -1^T alpha
-        g[1] = -0.5 * G.sum() / s * _sigmoid(theta[1])  # dK_s/ds = K_s / s
+        g[1] = -0.5 * GE.sum() * _sigmoid(theta[1])  # dK_s/ds = K_s / s = E (no division: s may underflow)
         if self.ard:
             # sum_ab G_ab [x_aj != x_bj] = 2 x_j^T (G 1) - 2 (X^T G X)_jj
             mismatch = 2.0 * (X.T @ G.sum(axis=1)) - 2.0 * np.einsum("aj,aj->j", G @ X, X)
@@ -274,17 +280,19 @@ class MapProblem:
         dlog_l = -0.5 * mismatch / (p * ls**2)  # d(-log N)/dl_j
         g[2 : 2 + k] = (dlog_l - dlp) * _sigmoid(theta[2 : 2 + k])
         if self.sizes is not None:
-            # d(-log N)/d(size kernel entry (a, b)) = -0.5 [S^T (alpha alpha^T - K^-1) S]_ab
-            Ws = self.sizes.T @ (np.outer(alpha, alpha) - Kinv) @ self.sizes
+            # d(-log N)/d(size kernel entry (a, b)) = -0.5 [S^T (alpha alpha^T - K^-1) S]_ab, S the
+            # one-hot sizes: W summed over the row pairs of each size pair
+            q = p + 1
+            Ws = np.bincount(self.sizes, weights=W.ravel(), minlength=q * q).reshape(q, q)
             i = 2 + k
             if self.size_trend:
                 sv = softplus(theta[i])
                 g[i] = -0.5 * float(np.sum(Ws * R)) * _sigmoid(theta[i])
                 # d/d log(sl) of sv R = sv R o D2; the prior adds -z / sd
-                z = (theta[i + 1] - SIZE_LENGTHSCALE_PRIOR[0]) / SIZE_LENGTHSCALE_PRIOR[1]
-                g[i + 1] = -0.5 * sv * float(np.sum(Ws * R * D2)) + z / SIZE_LENGTHSCALE_PRIOR[1]
+                z = (math.log(self.unpack_size(theta)[3]) - SIZE_LENGTHSCALE_PRIOR[0]) / SIZE_LENGTHSCALE_PRIOR[1]
+                inside = abs(theta[i + 1]) < _LOG_SIZE_BOUND  # clipped beyond: a flat objective
+                g[i + 1] = (-0.5 * sv * float(np.sum(Ws * R * D2)) + z / SIZE_LENGTHSCALE_PRIOR[1]) * inside
                 i += 2
-            p = self.X.shape[1]
             for kind in self.jump_kinds:
                 m = 0 if kind == 0 else p
                 g[i] = -0.5 * Ws[m, m] * _sigmoid(theta[i])

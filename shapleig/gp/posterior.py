@@ -117,6 +117,11 @@ class Hyperparameters:
                      *self.size_parameters))
 
 
+def size_kernel_info(hyper: Hyperparameters) -> dict[str, float]:
+    """The size kernel's parameters by name (for ``info``; all zero variances: no size kernel)."""
+    return dict(zip(_SIZE_FIELDS, hyper.size_parameters))
+
+
 def size_kernel_matrix(n_players: int, empty_jump: float, grand_jump: float, size_variance: float,
                        size_lengthscale: float) -> np.ndarray:
     """``k_size(a, b)`` over coalition sizes a, b = 0..p: float64[p+1, p+1] (docs/math.md §15).
@@ -413,6 +418,29 @@ class ShapleyPosterior:
         fpc = max(0.0, 1.0 - t / 2.0**p) if p < 1024 else 1.0
         scale = (t - 1) / t * (t / idx.size) * fpc
         return self.y_scale**2 * scale * (Dc @ Dc.T)
+
+    def influence_calibration(self, max_deletions: int = 1000,
+                              rng: np.random.Generator | None = None) -> np.ndarray:
+        """Influence-weighted leave-one-out calibration of each term, float64[d] (docs/math.md §13).
+
+        ``tau_j = sum_i psi_ij^2 z_i^2 / sum_i psi_ij^2`` with ``z_i`` the standardised LOO residual
+        of observation i and ``psi_i = Psi_X K^-1 e_i / sqrt([K^-1]_ii)`` (term j's posterior
+        variance grows by ``psi_ij^2`` when observation i is left out). Under the model
+        ``E[z_i^2] = 1``, so ``tau_j`` near 1 says the observations phi_j leans on are predicted as
+        well as the model claims; it is also the jackknife variance of phi_j over its expectation
+        under the model. 1 where phi_j leans on no observation. Hyperparameters frozen; beyond
+        ``max_deletions`` observations a subset drawn by ``rng`` (as :meth:`loo_residuals`).
+        """
+        d = self.operator.n_terms
+        if self.X.shape[0] < 2:
+            return np.ones(d)
+        idx, Linv_E, q, alpha = self._deletions(max_deletions, rng)
+        psi2 = (self._Yt.T @ Linv_E) ** 2 / q[None, :]  # (d, m)
+        z2 = alpha[idx] ** 2 / q
+        total = psi2.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tau = np.where(total > 0, (psi2 @ z2) / total, 1.0)
+        return np.where(np.isfinite(tau), tau, 1.0)
 
     @property
     def prior_covariance(self) -> np.ndarray:

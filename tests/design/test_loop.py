@@ -384,7 +384,7 @@ def test_gp_leverage_arm():
     X = np.array([np.frombuffer(k, dtype=np.uint8) for k in game.rows])
     X = np.unpackbits(X, axis=1)[:, :p].astype(bool)
     h = Hyperparameters(np.asarray(est.info["lengthscales"]), est.info["outputscale"], 1e-6,
-                        est.info["mean_constant"])
+                        est.info["mean_constant"], **est.info["size_kernel"])
     ref = ShapleyPosterior(h, X, game.table[to_bitmask(X)])
     np.testing.assert_allclose(est.values, ref.mean, rtol=1e-10, atol=1e-12)
     again = GPLeverage(surrogate="ard").estimate(TableGame(_smooth_table(p, 6)), 14, seed=4)

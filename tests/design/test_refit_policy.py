@@ -91,15 +91,44 @@ def _refit_sizes(loop: DesignLoop) -> list[int]:
     return sizes
 
 
-def test_auto_is_the_default_and_equals_every_step_up_to_8p():
-    """Runs up to min(8p, 128) evaluations are the every-step runs, value for value."""
+def test_auto_cold_equals_every_step_up_to_8p():
+    """With every refit cold ("auto-cold", the previous default), runs up to min(8p, 128)
+    evaluations are the every-step runs, value for value."""
     p = 6
-    assert ShaplEIG().refit == "auto"
-    a = DesignLoop(_game(p), 8 * p, seed=2).run()
+    a = DesignLoop(_game(p), 8 * p, seed=2, refit="auto-cold").run()
     b = DesignLoop(_game(p), 8 * p, seed=2, refit="every").run()
     np.testing.assert_array_equal(a.values, b.values)
     np.testing.assert_array_equal(a.std, b.std)
     assert a.info["n_fits"] == b.info["n_fits"] == 8 * p - (p + 1) + 1  # + the fit after the design
+
+
+def test_auto_refits_every_step_up_to_8p_warm_after_2p_with_cold_checks():
+    """The default refits at every step up to 8p; past 2p each refit starts warm, and a cold fit
+    runs beside it whenever the archive has grown by 1.5 since the last cold fit."""
+    p = 6
+    assert ShaplEIG().refit == "auto"
+    loop = DesignLoop(_game(p), 8 * p, seed=2, final_refit=False)
+    warm_calls: list[tuple[int, bool, bool]] = []
+    import shapleig.design.loop as loop_module
+
+    orig = loop_module.fit_kernels
+
+    def spy(X, y, surrogate, **kw):
+        warm_calls.append((X.shape[0], kw["warm_start"], kw["cold_check"]))
+        return orig(X, y, surrogate, **kw)
+
+    loop_module.fit_kernels = spy
+    try:
+        loop.run()
+    finally:
+        loop_module.fit_kernels = orig
+    sizes = [t for t, _, _ in warm_calls]
+    assert sizes == list(range(p + 1, 8 * p))  # every step (the last acquisition is not refitted after)
+    for t, warm, cold in warm_calls:
+        assert warm == (t > 2 * p)
+    colds = [t for t, warm, cold in warm_calls if cold or not warm]
+    # cold at every size up to 2p, then when t >= 1.5 x the last cold size: 18 (>= 1.5 x 12), 27, 41
+    assert colds == list(range(p + 1, 2 * p + 1)) + [18, 27, 41]
 
 
 def test_auto_schedule_rule():

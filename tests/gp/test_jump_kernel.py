@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _dense_reference import dense_kernel
+from _dense_reference import dense_surrogate_kernel as jump_kernel
 
 from shapleig.games.coalitions import all_coalitions
 from shapleig.games.indices import exact_index_values
@@ -26,17 +26,6 @@ def dense_operator(p: int, index: str) -> np.ndarray:
         unit[code] = 1.0
         cols.append(exact_index_values(unit, index))
     return np.array(cols).T
-
-
-def jump_kernel(Z: np.ndarray, hyper: Hyperparameters) -> np.ndarray:
-    """Dense K over the rows of Z: the Hamming kernel, the size trend and independent offsets at ∅ and N,
-    coalition by coalition."""
-    p = Z.shape[1]
-    K = dense_kernel(Z, hyper.lengthscales, hyper.outputscale)
-    empty, grand = ~Z.any(axis=1), Z.all(axis=1)
-    u = Z.sum(axis=1) / p
-    trend = hyper.size_variance * np.exp(-0.5 * (u[:, None] - u[None, :]) ** 2 / hyper.size_lengthscale**2)
-    return K + trend + hyper.empty_jump * np.outer(empty, empty) + hyper.grand_jump * np.outer(grand, grand)
 
 
 def problem(p: int, seed: int, jumps=(0.8, 0.3), trend=(0.6, 0.4)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _dense_reference import dense_kernel
+from _dense_reference import dense_surrogate_kernel
 
 from shapleig import ShaplEIG, exact_shapley
 from shapleig.design.loop import DesignLoop
@@ -42,7 +42,7 @@ def _dense_loo_residuals(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np
     """Leave-one-out GP predictions of each observation from the others, one by one (standardised)."""
     t = X.shape[0]
     yt, _, _ = standardize(y)
-    K = dense_kernel(X, h.lengthscales, h.outputscale) + h.noise * np.eye(t)
+    K = dense_surrogate_kernel(X, h) + h.noise * np.eye(t)
     z = np.empty(t)
     for i in range(t):
         keep = np.arange(t) != i
@@ -59,7 +59,7 @@ def _dense_shapley_posterior(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -
     A = shapley_operator(p)
     yt, _, scale = standardize(y)
     idx = to_bitmask(X)
-    K = dense_kernel(Zall, h.lengthscales, h.outputscale)
+    K = dense_surrogate_kernel(Zall, h)
     Kxx = K[np.ix_(idx, idx)] + h.noise * np.eye(len(idx))
     mu = h.mean_constant + K[:, idx] @ np.linalg.solve(Kxx, yt - h.mean_constant)
     S = K - K[:, idx] @ np.linalg.solve(Kxx, K[idx, :])
@@ -130,12 +130,15 @@ def test_loo_subset_beyond_limit():
 def test_build_mixture_calibrates_each_kernel():
     X, y, h = _random_archive(5, 16, 4)
     shared = Hyperparameters(np.full(5, 0.9), 1.1, 1e-4)
-    mix = build_mixture([("ard", 0.4, h), ("shared", 0.6, shared)], X, y)
+    mix = build_mixture([("ard", 0.4, h), ("shared", 0.6, shared)], X, y, calibrate="jackknife")
     for c in mix.components:
-        assert c.tau == loo_calibration(ShapleyPosterior(c.posterior.hyper, X, y))
+        assert c.tau == loo_calibration(ShapleyPosterior(c.posterior.hyper, X, y)) and c.scale is None
+    default = build_mixture([("ard", 0.4, h), ("shared", 0.6, shared)], X, y)  # influence scales, no tau
+    assert [c.tau for c in default.components] == [1.0, 1.0] and default.jackknife is False
+    assert all(c.scale is not None and np.all(c.scale >= 1.0) for c in default.components)
     raw = build_mixture([("ard", 0.4, h), ("shared", 0.6, shared)], X, y, calibrate=False)
     assert [c.tau for c in raw.components] == [1.0, 1.0] and raw.jackknife is False
-    kept = build_mixture([("ard", 1.0, h)], X, y, taus={"ard": 2.5})
+    kept = build_mixture([("ard", 1.0, h)], X, y, taus={"ard": 2.5}, calibrate="jackknife")
     assert kept.components[0].tau == 2.5
 
 
@@ -170,10 +173,10 @@ def _dense_jackknife_var(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np
     The standardisation stays that of the full archive (the hyperparameters and units are frozen)."""
     t = X.shape[0]
     yt, mean, scale = standardize(y)
-    h1 = Hyperparameters(h.lengthscales, h.outputscale, h.noise, h.mean_constant)
+    h1 = h
     p = X.shape[1]
     A = shapley_operator(p)
-    K = dense_kernel(all_coalitions(p), h.lengthscales, h.outputscale)
+    K = dense_surrogate_kernel(all_coalitions(p), h)
     idx = to_bitmask(X)
     loo = []
     for i in range(t):
@@ -191,6 +194,39 @@ def test_jackknife_covariance_equals_explicit_deletions():
     jk = ShapleyPosterior(h, X, y).jackknife_covariance()
     np.testing.assert_allclose(np.diag(jk), _dense_jackknife_var(h, X, y), rtol=1e-6)
     assert np.all(np.linalg.eigvalsh(jk) > -1e-12)
+
+
+def _dense_influence_calibration(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """sum_i dV_ij z_i^2 / sum_i dV_ij by explicit deletions: dV_ij the growth of phi_j's dense posterior
+    variance when observation i is left out, z_i its standardised leave-one-out residual."""
+    t = X.shape[0]
+    _, S_full = _dense_shapley_posterior(h, X, y)
+    z = _dense_loo_residuals(h, X, y)
+    _, _, scale = standardize(y)
+    p = X.shape[1]
+    A = shapley_operator(p)
+    K = dense_surrogate_kernel(all_coalitions(p), h)
+    idx = to_bitmask(X)
+    dV = []
+    for i in range(t):
+        ki = idx[np.arange(t) != i]
+        S = K - K[:, ki] @ np.linalg.solve(K[np.ix_(ki, ki)] + h.noise * np.eye(t - 1), K[ki, :])
+        dV.append(np.diag(scale**2 * (A @ S @ A.T)) - np.diag(S_full))  # same units: frozen standardisation
+    dV = np.asarray(dV)
+    return (dV * z[:, None] ** 2).sum(0) / dV.sum(0)
+
+
+def test_influence_calibration_equals_explicit_deletions():
+    X, y, h = _random_archive(5, 15, 13)
+    tau = ShapleyPosterior(h, X, y).influence_calibration()
+    np.testing.assert_allclose(tau, _dense_influence_calibration(h, X, y), rtol=1e-6)
+    assert not np.allclose(tau, 1.0)  # the check above can fail: tau varies by player
+    # the read-out scales each kernel's std by sqrt(max(1, tau)) and keeps the correlations
+    mix = build_mixture([("k", 1.0, h)], X, y, calibrate="influence")
+    post = ShapleyPosterior(h, X, y)
+    f = np.sqrt(np.maximum(1.0, tau))
+    np.testing.assert_allclose(mix.covariance, post.covariance * np.outer(f, f), rtol=1e-10)
+    np.testing.assert_array_equal(mix.mean, post.mean)
 
 
 def test_jackknife_inflation_keeps_correlations():
@@ -232,23 +268,36 @@ def test_gated_floor_only_where_loo_says_overconfident_plus_disagreement():
         MixturePosterior([MixtureComponent("a", 1.0, 1.0, a)], floor="max")
 
 
-@pytest.mark.parametrize("surrogate, calibrate", [("auto", True), ("shared", True), ("ard", True),
-                                                  ("auto", "gated"), ("shared", "gated"), ("ard", "gated"),
-                                                  ("auto", "jackknife"), ("auto", False)])
-def test_default_loop_equals_dense_mixture(surrogate, calibrate):
+@pytest.mark.parametrize("surrogate, size_trend, calibrate", [
+    ("auto", "both", True), ("shared", "both", True), ("ard", "both", True), ("auto", True, True),
+    ("auto", False, True), ("auto", "both", "gated"), ("shared", True, "gated"), ("ard", False, "gated"),
+    ("auto", "both", "jackknife"), ("auto", "both", False)])
+def test_default_loop_equals_dense_mixture(surrogate, size_trend, calibrate):
     """Every read-out the default can give equals the dense 2^p computation (p = 6): the BIC-weighted
-    mixture of the kernels' dense Shapley posteriors, each scaled by its LOO calibration, with
-    variances raised to the floor (gated: jackknife of kernels with tau > 1 and the kernels'
-    disagreement; jackknife: every kernel's jackknife; none for the raw posterior)."""
+    mixture of the kernels' dense Shapley posteriors (Hamming plus size kernel, docs/math.md §15).
+    influence (the default, True): each kernel's std scaled by sqrt(max(1, tau_j)), tau_j by explicit
+    deletions; jackknife / gated: each kernel scaled by its LOO calibration, variances raised to the
+    floor (jackknife: every kernel's jackknife; gated: jackknife of kernels with tau > 1 and the
+    kernels' disagreement); False: the raw posterior."""
     p = 6
     game = _table_game(p, 4)
-    loop = DesignLoop(game, 20, progress=False, seed=2, surrogate=surrogate, calibrate=calibrate)
+    loop = DesignLoop(game, 20, progress=False, seed=2, surrogate=surrogate, size_trend=size_trend,
+                      calibrate=calibrate)
     est = loop.run()
-    assert est.info["surrogate"] == surrogate and set(est.info["kernel_weights"]) <= {"shared", "ard"}
+    names = {k.kernel for k in loop.kernel_fits}
+    base = {"auto": {"shared", "ard"}, "shared": {"shared"}, "ard": {"ard"}}[surrogate]
+    assert est.info["surrogate"] == surrogate
+    assert names == (base | {f"{b}+size" for b in base} if size_trend == "both" else base)
+    trend_fitted = [k.hyper.size_variance > 0 for k in loop.kernel_fits]
+    assert any(trend_fitted) == (size_trend is not False) and all(trend_fitted) == (size_trend is True)
     means, covs, ws, jks, taus = [], [], [], [], []
     for k in loop.kernel_fits:
         m, S = _dense_shapley_posterior(k.hyper, loop.X, loop.y)
-        tau = np.clip(np.mean(_dense_loo_residuals(k.hyper, loop.X, loop.y) ** 2), 1e-2, 1e4) if calibrate else 1.0
+        tau = np.clip(np.mean(_dense_loo_residuals(k.hyper, loop.X, loop.y) ** 2), 1e-2, 1e4) \
+            if calibrate in ("gated", "jackknife") else 1.0
+        if calibrate is True:
+            f = np.sqrt(np.clip(_dense_influence_calibration(k.hyper, loop.X, loop.y), 1.0, 1e4))
+            S = S * np.outer(f, f)
         means.append(m)
         covs.append(tau * S)
         taus.append(tau)
@@ -261,7 +310,7 @@ def test_default_loop_equals_dense_mixture(surrogate, calibrate):
     means, covs, jks, taus = ([x for x, k in zip(xs, keep) if k] for xs in (means, covs, jks, taus))
     mean = sum(w * m for w, m in zip(ws, means))
     cov = sum(w * (S + np.outer(m - mean, m - mean)) for w, m, S in zip(ws, means, covs))
-    if calibrate in ("jackknife", True):  # True: the default read-out, the jackknife floor
+    if calibrate == "jackknife":
         floor = sum(w * j for w, j in zip(ws, jks))
     elif calibrate == "gated":
         floor = sum((w * j for w, j, t in zip(ws, jks, taus) if t > 1), np.zeros(p))
