@@ -236,6 +236,9 @@ def build_mixture(kernels: list[tuple[str, float, Hyperparameters]], X: np.ndarr
     posterior is about (default the Shapley value; docs/math.md §14.4).
     """
     scale, floor, influence = check_calibrate(calibrate)
+    total = float(sum(w for _, w, _ in kernels))
+    if floor != "gated" and total > 0:  # kernels the mixture drops need no posterior (only gated reads them)
+        kernels = [k for k in kernels if k[1] / total >= MIN_WEIGHT] or list(kernels)
     comps = []
     for name, weight, hyper in kernels:
         post = ShapleyPosterior(hyper, X, y, operator=operator)

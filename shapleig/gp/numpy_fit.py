@@ -23,6 +23,7 @@ the integer Hamming distance matrix, O(t^2) per step on top of the factorisation
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -72,6 +73,14 @@ def inverse_softplus(y: np.ndarray) -> np.ndarray:
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -np.asarray(x, dtype=np.float64)))
+
+
+@functools.lru_cache(maxsize=8)
+def _lower_mask(t: int) -> np.ndarray:
+    """bool[t, t], True on and below the diagonal (read-only)."""
+    mask = np.tril(np.ones((t, t), dtype=bool))
+    mask.setflags(write=False)
+    return mask
 
 
 class NotPositiveDefinite(np.linalg.LinAlgError):
@@ -189,13 +198,15 @@ class MapProblem:
         raw += [float(inverse_softplus(max(float(size[kind]), _MIN_SIZE_VARIANCE))) for kind in self.jump_kinds]
         return np.concatenate([[float(mean)], [float(inverse_softplus(outputscale))], raw_l, raw])
 
-    def _size_kernel(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, float]:
-        """The size kernel over sizes (float64[p+1, p+1]), the trend's correlation R and squared
-        scaled size differences D2 (None without a trend), and the log prior of the trend's lengthscale."""
+    def _size_kernel(self, size: tuple[float, float, float, float]
+                     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, float]:
+        """The size kernel over sizes (float64[p+1, p+1]) of ``size`` (:meth:`unpack_size`), the
+        trend's correlation R and squared scaled size differences D2 (None without a trend), and the
+        log prior of the trend's lengthscale."""
         from shapleig.gp.posterior import size_kernel_matrix
 
         p = self.X.shape[1]
-        ej, gj, sv, sl = self.unpack_size(theta)
+        ej, gj, sv, sl = size
         KS = size_kernel_matrix(p, ej, gj, 0.0, sl)
         R = D2 = None
         lp = 0.0
@@ -250,7 +261,8 @@ class MapProblem:
         K[np.diag_indices(t)] += self.noise
         size_lp = 0.0
         if self.sizes is not None:
-            KS, R, D2, size_lp = self._size_kernel(theta)
+            size = self.unpack_size(theta)
+            KS, R, D2, size_lp = self._size_kernel(size)
             K += KS.ravel()[self.sizes].reshape(t, t)
         L, _ = _cholesky(K)
         r = y - c
@@ -263,8 +275,8 @@ class MapProblem:
         Kinv, info = lapack.dpotri(L, lower=1)
         if info != 0:
             raise NotPositiveDefinite(f"dpotri failed (info={info})")
-        Kinv = np.tril(Kinv)
-        Kinv = Kinv + np.tril(Kinv, -1).T
+        # dpotri fills the lower triangle; mirror it (one pass, mask cached per archive size)
+        Kinv = np.where(_lower_mask(t), Kinv, Kinv.T)
         # G = (alpha alpha^T - K^-1) o K_s: d(log N)/d(anything in K_s) = 0.5 sum G o dlog(K_s)
         W = np.outer(alpha, alpha) - Kinv
         GE = W * E
@@ -289,7 +301,7 @@ class MapProblem:
                 sv = softplus(theta[i])
                 g[i] = -0.5 * float(np.sum(Ws * R)) * _sigmoid(theta[i])
                 # d/d log(sl) of sv R = sv R o D2; the prior adds -z / sd
-                z = (math.log(self.unpack_size(theta)[3]) - SIZE_LENGTHSCALE_PRIOR[0]) / SIZE_LENGTHSCALE_PRIOR[1]
+                z = (math.log(size[3]) - SIZE_LENGTHSCALE_PRIOR[0]) / SIZE_LENGTHSCALE_PRIOR[1]
                 inside = abs(theta[i + 1]) < _LOG_SIZE_BOUND  # clipped beyond: a flat objective
                 g[i + 1] = (-0.5 * sv * float(np.sum(Ws * R * D2)) + z / SIZE_LENGTHSCALE_PRIOR[1]) * inside
                 i += 2

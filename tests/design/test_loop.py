@@ -374,7 +374,7 @@ def test_gp_leverage_arm():
 
     p = 5
     game = TableGame(_smooth_table(p, 6))
-    est = GPLeverage(surrogate="ard").estimate(game, 14, seed=4)
+    est = GPLeverage(surrogate="ard", size_trend=True).estimate(game, 14, seed=4)
     assert game.calls == 1 and len(game.rows) == 14 == len(set(game.rows)) == est.evaluations
     assert game.rows[0] == coalition_keys(np.zeros((1, p), dtype=bool))[0]
     assert game.rows[1] == coalition_keys(np.ones((1, p), dtype=bool))[0]
@@ -387,9 +387,9 @@ def test_gp_leverage_arm():
                         est.info["mean_constant"], **est.info["size_kernel"])
     ref = ShapleyPosterior(h, X, game.table[to_bitmask(X)])
     np.testing.assert_allclose(est.values, ref.mean, rtol=1e-10, atol=1e-12)
-    again = GPLeverage(surrogate="ard").estimate(TableGame(_smooth_table(p, 6)), 14, seed=4)
+    again = GPLeverage(surrogate="ard", size_trend=True).estimate(TableGame(_smooth_table(p, 6)), 14, seed=4)
     np.testing.assert_array_equal(again.values, est.values)
-    other = GPLeverage(surrogate="ard").estimate(TableGame(_smooth_table(p, 6)), 14, seed=5)
+    other = GPLeverage(surrogate="ard", size_trend=True).estimate(TableGame(_smooth_table(p, 6)), 14, seed=5)
     assert not np.array_equal(other.values, est.values)
     # full budget: the posterior mean interpolates every value, so it is exact
     full = TableGame(_random_table(p, 7))

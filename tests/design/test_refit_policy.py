@@ -198,9 +198,43 @@ def test_cold_check_keeps_the_better_objective():
     # a poor warm start: lengthscales far from the MAP ones
     bad = [type(k)(k.kernel, type(k.fit)(**{**vars(k.fit), "hyper": Hyperparameters(
         np.full(p, 50.0), k.fit.hyper.outputscale, k.fit.hyper.noise, k.fit.hyper.mean_constant)}),
-        k.log_evidence, k.weight) for k in first]
+        k.log_evidence, 1.0) for k in first]  # weight 1: no lazy nudge, a full warm fit
     warm = fit_kernels(X, y, "auto", previous=bad, warm_start=True, **kw)
     cold = fit_kernels(X, y, "auto", **kw)
     checked = fit_kernels(X, y, "auto", previous=bad, warm_start=True, cold_check=True, **kw)
     for w, c, k in zip(warm, cold, checked):
         assert k.fit.neg_mll == min(w.fit.neg_mll, c.fit.neg_mll)
+
+
+def test_kernels_the_evidence_rules_out_are_only_nudged_on_warm_refits():
+    """A warm refit runs at most LAZY_ITERATIONS L-BFGS-B iterations for a kernel whose previous weight
+    was below LAZY_WEIGHT; the others are refitted in full, and a cold check fits every kernel."""
+    from dataclasses import replace
+
+    from shapleig.gp import kernel_choice
+    from shapleig.gp.kernel_choice import LAZY_WEIGHT, fit_kernels
+
+    p = 6
+    rng = np.random.default_rng(1)
+    X = rng.random((40, p)) < 0.5
+    y = X @ rng.normal(size=p) + 0.5 * X[:, 0] * X[:, 1]
+    kw = dict(seed=0, noise=1e-6, noise_convention="standardized", size_trend=False)
+    first = fit_kernels(X[:30], y[:30], "auto", **kw)
+    prev = [replace(first[0], weight=1.0), replace(first[1], weight=LAZY_WEIGHT / 10)]
+    seen = []
+    orig = kernel_choice.fit_hyperparameters
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs["ard"], kwargs.get("optimizer_options")))
+        return orig(*args, **kwargs)
+
+    kernel_choice.fit_hyperparameters = spy
+    try:
+        fit_kernels(X, y, "auto", previous=prev, warm_start=True, warm_options={"ftol": 1e-7}, **kw)
+        lazy = dict(seen)
+        seen.clear()
+        fit_kernels(X, y, "auto", previous=prev, warm_start=True, cold_check=True, **kw)
+    finally:
+        kernel_choice.fit_hyperparameters = orig
+    assert lazy[False] == {"ftol": 1e-7} and lazy[True] == {"ftol": 1e-7, "maxiter": kernel_choice.LAZY_ITERATIONS}
+    assert all(opt is None or "maxiter" not in opt for _, opt in seen)  # a cold check fits everything in full

@@ -276,5 +276,8 @@ def test_guide_hpo_example_runs():
     exec(compile(block, "docs/guide.md", "exec"), namespace)
     est, game = namespace["est"], namespace["game"]
     assert est.evaluations == 6 and est.values.shape == (3,) and game.names == ["depth", "loss", "lr"]
-    # 6 of the 8 coalitions of a 3-player game: close to the exact values
-    np.testing.assert_allclose(est.values, shapleig.exact_shapley(game), atol=0.05)
+    # 6 of the 8 coalitions of a 3-player game: the exact values lie inside the 95% intervals, which
+    # are informative (narrower than the values' range)
+    exact = shapleig.exact_shapley(game)
+    lo, hi = est.interval(0.95)
+    assert np.all((lo <= exact) & (exact <= hi)) and np.all(hi - lo < np.ptp(exact))
