@@ -267,7 +267,7 @@ class DesignLoop:
         # cold_growth since the last cold fit
         auto = isinstance(self._policy, AutoRefit)
         warm = auto and self._policy.warm(t, self.n_players) and bool(self.kernel_fits)
-        cold_check = warm and self._policy.cold_check_due(t, self._cold_fit_on)
+        cold_check = warm and self._policy.cold_check_due(t, self._cold_fit_on, self.n_players)
         fits = fit_kernels(
             self.X[rows],
             self.y[rows],
@@ -282,6 +282,8 @@ class DesignLoop:
             jumps=self.options.jumps,
             size_trend=self.options.size_trend,
             warm_options=self._policy.warm_fit_options if warm else None,
+            # late refits (fit_points rows) are the costly ones: ruled-out kernels skip the cold check
+            lazy_cold_check=warm and self._policy.late(t, self.n_players),
         )
         if cold_check or not (self.warm_start or warm):
             self._cold_fit_on = t

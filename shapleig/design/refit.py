@@ -103,7 +103,8 @@ class AutoRefit:
     Refits beyond 2p evaluations (``early_warm``; else only the late ones) start warm from the
     last hyperparameters and stop at the tolerances ``warm_options`` (a step moves the MAP little),
     with a cold check (a second fit from the initial values, the better objective kept) whenever t
-    has grown by ``cold_growth`` since the last cold fit (the loop reads :meth:`warm`,
+    has grown by ``cold_growth`` since the last cold fit (``late_cold_growth`` for late refits; the
+    loop reads :meth:`warm`,
     :meth:`cold_check_due` and :attr:`warm_fit_options`). The decision reads only the archive and
     the posterior: deterministic per seed.
     """
@@ -114,6 +115,7 @@ class AutoRefit:
     min_gap_divisor: int = 32
     early_warm: bool = True
     cold_growth: float = 1.5
+    late_cold_growth: float = 2.0
     warm_options: tuple[tuple[str, float], ...] | None = tuple(WARM_FIT_OPTIONS.items())
 
     @property
@@ -140,10 +142,12 @@ class AutoRefit:
         """L-BFGS-B options of warm refits (None: the optimiser's defaults)."""
         return None if self.warm_options is None else dict(self.warm_options)
 
-    def cold_check_due(self, t: int, t_cold: int) -> bool:
+    def cold_check_due(self, t: int, t_cold: int, n_players: int) -> bool:
         """Whether a warm refit at ``t`` also fits from the initial values (``t_cold``: the archive
-        size at the last cold fit)."""
-        return t >= self.cold_growth * t_cold
+        size at the last cold fit): growth ``cold_growth`` while every step refits, ``late_cold_growth``
+        beyond (late refits fit on up to ``fit_points`` rows, and cost most)."""
+        growth = self.late_cold_growth if self.late(t, n_players) else self.cold_growth
+        return t >= growth * t_cold
 
     def due(self, t: int, t_fit: int, innovations: np.ndarray | None, n_players: int) -> bool:
         """Whether a refit is due with ``t`` points in the archive, ``t_fit`` at the last fit."""
@@ -198,7 +202,7 @@ def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedu
     if key == "auto":
         return AutoRefit()
     if key == "auto-cold":  # the previous default: every refit up to min(8p, 128) cold
-        return AutoRefit(early_warm=False, cold_growth=2.0, warm_options=None)
+        return AutoRefit(early_warm=False, cold_growth=2.0, late_cold_growth=2.0, warm_options=None)
     if key == "every":
         return _every
     if key == "decaying":

@@ -162,6 +162,7 @@ def fit_kernels(
     jumps: bool = False,
     size_trend: bool | str = False,
     warm_options: dict | None = None,
+    lazy_cold_check: bool = False,
 ) -> list[KernelFit]:
     """Fit every kernel of ``surrogate`` to ``X`` (bool[t, p]), ``y`` (float64[t]); return them weighted.
 
@@ -174,6 +175,9 @@ def fit_kernels(
     jumps at the extremes in the archive; ``size_trend``: its trend in the size (True), or every
     kernel with and without it (``"both"``, :func:`kernel_specs`; docs/math.md §15).
     ``warm_options``: optimiser options of the warm-started fits (the cold check keeps the defaults).
+    A warm fit of a kernel whose previous weight was below :data:`LAZY_WEIGHT` runs at most
+    :data:`LAZY_ITERATIONS` iterations; a cold check fits it in full unless ``lazy_cold_check``
+    (then it is skipped for such kernels).
     """
     t, p = X.shape
     specs = kernel_specs(surrogate, size_trend)
@@ -189,16 +193,17 @@ def fit_kernels(
             extra.update(jumps=bool(jumps), size_trend=trend)
         warm = prev.get(name) if warm_start else None
         options = warm_options if warm is not None else None
-        if warm is not None and not cold_check and prev_weight.get(name, 1.0) < LAZY_WEIGHT:
+        lazy = warm is not None and prev_weight.get(name, 1.0) < LAZY_WEIGHT and (lazy_cold_check or not cold_check)
+        if lazy:
             # a kernel the evidence all but rules out is only nudged (its evidence stays current);
-            # the next cold check fits it properly again
+            # the next full cold check fits it properly again
             options = {**(options or {}), "maxiter": LAZY_ITERATIONS}
         fit = fit_hyperparameters(
             X, y, seed=int(seed) + i, noise=noise, noise_convention=noise_convention,
             warm_start=warm, fallback=prev.get(name), threads=None, ard=ard,
             optimizer_options=options, **extra,
         )
-        if cold_check and warm_start and prev.get(name) is not None:
+        if cold_check and warm_start and prev.get(name) is not None and not lazy:
             cold = fit_hyperparameters(
                 X, y, seed=int(seed) + i, noise=noise, noise_convention=noise_convention,
                 warm_start=None, fallback=prev.get(name), threads=None, ard=ard, **extra,

@@ -234,7 +234,13 @@ def test_kernels_the_evidence_rules_out_are_only_nudged_on_warm_refits():
         lazy = dict(seen)
         seen.clear()
         fit_kernels(X, y, "auto", previous=prev, warm_start=True, cold_check=True, **kw)
+        full = list(seen)
+        seen.clear()
+        fit_kernels(X, y, "auto", previous=prev, warm_start=True, cold_check=True, lazy_cold_check=True, **kw)
     finally:
         kernel_choice.fit_hyperparameters = orig
     assert lazy[False] == {"ftol": 1e-7} and lazy[True] == {"ftol": 1e-7, "maxiter": kernel_choice.LAZY_ITERATIONS}
-    assert all(opt is None or "maxiter" not in opt for _, opt in seen)  # a cold check fits everything in full
+    # a cold check fits everything in full, warm and cold (four fits) ...
+    assert len(full) == 4 and all(opt is None or "maxiter" not in opt for _, opt in full)
+    # ... unless lazy_cold_check: then the ruled-out kernel is only nudged and gets no cold fit
+    assert [ard for ard, _ in seen] == [False, False, True] and "maxiter" in seen[2][1]
