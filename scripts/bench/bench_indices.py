@@ -52,6 +52,8 @@ def estimator(index: str, args: argparse.Namespace, acquisition: str = "eig") ->
         options["refit"] = args.refit
     if args.hold_out_empty is not None:
         options["hold_out_empty"] = args.hold_out_empty == "on"
+    if args.calibrate is not None:
+        options["calibrate"] = {"true": True, "false": False}.get(args.calibrate, args.calibrate)
     return ShaplEIG(**options)
 
 
@@ -152,6 +154,7 @@ def main() -> None:
     parser.add_argument("--acquisition-index", default=None, help="acquire for another index (e.g. SV)")
     parser.add_argument("--anytime", action="store_true",
                         help="one run per seed at the largest budget, smaller budgets from its trace")
+    parser.add_argument("--calibrate", default=None, help="the read-out (default: ShaplEIG's), e.g. jackknife")
     parser.add_argument("--hold-out-empty", choices=("on", "off"), default=None,
                         help="hold v(empty) out of the GP (default: the index's default)")
     parser.add_argument("--out", default=None, help="write the per-run rows to this CSV")

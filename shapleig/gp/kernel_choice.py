@@ -1,17 +1,15 @@
 """The surrogate chosen from the data: fit the candidate kernels, weigh them by their evidence.
 
-``surrogate="auto"`` (the default) fits two Hamming-kernel GPs at every refit, one lengthscale
-shared by all players and one per player (ARD), and weighs them by a BIC approximation of the
-log marginal likelihood: ``log p(y | kernel) ~ -t * objective - (d / 2) log t``, with ``objective``
-the MAP objective per observation and ``d`` the kernel's number of hyperparameters (p + 2 or 3).
-The shared kernel wins the small budgets, where p lengthscales cannot be identified from ~2p
-values; ARD takes over once the data show that a few players dominate. ``"ard"`` and
-``"shared"`` fit only that kernel (weight 1). ``"laplace"`` fits both and weighs them by a Laplace
-approximation of the evidence over the lengthscales (:mod:`shapleig.evidence`), which charges ARD
-each lengthscale's actual Occam factor instead of ``(1/2) log t``; on the generality benchmark it
-fixes the games where a few players dominate but loses where the shared kernel extrapolates
-exactly (additive plus pairwise games), and it is not yet measured on the public suites, so it is
-an option, not the default (docs/math.md §13).
+``surrogate="auto"`` (the default) fits Hamming-kernel GPs with one lengthscale shared by all
+players and with one per player (ARD); with ``size_trend="both"`` (the default) each of them also
+with the size trend of docs/math.md §15, four kernels in all. They are weighed by a BIC
+approximation of the log marginal likelihood, ``log p(y | kernel) ~ -t * objective - (d / 2) log t``,
+with ``objective`` the MAP objective per observation and ``d`` the kernel's number of
+hyperparameters. The shared kernel wins the small budgets, where p lengthscales cannot be
+identified from ~2p values; ARD takes over once the data show that a few players dominate; the
+trend, a nested alternative, is kept where it buys more than its penalty. ``"ard"`` and
+``"shared"`` keep one base kernel. ``"laplace"`` weighs the kernels by a Laplace approximation of
+the evidence over the lengthscales (:mod:`shapleig.gp.evidence`), an option (docs/math.md §13).
 
 The fitted kernels are turned into one Shapley posterior, with calibrated uncertainty, by
 :func:`shapleig.gp.mixture.build_mixture`.

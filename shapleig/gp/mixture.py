@@ -6,9 +6,12 @@ mean and covariance are (law of total covariance)
 
     mu = sum_m w_m mu_m,     Sigma = sum_m w_m (tau_m Sigma_m + (mu_m - mu)(mu_m - mu)^T).
 
-The spread between the kernels' means is part of the uncertainty. Each player's variance is then
-raised, where smaller, to a floor, by scaling rows and columns of the covariance (the correlations
-stay the GP's). The floor depends on the read-out (``floor``, docs/math.md §13):
+The spread between the kernels' means is part of the uncertainty. The default read-out
+(``calibrate=True``, ``"influence"``) scales each kernel's covariance by ``D Sigma_m D`` with
+``D = diag(sqrt(max(1, tau_j)))``, ``tau_j`` the influence-weighted leave-one-out calibration of
+:func:`influence_scale` (docs/math.md §13). The other read-outs raise each player's variance,
+where smaller, to a floor, by scaling rows and columns of the covariance (the correlations stay
+the GP's); the floor depends on the read-out (``floor``):
 
 - ``"gated"`` (an option, ``calibrate="gated"``): the jackknife variance of the estimate (see
   :meth:`~shapleig.gp.posterior.ShapleyPosterior.jackknife_covariance`) summed over the kernels whose
@@ -16,7 +19,7 @@ stay the GP's). The floor depends on the read-out (``floor``, docs/math.md §13)
   the held-out residuals say the kernel is overconfident; and the kernels' disagreement
   ``(max_m mu_m,i - min_m mu_m,i)^2 / 4`` over every fitted kernel, whatever its weight: a kernel
   the evidence all but rules out still shows how far the estimate moves with the model;
-- ``"jackknife"`` (the default read-out, ``calibrate=True``): the jackknife variance ``sum_m w_m jk_m`` of every kernel;
+- ``"jackknife"`` (``calibrate="jackknife"``, the previous default): the jackknife variance ``sum_m w_m jk_m`` of every kernel;
 - ``"none"``: no floor (the raw or LOO-scaled mixture).
 
 The GP variance alone says how uncertain phi is if the kernel describes the game; the jackknife

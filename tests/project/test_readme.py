@@ -189,6 +189,13 @@ def test_readme_own_game_example_holds(cwd):
     # a smooth 8-player game: 40 evaluations should get close to the exact values
     assert np.mean((est.values - exact) ** 2) < 1e-3
     assert namespace["ks"].evaluations <= 40
+    # the precision-target example reaches its target, at the number of evaluations the README quotes
+    import re
+
+    quoted = re.search(r'target_evaluations"\]\s+# \(True, (\d+)\)', blocks[0])
+    early = namespace["early"]
+    assert quoted and early.info["target_reached"] and early.std.max() <= 0.02
+    assert early.info["target_evaluations"] == int(quoted.group(1))
 
 
 def test_readme_explain_example_holds(cwd):
