@@ -60,7 +60,8 @@ def register_methods() -> None:
     for method in METHODS:
         registry.register(method)
     registry.register_prefix(Prefix(SHAPIQ_PREFIX, _build_shapiq,
-                                    "shapiq's approximators, with the extra shapleig[shapiq]", _shapiq_members))
+                                    "shapiq's approximators, with the extra shapleig[shapiq]", _shapiq_members,
+                                    indices=True))
 
 
 def estimator_class(name: str) -> type:

@@ -69,6 +69,7 @@ class Prefix:
     builder: Callable[[str, dict[str, Any]], Any]
     description: str
     members: Callable[[], list[str]] = lambda: []
+    indices: bool = False  # members take ``index=`` and ``max_order=`` (shapiq's approximators)
 
 
 _METHODS: dict[str, Method] = {}
@@ -77,7 +78,7 @@ _providers_loaded = False
 
 _CORE = (
     Method("shapleig", "shapleig.design.estimators:ShaplEIG",
-           "ShaplEIG: GP surrogate (shared + ARD kernels averaged by evidence), Shapley EIG (anytime)",
+           "ShaplEIG: GP surrogate (four kernels averaged by evidence), EIG about the index (anytime)",
            anytime=True, fixed={"acquisition": "eig"}, family="design-loop"),
     Method("shapleig-published", "shapleig.design.estimators:ShaplEIG",
            "ShaplEIG as published (ICML 2026): ARD kernel, uncalibrated MAP posterior (anytime)",
@@ -161,6 +162,29 @@ def build(name: str, **options: Any) -> Any:
     return get(name).build(**options)
 
 
+def index_options(name: str, index: str, max_order: int | None = None) -> dict[str, Any]:
+    """The constructor options that make method ``name`` estimate ``index`` (docs/math.md §14).
+
+    ``{}`` for the Shapley value; ``{"index": index}`` for the ShaplEIG arms and ``exact``;
+    ``{"index": index, "max_order": order}`` for prefix families that take them (``shapiq:``).
+    A method that estimates the Shapley value only raises ``ValueError`` naming those that can.
+    """
+    from shapleig.games.indices import check_index
+
+    index, order = check_index(index, max_order)
+    if index == "SV":
+        return {}
+    family = find_prefix(name)
+    if family is not None and family.indices:
+        return {"index": index, "max_order": order}
+    if family is None and get(name).family in ("design-loop", "exact"):
+        return {"index": index}
+    able = names(family="design-loop") + names(family="exact")
+    able += [f"{p.prefix}<name>" for p in prefixes().values() if p.indices]
+    raise ValueError(f"method {name!r} estimates the Shapley value only; for index {index!r} use one of "
+                     f"{', '.join(able)}")
+
+
 def is_anytime(name: str, estimator: Any = None) -> bool:
     """Whether one run's trace gives every smaller budget (prefix families: the estimator says)."""
     if find_prefix(name) is None and name in names():
@@ -185,6 +209,7 @@ __all__ = [
     "names",
     "prefixes",
     "register",
+    "index_options",
     "register_prefix",
     "unknown_method_message",
 ]

@@ -1,7 +1,7 @@
 """shapleig explain: explain one row of a data file with a saved model.
 
     shapleig explain --model model.txt --data X.csv --row 3 --budget 40 [--plot fig.png]
-        [--method kernelshap:paired=true] [--store run.sqlite] [--out values.parquet]
+        [--method kernelshap:paired=true] [--index k-SII] [--store run.sqlite] [--out values.parquet]
 
 The model is a LightGBM text model (.txt, read as a lightgbm.Booster) or a pickled
 scikit-learn / LightGBM estimator (.joblib, .pkl; only load files you trust: unpickling
@@ -9,7 +9,8 @@ runs code). Features are the model's own feature names when it records them, els
 of the data file but those given with --drop. The background is a seeded sample of rows of the
 same file (or --background-data). --method takes any name listed by "shapleig methods", with
 options as name:key=value,key=value. --store records every coalition value, so a killed run
-resumes; --out writes the values (one row per feature) as parquet.
+resumes; --out writes the values (one row per feature, or per term with --index k-SII and the
+other interaction indices) as parquet.
 """
 
 from __future__ import annotations
@@ -108,8 +109,17 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     if args.row < 0:
         raise UsageError(f"--row {args.row}: give a row position 0 .. n-1 (negative rows are not counted from the end)")
+    from shapleig.games.indices import EFFICIENT_INDICES, check_index
+    from tasks.harness import index_method_spec
+
     try:
-        estimator = parse_method(args.method).build()
+        index = check_index(args.index)[0]
+    except ValueError as exc:
+        raise UsageError(f"--index: {exc}") from exc
+    if args.plot and args.kind == "waterfall" and index not in EFFICIENT_INDICES:
+        raise UsageError(f"--kind waterfall: the {index} terms do not sum to the prediction; use --kind bar")
+    try:
+        estimator = index_method_spec(parse_method(args.method), index).build()
     except ValueError as exc:
         raise UsageError(f"--method: {exc}") from exc
     out = None
@@ -139,14 +149,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():  # a budget covering the game is said on stdout below
             warnings.simplefilter("ignore", BudgetCoversGameWarning)
             est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=seed,
-                                   method=estimator, output=args.output, store=args.store, timeout=timeout)
+                                   method=estimator, index=index, output=args.output, store=args.store,
+                                   timeout=timeout)
     except ShapleigError as exc:  # raised by validation before any coalition is evaluated
         raise UsageError(cli_store_advice(exc, "give another --store file")) from exc
     est.info["row"] = args.row
-    import pandas as pd
-
-    table = pd.DataFrame({"feature": est.info["feature_names"], "value": est.values,
-                          "std": est.std if est.std is not None else np.nan})
+    # one row per feature (SV, BV) or per term of an interaction index ("a x b" for a pair)
+    table = est.to_frame().rename(columns={"player": "feature" if est.max_order == 1 else "term"})
     table = table.reindex(table["value"].abs().sort_values(ascending=False).index).reset_index(drop=True)
     print(f"row {args.row}: prediction {est.info['prediction']:.6g} = baseline {est.baseline:.6g} "
           f"(mean over {len(background)} background rows) + sum of the values below")
@@ -164,10 +173,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def write_values(table: Any, est: Any, args: argparse.Namespace, out: Path) -> None:
-    """The explanation as parquet: one row per feature (feature, value, std) plus the run's
+    """The explanation as parquet: one row per feature or term (feature / term, value, std) plus the run's
     row, prediction, baseline, method, budget, evaluations and seed."""
     frame = table.assign(row=args.row, prediction=est.info["prediction"], baseline=est.baseline,
-                         method=est.method, method_spec=args.method, budget=est.budget,
+                         method=est.method, method_spec=args.method, index=est.index, budget=est.budget,
                          evaluations=est.evaluations, seed=est.info.get("seed"))
     frame.to_parquet(out, index=False)
 
@@ -193,6 +202,9 @@ def add_explain_parser(sub: Any) -> None:
     p.add_argument("--background-data", default=None, help="sample the background from this file instead")
     p.add_argument("--drop", nargs="+", default=None, help="columns that are not features (e.g. the target)")
     p.add_argument("--output", type=int, default=None, help="column of a multi-output prediction")
+    p.add_argument("--index", default="SV",
+                   help="SV (default), BV, or a pairwise interaction index k-SII, SII, STII, FSII "
+                        "(the ShaplEIG arms, exact and shapiq:<Approximator>)")
     p.add_argument("--plot", default=None, help="also draw the explanation to this file (.png, .pdf, .svg)")
     p.add_argument("--kind", choices=("bar", "waterfall"), default="bar", help="plot kind (bar)")
     p.set_defaults(func=cmd_explain)

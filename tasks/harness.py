@@ -50,7 +50,7 @@ from shapleig.estimation.enumeration import (
 )
 from shapleig.seeding import SEED_LIMIT
 from tasks.catalog import Task, resolve_tasks
-from tasks.methods import GP_ARMS, MethodSpec, resolve_methods
+from tasks.methods import MethodSpec, resolve_methods
 
 COLUMNS = [
     "task", "group", "kind", "p", "method", "method_name", "options", "budget", "budget_spec",
@@ -323,19 +323,13 @@ def _exact(game: Any, index: str, task: Task) -> np.ndarray:
 
 
 def index_method_spec(spec: MethodSpec, index: str) -> MethodSpec:
-    """``spec`` set up to estimate ``index``: GP arms get ``index=``, ``shapiq:`` methods ``index=`` and
-    ``max_order=``; any other method estimates the Shapley value only (ValueError)."""
-    from shapleig.games.indices import check_index
+    """``spec`` set up to estimate ``index`` (:func:`shapleig.registry.index_options`): GP arms and
+    ``exact`` get ``index=``, ``shapiq:`` methods ``index=`` and ``max_order=``; any other method
+    estimates the Shapley value only (ValueError)."""
+    from shapleig import registry
 
-    index, order = check_index(index)
-    if index == "SV":
-        return spec
-    if spec.name in GP_ARMS:
-        return spec.with_options(index=index)
-    if spec.name.startswith("shapiq:"):
-        return spec.with_options(index=index, max_order=order)
-    raise ValueError(f"method {spec.label!r} estimates the Shapley value only; with index {index!r} "
-                     f"use the GP arms ({', '.join(GP_ARMS)}) or shapiq:<Approximator>")
+    options = registry.index_options(spec.name, index)
+    return spec.with_options(**options) if options else spec
 
 
 # --------------------------------------------------------------------------------------------

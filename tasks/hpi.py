@@ -14,7 +14,9 @@ bias) whose objective is the k-fold cross-validation score of a model on a datas
 :meth:`Study.run` estimates the hyperparameters' Shapley values with a budget (ShaplEIG by
 default, or any baseline), logging every evaluation to ``OUT/evaluations.sqlite`` so that the
 same call resumes a killed study, and writes ``OUT/shapley.csv``, ``OUT/shapley.parquet``,
-``OUT/shapley.png`` and ``OUT/study.json``.
+``OUT/shapley.png`` and ``OUT/study.json``. With ``index=`` (``--index``) it estimates the Banzhaf
+values (``OUT/banzhaf.*``) or pairwise interactions (``OUT/fsii.*``, ``OUT/k-sii.*``, ...: one row
+per hyperparameter and per pair).
 """
 
 from __future__ import annotations
@@ -279,12 +281,13 @@ class Study:
                 est = self.estimator.estimate(self.game, self.budget, seed=self.seed, store=store)
         wall = time.perf_counter() - start
         table = shapley_table(self.game, est)
-        files = {"table": self.out / "shapley.csv", "parquet": self.out / "shapley.parquet",
-                 "plot": self.out / "shapley.png", "store": store_path, "summary": self.out / "study.json"}
+        stem = RESULT_STEMS.get(est.index, est.index.lower())
+        files = {"table": self.out / f"{stem}.csv", "parquet": self.out / f"{stem}.parquet",
+                 "plot": self.out / f"{stem}.png", "store": store_path, "summary": self.out / "study.json"}
         table.to_csv(files["table"], index=False)
         table.to_parquet(files["parquet"], index=False)
         plot_shapley(table, files["plot"], title=f"{self.settings['study']}: {self.settings['model']} on "
-                     f"{self.settings['dataset']} ({self.method}, {est.evaluations} evaluations)")
+                     f"{self.settings['dataset']} ({self.method}, {est.evaluations} evaluations)", index=est.index)
         summary = {
             **self.settings,
             "method": self.method,
@@ -295,7 +298,7 @@ class Study:
             "wall_s": wall,
             "v_empty": est.baseline,
             "objective_calls_this_process": int(getattr(self.game, "n_objective_calls", 0)),
-            "shapley": dict(zip(table["hyperparameter"], table["shapley"])),
+            VALUE_COLUMN.get(est.index, "value"): dict(zip(table.iloc[:, 0], table.iloc[:, 1])),
         }
         files["summary"].write_text(json.dumps(summary, indent=2, default=str))
         if log is not None:
@@ -305,13 +308,26 @@ class Study:
         return StudyResult(table, est, files, summary)
 
 
+# result files and value column per index: shapley.csv / "shapley" for the Shapley value
+RESULT_STEMS = {"SV": "shapley", "BV": "banzhaf"}
+VALUE_COLUMN = {"SV": "shapley", "BV": "banzhaf"}
+
+
 def shapley_table(game: Any, est: Any) -> pd.DataFrame:
-    """One row per hyperparameter: Shapley value, its posterior std (NaN for methods without
-    one), baseline (and target) value, rank by absolute value."""
+    """One row per hyperparameter: Shapley (or Banzhaf) value, its posterior std (NaN for methods
+    without one), baseline (and target) value, rank by absolute value. For an interaction index
+    one row per term: ``term`` (``"a x b"`` for a pair), ``order``, ``value``, ``std``, ``rank``."""
     values = np.asarray(est.values, dtype=np.float64)
     std = np.asarray(est.std, dtype=np.float64) if getattr(est, "std", None) is not None else np.full(values.size, np.nan)
     names = list(game.names)
-    table = pd.DataFrame({"hyperparameter": names, "shapley": values, "std": std})
+    index = getattr(est, "index", "SV")
+    if est.max_order > 1:
+        terms = est.terms
+        table = pd.DataFrame({"term": [" x ".join(names[j] for j in t) for t in terms],
+                              "value": values, "std": std, "order": [len(t) for t in terms]})
+        table["rank"] = (-np.abs(values)).argsort().argsort() + 1
+        return table
+    table = pd.DataFrame({"hyperparameter": names, VALUE_COLUMN.get(index, "value"): values, "std": std})
     space = getattr(game, "space", None)
     if space is not None:
         table["baseline"] = [str(space.baseline[n]) for n in names]
@@ -321,20 +337,27 @@ def shapley_table(game: Any, est: Any) -> pd.DataFrame:
     return table
 
 
-def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "", n_std: float = 2.0) -> Path:
-    """Horizontal bars of the Shapley values, largest |value| on top, with ``± n_std`` posterior
-    std error bars (2, as :func:`shapleig.plot_explanation`) for methods that report a std."""
+def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "", n_std: float = 2.0,
+                 index: str = "SV", max_display: int = 20) -> Path:
+    """Horizontal bars of the values of :func:`shapley_table`, largest |value| on top, with
+    ``± n_std`` posterior std error bars (2, as :func:`shapleig.plot_explanation`) for methods that
+    report a std. Interaction tables: the ``max_display`` largest terms, pairs in orange."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    t = table.sort_values("rank", ascending=False)
-    fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(t) + 1.4))
+    from shapleig.explanation.plot import INDEX_LABELS
+
+    label, value = table.columns[0], table.columns[1]
+    t = table[table["rank"] <= max_display].sort_values("rank", ascending=False)
+    fig, ax = plt.subplots(figsize=(6.5 if label == "hyperparameter" else 8.0, 0.45 * len(t) + 1.4))
     xerr = None if t["std"].isna().all() else n_std * t["std"].fillna(0.0).to_numpy()
-    ax.barh(t["hyperparameter"], t["shapley"], xerr=xerr, color="tab:blue", alpha=0.8, capsize=3)
+    color = np.where(t["order"] > 1, "tab:orange", "tab:blue") if "order" in t else "tab:blue"
+    ax.barh(t[label], t[value], xerr=xerr, color=color, alpha=0.8, capsize=3)
     ax.axvline(0.0, color="black", lw=0.8)
-    ax.set_xlabel("Shapley value" + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
+    ax.set_xlabel(INDEX_LABELS.get(index, index)
+                  + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path = Path(path)
@@ -384,6 +407,7 @@ def prepare_study(
     seed: int = 0,
     out: str | Path = "hpi-study",
     jobs: int = 1,
+    index: str = "SV",
 ) -> Study:
     """Validate the inputs and build the study's game; raises ValueError/GameError/ImportError
     naming the problem before anything is evaluated (except the ablation target search).
@@ -393,7 +417,9 @@ def prepare_study(
     tuning run (tunability, optimizer bias), configurations sampled (sensitivity), or trials of
     the random search that picks the ablation target when ``target_config`` is not given.
     tuner: ``random`` or ``optuna-<tpe|random|qmc|gp>``; for optimizer bias it is the optimizer
-    of interest and ``ensemble`` the other tuners.
+    of interest and ``ensemble`` the other tuners. index: ``"SV"`` (default), ``"BV"`` or a pairwise
+    interaction index (``"FSII"``, ``"k-SII"``, ...; the ShaplEIG arms, ``exact`` and
+    ``shapiq:<Approximator>``): the table then has one row per term, singletons then pairs.
     """
     from shapleig.games.game import check_budget
     from shapleig.hpo import (
@@ -406,7 +432,7 @@ def prepare_study(
         load_space,
         make_tuner,
     )
-    from tasks.harness import parse_budgets, resolve_budget
+    from tasks.harness import index_method_spec, parse_budgets, resolve_budget
     from tasks.methods import parse_method
 
     if study not in STUDIES:
@@ -423,7 +449,11 @@ def prepare_study(
         space = load_space(str(space))
     hp_space = HPSpace(space)
     p = hp_space.n_players
-    (spec,) = parse_budgets([DEFAULT_BUDGET if budget is None else budget])
+    from shapleig.games.indices import check_index
+
+    # interactions have p + C(p, 2) terms: their default budget is 8p (both capped at 2^p)
+    default_budget = DEFAULT_BUDGET if check_index(index)[1] == 1 else "8p"
+    (spec,) = parse_budgets([default_budget if budget is None else budget])
     n_eval = resolve_budget(spec, p)
     if budget is None:
         n_eval = min(n_eval, 2**p)  # the default never asks for more coalitions than exist
@@ -435,7 +465,7 @@ def prepare_study(
     jobs = int(jobs)
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
-    spec_m = parse_method(method)
+    spec_m = index_method_spec(parse_method(method), index)
     if spec_m.name == "shapleig" and jobs > 1 and "batch_size" not in spec_m.options:
         spec_m = spec_m.with_options(batch_size=jobs)  # one coalition per worker per step
     estimator = spec_m.build()
@@ -468,7 +498,7 @@ def prepare_study(
         "study": study, "model": model_label(model), "dataset": data.label, "metric": objective.metric,
         "n_folds": objective.n_folds, "hyperparameters": hp_space.names, "inner_budget": int(inner_budget),
         "tuner": tuner, "ensemble": list(ensemble) if study == "optimizer-bias" else None, "seed": seed,
-        "target_config": getattr(game, "target", None),
+        "target_config": getattr(game, "target", None), "index": spec_m.options.get("index", "SV"),
     }
     return Study(game, estimator, spec_m.label, n_eval, int(seed), out, jobs, settings)
 
@@ -508,6 +538,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", default=None, choices=("r2", "neg_log_loss", "accuracy"))
     p.add_argument("--folds", type=int, default=3, help="cross-validation folds (default: 3)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--index", default="SV",
+                   help="SV (default), BV, or a pairwise interaction index FSII, k-SII, SII, STII: the table "
+                        "(fsii.csv, ...) and plot then show every hyperparameter and pair")
     p.add_argument("--out", default="hpi-study", help="output folder (default: ./hpi-study)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes, one tuning run each (default: 1)")
     p.add_argument("--quick", action="store_true",
@@ -539,7 +572,7 @@ def study_from_args(args: argparse.Namespace) -> Study:
         target=args.target, task=args.task, space=args.space, hyperparameters=args.hyperparameters,
         study=args.study, budget=args.budget, method=args.method, inner_budget=args.inner_budget,
         tuner=args.tuner, ensemble=tuple(args.ensemble), metric=args.metric, n_folds=args.folds,
-        seed=args.seed, out=args.out, jobs=args.jobs,
+        seed=args.seed, out=args.out, jobs=args.jobs, index=args.index,
     )
     if args.target_config is not None:
         try:

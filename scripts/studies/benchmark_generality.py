@@ -3,12 +3,12 @@
 Families (``tasks/generality.py``): a few dominant players, sparse high-order unanimity games,
 additive plus pairwise terms, near-symmetric games, weighted voting; ``--instances`` games each
 (p = 8, 12, 16 in turn), methods seeded 0..S-1, budgets 2p/4p/8p. Methods: the default
-(``shapleig``), its two components alone (``shapleig:surrogate=ard``, ``shapleig:surrogate=shared``)
-and every baseline whose minimum budget fits. Runs through the harness (``tasks.harness``).
+(``shapleig``), its four kernels alone (shared and ARD lengthscales, each with and without the size
+trend: ``shapleig:size_trend=False,surrogate=shared`` ...) and every baseline whose minimum budget
+fits. Runs through the harness (``tasks.harness``).
 
 Prints per (family, budget) cell, for the default:
-- ``vs_comp``: gm-MSE (geometric mean over instances x seeds) over the better of ARD alone and
-  shared alone;
+- ``vs_comp``: gm-MSE (geometric mean over instances x seeds) over the best of its kernels alone;
 - ``vs_other``: gm-MSE over the best other method of the run (components included);
 - ``cover``: coverage of the 95% intervals (pooled over instances, seeds, players);
 - ``rms_z``: RMS of error / std (1: honest and sharp; < 1 too wide; > 1 too narrow);
@@ -43,7 +43,9 @@ from tasks.methods import GP_ARMS, GP_LEVERAGE, method_names  # noqa: E402
 
 BUDGETS = ("2p", "4p", "8p")
 DEFAULT = "shapleig"
-COMPONENTS = ("shapleig:surrogate=ard", "shapleig:surrogate=shared")
+# the default's kernels run alone, as the harness labels them (options sorted)
+COMPONENTS = tuple(f"shapleig:size_trend={trend},surrogate={kernel}"
+                   for kernel in ("shared", "ard") for trend in (False, True))
 Z95 = 1.959963984540054
 
 

@@ -3,9 +3,10 @@
 Suites: vit-9, vit-16, resnet-14, bike-dv-10, bike-dv-10-rf, california-dv-10, california-le-8,
 bike-ge-12, adult-fs-14; the first 3 tables of each in file-name order (the tables of
 ``../shared/data/anchors``: seeds 1, 10, 11); seeds 0..2; budgets 2p, 4p, 8p. Methods: the default
-``shapleig``, the GP arm with the shared kernel alone (``surrogate=shared``), the default with
-adaptive refits (``refit=adaptive``), the published setting (``shapleig-published``: the ARD kernel
-alone) and every baseline whose minimum budget fits.
+``shapleig``, its four kernels alone (shared and ARD lengthscales, each with and without the size
+trend), the previous default (``PREVIOUS``: two kernels, cold refits, jackknife read-out), the
+default with adaptive refits (``refit=adaptive``), the published setting (``shapleig-published``)
+and every baseline whose minimum budget fits.
 
 Prints:
 - gm-MSE (geometric mean over tables x seeds) per (suite, budget) cell and method;
@@ -47,7 +48,11 @@ SUITES = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "califo
 TABLE_SEEDS = (1, 10, 11)  # the first three tables in file-name order (the anchors' tables)
 BUDGETS = ("2p", "4p", "8p")
 DEFAULT = "shapleig"
-GP_METHODS = ("shapleig", "shapleig:surrogate=shared", "shapleig:refit=adaptive", "shapleig-published")
+# labels as the harness writes them (options sorted)
+COMPONENTS = tuple(f"shapleig:size_trend={trend},surrogate={kernel}"
+                   for kernel in ("shared", "ard") for trend in (False, True))
+PREVIOUS = "shapleig:calibrate=jackknife,refit=auto-cold,size_trend=False"
+GP_METHODS = ("shapleig", *COMPONENTS, PREVIOUS, "shapleig:refit=adaptive", "shapleig-published")
 ANCHORS = ROOT.parent / "shared" / "data" / "anchors" / "shapiq-1.8.0_public.csv"
 # anchor (game_type, p, model family) -> suite
 ANCHOR_SUITES = {

@@ -1,4 +1,4 @@
-"""``ExactShapley``: every coalition evaluated, the exact Shapley values with zero uncertainty.
+"""``ExactShapley``: every coalition evaluated, the exact index values with zero uncertainty.
 
 Spends its budget through the :class:`~shapleig.runs.budget.BudgetedGame` like every estimator, so
 values come from (and go to) the store and the evaluator; needs budget >= 2^p and p <= 20.
@@ -12,11 +12,13 @@ from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.enumeration import ENUMERATION_CHUNK, enumerate_game
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.exact import MAX_ENUMERATION_PLAYERS
+from shapleig.games.indices import check_index
 from shapleig.runs.budget import BudgetedGame
 
 
 class ExactShapley(BaseEstimator):
-    """Exact Shapley values by enumerating all ``2^p`` coalitions (p <= 20).
+    """Exact Shapley values (or another index, docs/math.md §14) by enumerating all ``2^p``
+    coalitions (p <= 20). ``index``: "SV" (default), "BV", "k-SII", "SII", "STII", "FSII".
 
     >>> from shapleig import FunctionGame
     >>> game = FunctionGame(lambda Z: Z[:, 0] * 2.0 + Z[:, 1], n_players=3)
@@ -26,8 +28,8 @@ class ExactShapley(BaseEstimator):
 
     name: ClassVar[str] = "exact"
 
-    def __init__(self) -> None:
-        pass
+    def __init__(self, index: str = "SV", max_order: int | None = None) -> None:
+        self.index, self.max_order = check_index(index, max_order)
 
     def min_budget(self, n_players: int) -> int:
         return 1 << n_players if n_players <= MAX_ENUMERATION_PLAYERS else 1 << 62
@@ -38,7 +40,7 @@ class ExactShapley(BaseEstimator):
         return f"it evaluates all 2^{n_players} coalitions"
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
-        return enumerate_game(game, method=self.name)
+        return enumerate_game(game, method=self.name, index=self.index, max_order=self.max_order)
 
 
 __all__ = ["ENUMERATION_CHUNK", "ExactShapley", "enumerate_game"]

@@ -30,6 +30,7 @@ from shapleig.estimation.efficiency import condition_on_total
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
 from shapleig.games.game import check_budget
+from shapleig.games.indices import EFFICIENT_INDICES, check_index
 from shapleig.runs.budget import BudgetedGame
 from shapleig.runs.evaluators import with_timeout
 from shapleig.seeding import UNSET, SeedLike, resolve_seed
@@ -49,6 +50,19 @@ def resolve_method(method: Any, **options: Any) -> Any:
         return registry.build(method, **options)
     except ValueError as exc:
         raise GameError(str(exc)) from None
+
+
+def resolve_index_method(method: Any, options: dict[str, Any], index: str) -> Any:
+    """:func:`resolve_method` for ``index``: a name gets the options that make it estimate the index
+    (:func:`shapleig.registry.index_options`); an estimator object must already estimate it."""
+    if isinstance(method, str):
+        return resolve_method(method, **{**options, **registry.index_options(method, index)})
+    estimator = resolve_method(method, **options)
+    own = getattr(estimator, "index", "SV")
+    if own != check_index(index)[0]:
+        raise ValueError(f"the estimator object estimates index {own!r}, not {index!r}; "
+                         f"build it with index={index!r} or pass the method by name")
+    return estimator
 
 
 def _accepts_progress(estimator: Any) -> bool:
@@ -71,6 +85,7 @@ def explain(
     random_state: SeedLike = UNSET,
     method: Any = "shapleig",
     method_options: Mapping[str, Any] | None = None,
+    index: str = "SV",
     store: Any = None,
     output: int | None = None,
     predict: Callable | None = None,
@@ -101,6 +116,9 @@ def explain(
             or any estimator object.
         method_options: constructor options of a method given by name (``{"paired": True}`` for
             ``"kernelshap"``); the CLI writes them ``--method kernelshap:paired=true``.
+        index: ``"SV"`` (default), ``"BV"`` or a pairwise interaction index (``"k-SII"``, ``"SII"``,
+            ``"STII"``, ``"FSII"``; docs/math.md §14): the GP arms, ``"exact"`` and
+            ``"shapiq:<Approximator>"`` estimate it; other methods give the Shapley value only.
         store: an :class:`~shapleig.runs.store.EvaluationStore` (or a path) that records every
             coalition value, so a killed run resumes without re-evaluating the model.
         output: column of a multi-output prediction.
@@ -112,8 +130,10 @@ def explain(
         progress: a tqdm bar of the evaluations once the run has lasted a few seconds.
 
     Returns:
-        A :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d]) sum to
-        ``f(x) - baseline`` exactly (:func:`~shapleig.estimation.efficiency.condition_on_total`),
+        A :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d] for SV and
+        BV; aligned with ``est.terms`` for interactions) sum to ``f(x) - baseline`` exactly for the
+        efficient indices SV, k-SII, STII and FSII
+        (:func:`~shapleig.estimation.efficiency.condition_on_total`; BV and SII are left as estimated),
         ``baseline`` is the mean prediction on the background, ``std`` / ``covariance`` the
         posterior for the GP methods; ``info`` adds ``prediction`` (f(x)), ``feature_names``,
         ``efficiency_gap`` (the method's own deviation before the correction) and ``model_calls``.
@@ -133,7 +153,7 @@ def explain(
     game = ImputerGame(fn, background, x, output=output, max_rows=max_rows, feature_names=feature_names)
     p = game.n_players
     full = 1 << p if p < 63 else None
-    estimator = resolve_method(method, **dict(method_options or {}))
+    estimator = resolve_index_method(method, dict(method_options or {}), index)
     seed = resolve_seed(seed, random_state)
     if budget is None:
         budget = full if estimator.name == "exact" or full is None else min(full, 8 * p)
@@ -147,7 +167,8 @@ def explain(
     ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))
     prediction, baseline = float(ends[0]), float(ends[1:].mean())
     est.baseline = baseline
-    est.info["efficiency_gap"] = condition_on_total(est, prediction - baseline)
+    if est.index in EFFICIENT_INDICES:  # the others need not sum to f(x) - baseline
+        est.info["efficiency_gap"] = condition_on_total(est, prediction - baseline)
     est.info.update(prediction=prediction, feature_names=game.feature_names, model_calls=calls,
                     n_background=int(game.background.shape[0]))
     return est

@@ -1,4 +1,5 @@
-"""Plot one explanation: Shapley values with posterior error bars, as bars or a waterfall.
+"""Plot one explanation: Shapley values (or the terms of another index) with posterior error bars,
+as bars or a waterfall.
 
 The figure is a bare ``matplotlib.figure.Figure`` (no pyplot), so the caller's backend is left
 alone: save it (``out=`` or ``fig.savefig``), or show it in a notebook, which displays figures.
@@ -15,6 +16,8 @@ import numpy as np
 from shapleig.estimation.result import ShapleyEstimate
 
 PLOT_KINDS = ("bar", "waterfall")
+INDEX_LABELS = {"SV": "Shapley value", "BV": "Banzhaf value", "k-SII": "k-SII (order 2)",
+                "SII": "SII (order 2)", "STII": "STII (order 2)", "FSII": "FSII (order 2)"}
 
 
 def _top_features(est: ShapleyEstimate, names: Sequence[str], max_display: int) -> tuple[list[str], np.ndarray, np.ndarray | None]:
@@ -34,7 +37,7 @@ def _top_features(est: ShapleyEstimate, names: Sequence[str], max_display: int) 
     values = list(phi[keep])
     errors = None if std is None else list(std[keep])
     if rest.size:
-        labels.append(f"{rest.size} other features")
+        labels.append(f"{rest.size} other {'features' if est.max_order == 1 else 'terms'}")
         values.append(float(phi[rest].sum()))
         if errors is not None:
             if est.covariance is not None:
@@ -58,10 +61,12 @@ def plot_explanation(
 ) -> Any:
     """Draw ``est`` with ``+- n_std`` posterior standard deviations; return the matplotlib Figure.
 
-    kind:          ``"bar"`` (one bar per feature, largest |value| on top) or ``"waterfall"``
-                   (from the baseline, each feature's step, to the prediction ``baseline + sum``).
-    feature_names: labels (default ``est.info["feature_names"]``, else ``x0..``).
-    max_display:   rows shown; the remaining features are summed into one row.
+    kind:          ``"bar"`` (one bar per term, largest |value| on top) or ``"waterfall"``
+                   (from the baseline, each term's step, to the prediction ``baseline + sum``;
+                   for the efficient indices: SV, k-SII, STII, FSII).
+    feature_names: labels (default ``est.info["feature_names"]``, else ``x0..``); a pair of an
+                   interaction index is labelled ``"a x b"``.
+    max_display:   rows shown; the remaining terms are summed into one row.
     out:           also save the figure there (format from the suffix; folders are created).
     ax:            draw into this Axes instead of a new figure.
     Methods without a std (most baselines) are drawn without error bars.
@@ -75,7 +80,9 @@ def plot_explanation(
     names = list(names) if names is not None else [f"x{j}" for j in range(p)]
     if len(names) != p:
         raise ValueError(f"{len(names)} feature names for {p} players")
-    labels, values, errors = _top_features(est, names, int(max_display))
+    terms = est.terms or [(j,) for j in range(p)]
+    term_names = [" x ".join(str(names[j]) for j in t) for t in terms]
+    labels, values, errors = _top_features(est, term_names, int(max_display))
     xerr = None if errors is None else n_std * errors
 
     if ax is None:
@@ -90,7 +97,8 @@ def plot_explanation(
     if kind == "bar":
         ax.barh(y, values, xerr=xerr, color=colors, error_kw={"elinewidth": 1, "capsize": 2})
         ax.axvline(0.0, color="0.3", linewidth=0.8)
-        ax.set_xlabel("Shapley value" + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
+        what = INDEX_LABELS.get(est.index, est.index)
+        ax.set_xlabel(what + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
     else:
         base = 0.0 if est.baseline is None else float(est.baseline)
         starts = base + np.concatenate([[0.0], np.cumsum(values)[:-1]])

@@ -34,6 +34,8 @@ from shapleig.errors import GameError
 
 INDICES = ("SV", "BV", "k-SII", "SII", "STII", "FSII")
 ORDER_ONE = ("SV", "BV")
+# indices whose terms (orders 1..max_order) sum to v(N) - v(empty) for every game
+EFFICIENT_INDICES = ("SV", "k-SII", "STII", "FSII")
 MAX_DENSE_PLAYERS = 12
 MAX_EXACT_PLAYERS = 20
 

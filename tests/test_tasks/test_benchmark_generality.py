@@ -63,13 +63,14 @@ def test_tiny_run_and_report(tmp_path, capsys):
     out = tmp_path / "g.parquet"
     code = bg.main(["--families", "dominant", "voting", "--instances", "1", "--sizes", "6", "--seeds", "1",
                     "--budgets", "2p", "--methods", "shapleig", "shapleig:surrogate=ard",
-                    "shapleig:surrogate=shared", "permutation", "--out", str(out), "--quiet"])
+                    "shapleig:surrogate=shared", "permutation", "--components", "shapleig:surrogate=ard",
+                    "shapleig:surrogate=shared", "--out", str(out), "--quiet"])
     assert code == 0
     text = capsys.readouterr().out
     assert "default / better component" in text and "coverage: pooled" in text
     df = pd.read_parquet(out)
     assert set(df.group) == {"dominant", "voting"} and (df.error == "").all()
-    table = bg.cell_table(df, "shapleig", list(bg.COMPONENTS))
+    table = bg.cell_table(df, "shapleig", ["shapleig:surrogate=ard", "shapleig:surrogate=shared"])
     cells = df.groupby(["group", "method"]).mse.mean()
     for fam in ("dominant", "voting"):
         comp = min(cells[fam, "shapleig:surrogate=ard"], cells[fam, "shapleig:surrogate=shared"])
@@ -78,4 +79,6 @@ def test_tiny_run_and_report(tmp_path, capsys):
         v, s, e = (np.asarray(row[c]) for c in ("values", "std", "exact"))
         assert table.loc[(fam, "2p"), "rms_z"] == pytest.approx(np.sqrt(np.mean(((v - e) / s) ** 2)))
         assert table.loc[(fam, "2p"), "cover"] == pytest.approx(np.mean(np.abs(v - e) <= 1.959963984540054 * s))
-    assert bg.main(["--from", str(out)]) == 0
+    assert bg.main(["--from", str(out), "--components", "shapleig:surrogate=ard", "shapleig:surrogate=shared"]) == 0
+    # the default components are the four kernels alone, as the harness labels them
+    assert "shapleig:size_trend=True,surrogate=ard" in bg.COMPONENTS and len(bg.COMPONENTS) == 4
