@@ -62,13 +62,14 @@ def hpi(budget_mult: int, top: int) -> None:
         study = prepare_study("lightgbm", "diabetes", hyperparameters=HPI_HYPERPARAMETERS, study="tunability",
                               inner_budget=4, n_folds=3, out=out)
         game = study.game
+        names = list(game.names)  # the space's order (ConfigSpace sorts by name), not the order asked
         p = game.n_players
         Z = all_coalitions(p)
         full = TableGame(Z, np.asarray(game(Z), dtype=np.float64), name="hpi-diabetes")
     est = ShaplEIG(index="FSII", max_order=2).estimate(full, budget_mult * p, seed=0)
     exact = full.exact_values(index="FSII")
     print(f"\n### FSII of LightGBM's tunability on diabetes ({est.evaluations} of {2 ** p} coalitions)\n")
-    print(table(est, list(HPI_HYPERPARAMETERS), exact, top))
+    print(table(est, names, exact, top))
     print(f"\nMSE over all {len(est.terms)} terms: {np.mean((est.values - exact) ** 2):.3g}")
 
 

@@ -56,7 +56,8 @@ def _params(slow: bool):
     out = []
     for page in PAGES:
         for i, block in enumerate(python_blocks(page)):
-            specific = page == README and ("FunctionGame" in block or "shapleig.explain(" in block)
+            specific = page == README and ("FunctionGame" in block or "shapleig.explain(" in block
+                                           or "index=" in block)
             if is_slow_block(block, page) == slow and not specific:
                 out.append(pytest.param(page, i, id=f"{page.name}-python-{i}"))
     return out
@@ -202,12 +203,25 @@ def test_readme_explain_example_holds(cwd):
     """The README's explain example: values sum to the prediction, the figure is written."""
     import pytest as _pytest
 
-    (block,) = [b for b in python_blocks(README) if "shapleig.explain(" in b]
+    (block,) = [b for b in python_blocks(README) if "shapleig.explain(" in b and "index=" not in b]
     namespace = _run_block(README, python_blocks(README).index(block))
     est = namespace["est"]
     assert est.values.shape == (10,) and est.evaluations == 40
     assert est.baseline + est.values.sum() == _pytest.approx(est.info["prediction"], abs=1e-6)
     assert (cwd / "explanation.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_readme_interaction_example_holds(cwd):
+    """The README's interaction example: the terms it quotes, and k-SII's terms sum to the prediction."""
+    import pytest as _pytest
+
+    (block,) = [b for b in python_blocks(README) if "index=" in b and "shapleig.explain(" in b]
+    pairs = _run_block(README, python_blocks(README).index(block))["pairs"]
+    assert pairs.index == "k-SII" and len(pairs.terms) == 10 + 45 and pairs.evaluations <= 80
+    assert pairs.terms[:2] == [(0,), (1,)] and pairs.terms[-1] == (8, 9)
+    assert pairs.baseline + pairs.values.sum() == _pytest.approx(pairs.info["prediction"], abs=1e-6)
+    frame = pairs.to_frame()
+    assert "bmi x s5" in set(frame.player) and frame["std"].notna().all()
 
 
 def test_readme_quickstart_has_exactly_two_commands():
