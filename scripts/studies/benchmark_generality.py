@@ -16,7 +16,7 @@ Prints per (family, budget) cell, for the default:
 - ``s/run``: mean seconds until the default had its estimate at that budget;
 then the summary against the issue-17 criteria.
 
-    python scripts/studies/benchmark_generality.py --jobs 2 --out generality.parquet    # ~15 min on 2 cores
+    python scripts/studies/benchmark_generality.py --jobs 2 --ml --out generality.parquet    # ~3 min on 2 cores
     python scripts/studies/benchmark_generality.py --quick                              # smoke test, < 1 min
     python scripts/studies/benchmark_generality.py --from generality.parquet            # report again
     python scripts/studies/benchmark_generality.py --default shapleig:surrogate=bic --methods shapleig:surrogate=bic \

@@ -18,7 +18,7 @@ Prints:
 - for the cells of the shapiq 1.8.0 anchor file, the ratio of the default (on the anchor's tables
   and seeds) to the best shapiq method, and of the published setting to shapiq's ``ShaplEIG``.
 
-    python scripts/studies/benchmark_suites.py --jobs 2 --out suites.parquet        # about an hour on 2 cores
+    python scripts/studies/benchmark_suites.py --jobs 2 --out suites.parquet        # about 20 min on 2 cores
     python scripts/studies/benchmark_suites.py --from suites.parquet                  # print again from the table
     python scripts/studies/benchmark_suites.py --suites vit-9 california-le-8 --seeds 2 --methods shapleig shapleig-published
 
@@ -28,6 +28,7 @@ Needs the shared tables (``SHAPLEIG_SHARED`` / ``../shared/data/games``); exits 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -53,7 +54,9 @@ COMPONENTS = tuple(f"shapleig:size_trend={trend},surrogate={kernel}"
                    for kernel in ("shared", "ard") for trend in (False, True))
 PREVIOUS = "shapleig:calibrate=jackknife,refit=auto-cold,size_trend=False"
 GP_METHODS = ("shapleig", *COMPONENTS, PREVIOUS, "shapleig:refit=adaptive", "shapleig-published")
-ANCHORS = ROOT.parent / "shared" / "data" / "anchors" / "shapiq-1.8.0_public.csv"
+# the shared data folder: SHAPLEIG_SHARED, else ../shared beside the checkout (as the tables)
+ANCHORS = (Path(os.environ.get("SHAPLEIG_SHARED") or ROOT.parent / "shared")
+           / "data" / "anchors" / "shapiq-1.8.0_public.csv")
 # anchor (game_type, p, model family) -> suite
 ANCHOR_SUITES = {
     ("ImageClassifier_Game", 9): "vit-9", ("ImageClassifier_Game", 14): "resnet-14",
@@ -74,7 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", default="benchmark_suites.parquet")
     ap.add_argument("--from", dest="reuse", default=None, help="print the report of an existing results table")
-    ap.add_argument("--anchors", default=str(ANCHORS), help="shapiq anchor CSV (default: ../shared/data/anchors)")
+    ap.add_argument("--anchors", default=str(ANCHORS),
+                    help="shapiq anchor CSV (default: $SHAPLEIG_SHARED or ../shared, data/anchors)")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--default", default=DEFAULT, help="the method label reported as the default")
     return ap.parse_args(argv)
