@@ -55,6 +55,9 @@ def resolve_method(method: Any, **options: Any) -> Any:
 def resolve_index_method(method: Any, options: dict[str, Any], index: str) -> Any:
     """:func:`resolve_method` for ``index``: a name gets the options that make it estimate the index
     (:func:`shapleig.registry.index_options`); an estimator object must already estimate it."""
+    if "index" in options and options["index"] != index:
+        raise ValueError(f"method_options ask for index {options['index']!r} and index= for {index!r}; "
+                         f"give the index through index= only")
     if isinstance(method, str):
         return resolve_method(method, **{**options, **registry.index_options(method, index)})
     estimator = resolve_method(method, **options)

@@ -85,6 +85,8 @@ def test_wrong_index_for_a_method_or_an_estimator_object(case):
     background, x = case
     with pytest.raises(ValueError, match="'kernelshap' estimates the Shapley value only"):
         shapleig.explain(model, background, x, budget=20, method="kernelshap", index="k-SII")
+    with pytest.raises(ValueError, match="give the index through index= only"):
+        shapleig.explain(model, background, x, budget=20, method_options={"index": "BV"})
     with pytest.raises(ValueError, match="estimates index 'SV', not 'BV'"):
         shapleig.explain(model, background, x, budget=20, method=shapleig.ShaplEIG(), index="BV")
 
