@@ -124,7 +124,10 @@ def _load_providers() -> None:
 def names(family: str | None = None) -> list[str]:
     """Every registered method name (the core's first), or those of one ``family``; no prefix families."""
     _load_providers()
-    return [n for n, m in _METHODS.items() if family is None or m.family == family]
+    # the core's first even when a provider registered before the core's were loaded
+    core = {m.name for m in _CORE}
+    ordered = [n for n in _METHODS if n in core] + [n for n in _METHODS if n not in core]
+    return [n for n in ordered if family is None or _METHODS[n].family == family]
 
 
 def prefixes() -> dict[str, Prefix]:
