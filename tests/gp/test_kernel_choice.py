@@ -52,18 +52,29 @@ def _dense_loo_residuals(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np
     return z
 
 
-def _dense_shapley_posterior(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and covariance of phi by dense 2^p algebra (independent of the ESP routes), raw units."""
+def _dense_shapley_posterior(h: Hyperparameters, X: np.ndarray, y: np.ndarray,
+                             keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of phi by dense 2^p algebra (independent of the ESP routes), raw units.
+
+    ``keep`` (bool[t]): condition on those archive rows only, in the full archive's standardisation
+    (hyperparameters and units frozen, as the closed-form deletions)."""
     p = X.shape[1]
     Zall = all_coalitions(p)
     A = shapley_operator(p)
     yt, _, scale = standardize(y)
-    idx = to_bitmask(X)
+    keep = np.ones(X.shape[0], dtype=bool) if keep is None else keep
+    idx, yt = to_bitmask(X)[keep], yt[keep]
     K = dense_surrogate_kernel(Zall, h)
     Kxx = K[np.ix_(idx, idx)] + h.noise * np.eye(len(idx))
     mu = h.mean_constant + K[:, idx] @ np.linalg.solve(Kxx, yt - h.mean_constant)
     S = K - K[:, idx] @ np.linalg.solve(Kxx, K[idx, :])
     return scale * (A @ mu), scale**2 * (A @ S @ A.T)
+
+
+def _dense_deletions(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The dense posterior of phi with each evaluation left out in turn, frozen standardisation."""
+    t = X.shape[0]
+    return [_dense_shapley_posterior(h, X, y, keep=np.arange(t) != i) for i in range(t)]
 
 
 # -- the surrogate modes ----------------------------------------------------------------------
@@ -168,24 +179,9 @@ def test_mixture_moments_agree_with_sampling():
 
 
 def _dense_jackknife_var(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per-player jackknife variance of the dense posterior mean, deleting one evaluation at a time.
-
-    The standardisation stays that of the full archive (the hyperparameters and units are frozen)."""
-    t = X.shape[0]
-    yt, mean, scale = standardize(y)
-    h1 = h
-    p = X.shape[1]
-    A = shapley_operator(p)
-    K = dense_surrogate_kernel(all_coalitions(p), h)
-    idx = to_bitmask(X)
-    loo = []
-    for i in range(t):
-        keep = np.arange(t) != i
-        ki = idx[keep]
-        mu = h1.mean_constant + K[:, ki] @ np.linalg.solve(K[np.ix_(ki, ki)] + h.noise * np.eye(t - 1),
-                                                           yt[keep] - h1.mean_constant)
-        loo.append(scale * (A @ mu))
-    loo = np.asarray(loo)
+    """Per-player jackknife variance of the dense posterior mean, deleting one evaluation at a time."""
+    t, p = X.shape
+    loo = np.asarray([mean for mean, _ in _dense_deletions(h, X, y)])
     return (1 - t / 2**p) * (t - 1) / t * np.sum((loo - loo.mean(0)) ** 2, axis=0)
 
 
@@ -199,20 +195,9 @@ def test_jackknife_covariance_equals_explicit_deletions():
 def _dense_influence_calibration(h: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """sum_i dV_ij z_i^2 / sum_i dV_ij by explicit deletions: dV_ij the growth of phi_j's dense posterior
     variance when observation i is left out, z_i its standardised leave-one-out residual."""
-    t = X.shape[0]
     _, S_full = _dense_shapley_posterior(h, X, y)
     z = _dense_loo_residuals(h, X, y)
-    _, _, scale = standardize(y)
-    p = X.shape[1]
-    A = shapley_operator(p)
-    K = dense_surrogate_kernel(all_coalitions(p), h)
-    idx = to_bitmask(X)
-    dV = []
-    for i in range(t):
-        ki = idx[np.arange(t) != i]
-        S = K - K[:, ki] @ np.linalg.solve(K[np.ix_(ki, ki)] + h.noise * np.eye(t - 1), K[ki, :])
-        dV.append(np.diag(scale**2 * (A @ S @ A.T)) - np.diag(S_full))  # same units: frozen standardisation
-    dV = np.asarray(dV)
+    dV = np.asarray([np.diag(S) - np.diag(S_full) for _, S in _dense_deletions(h, X, y)])
     return (dV * z[:, None] ** 2).sum(0) / dV.sum(0)
 
 
