@@ -281,7 +281,7 @@ class Study:
                 est = self.estimator.estimate(self.game, self.budget, seed=self.seed, store=store)
         wall = time.perf_counter() - start
         table = shapley_table(self.game, est)
-        stem = RESULT_STEMS.get(est.index, est.index.lower())
+        stem = VALUE_NAMES.get(est.index, est.index.lower())
         files = {"table": self.out / f"{stem}.csv", "parquet": self.out / f"{stem}.parquet",
                  "plot": self.out / f"{stem}.png", "store": store_path, "summary": self.out / "study.json"}
         table.to_csv(files["table"], index=False)
@@ -298,7 +298,7 @@ class Study:
             "wall_s": wall,
             "v_empty": est.baseline,
             "objective_calls_this_process": int(getattr(self.game, "n_objective_calls", 0)),
-            VALUE_COLUMN.get(est.index, "value"): dict(zip(table.iloc[:, 0], table.iloc[:, 1])),
+            VALUE_NAMES.get(est.index, "value"): dict(zip(table.iloc[:, 0], table.iloc[:, 1])),
         }
         files["summary"].write_text(json.dumps(summary, indent=2, default=str))
         if log is not None:
@@ -308,9 +308,9 @@ class Study:
         return StudyResult(table, est, files, summary)
 
 
-# result files and value column per index: shapley.csv / "shapley" for the Shapley value
-RESULT_STEMS = {"SV": "shapley", "BV": "banzhaf"}
-VALUE_COLUMN = {"SV": "shapley", "BV": "banzhaf"}
+# the name of an order-1 index's values: the result files' stem (shapley.csv) and the value column;
+# interaction tables are named after the index (fsii.csv) with a "value" column
+VALUE_NAMES = {"SV": "shapley", "BV": "banzhaf"}
 
 
 def shapley_table(game: Any, est: Any) -> pd.DataFrame:
@@ -327,7 +327,7 @@ def shapley_table(game: Any, est: Any) -> pd.DataFrame:
                               "value": values, "std": std, "order": [len(t) for t in terms]})
         table["rank"] = (-np.abs(values)).argsort().argsort() + 1
         return table
-    table = pd.DataFrame({"hyperparameter": names, VALUE_COLUMN.get(index, "value"): values, "std": std})
+    table = pd.DataFrame({"hyperparameter": names, VALUE_NAMES.get(index, "value"): values, "std": std})
     space = getattr(game, "space", None)
     if space is not None:
         table["baseline"] = [str(space.baseline[n]) for n in names]

@@ -24,6 +24,10 @@ from shapleig import registry
 # loop's options) and the GP+Leverage arm (a one-shot fit per budget).
 GP_ARMS: tuple[str, ...] = tuple(registry.names(family="design-loop"))
 GP_LEVERAGE = "shapleig-leverage"
+# the default's four kernels run alone (shared / ARD lengthscales, without / with the size trend),
+# labelled as MethodSpec.label writes them (options sorted): the benchmarks' "components"
+KERNEL_ARMS: tuple[str, ...] = tuple(f"shapleig:size_trend={trend},surrogate={kernel}"
+                                     for kernel in ("shared", "ard") for trend in (False, True))
 
 
 def method_names() -> list[str]:
@@ -184,6 +188,7 @@ __all__ = [
     "describe",
     "GP_ARMS",
     "GP_LEVERAGE",
+    "KERNEL_ARMS",
     "MethodSpec",
     "method_names",
     "parse_method",

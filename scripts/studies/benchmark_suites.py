@@ -42,16 +42,14 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from tasks import harness  # noqa: E402
-from tasks.methods import GP_ARMS, GP_LEVERAGE, method_names  # noqa: E402
+from tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
 
 SUITES = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "california-dv-10",
           "california-le-8", "bike-ge-12", "adult-fs-14")
 TABLE_SEEDS = (1, 10, 11)  # the first three tables in file-name order (the anchors' tables)
 BUDGETS = ("2p", "4p", "8p")
 DEFAULT = "shapleig"
-# labels as the harness writes them (options sorted)
-COMPONENTS = tuple(f"shapleig:size_trend={trend},surrogate={kernel}"
-                   for kernel in ("shared", "ard") for trend in (False, True))
+COMPONENTS = KERNEL_ARMS  # the default's four kernels alone
 PREVIOUS = "shapleig:calibrate=jackknife,refit=auto-cold,size_trend=False"
 GP_METHODS = ("shapleig", *COMPONENTS, PREVIOUS, "shapleig:refit=adaptive", "shapleig-published")
 # the shared data folder: SHAPLEIG_SHARED, else ../shared beside the checkout (as the tables)

@@ -80,8 +80,7 @@ def plot_explanation(
     names = list(names) if names is not None else [f"x{j}" for j in range(p)]
     if len(names) != p:
         raise ValueError(f"{len(names)} feature names for {p} players")
-    terms = est.terms or [(j,) for j in range(p)]
-    term_names = [" x ".join(str(names[j]) for j in t) for t in terms]
+    term_names = [" x ".join(str(names[j]) for j in t) for t in est.terms]
     labels, values, errors = _top_features(est, term_names, int(max_display))
     xerr = None if errors is None else n_std * errors
 
