@@ -79,6 +79,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="shapiq anchor CSV (default: $SHAPLEIG_SHARED or ../shared, data/anchors)")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--default", default=DEFAULT, help="the method label reported as the default")
+    ap.add_argument("--compare", default=PREVIOUS,
+                    help="a method compared with the default run for run (default: the previous default)")
     return ap.parse_args(argv)
 
 
@@ -150,7 +152,33 @@ def anchor_report(df: pd.DataFrame, path: Path, default: str = DEFAULT) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT) -> None:
+def paired_report(ok: pd.DataFrame, default: str, other: str) -> None:
+    """The default against ``other`` run for run (same task, seed, budget): per cell the ratio of
+    gm-MSEs, the paired difference of log10 MSE (mean, sd, range of each side) and a paired t-test;
+    then the geometric mean of the ratios per suite."""
+    from scipy.stats import ttest_rel
+
+    key = ["group", "budget_spec", "task", "seed"]
+    a = ok[ok.method == default].set_index(key).mse
+    b = ok[ok.method == other].set_index(key).mse
+    both = pd.concat({"a": np.log10(a), "b": np.log10(b)}, axis=1).dropna()
+    rows = []
+    for (suite, spec), cell in both.groupby(level=["group", "budget_spec"]):
+        d = cell.a - cell.b
+        p = ttest_rel(cell.a, cell.b).pvalue if len(d) > 1 and d.std() > 0 else np.nan
+        rows.append({"suite": suite, "budget": spec, "ratio": 10 ** d.mean(), "log10 diff": d.mean(),
+                     "sd": d.std(), "paired p": p, "default log10 range": f"{cell.a.min():.1f}..{cell.a.max():.1f}",
+                     "other log10 range": f"{cell.b.min():.1f}..{cell.b.max():.1f}"})
+    table = pd.DataFrame(rows)
+    print(f"\nthe default against {other}, run for run (ratio = 10^mean paired log10 difference = ratio of gm-MSEs)")
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+    per_suite = table.groupby("suite")["log10 diff"].mean().rpow(10)
+    print("  geometric mean of the ratios per suite: "
+          + ", ".join(f"{k} {v:.3g}" for k, v in per_suite.items())
+          + f"; over all cells {10 ** table['log10 diff'].mean():.3g}")
+
+
+def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT, compare: str = PREVIOUS) -> None:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 40)
     pd.set_option("display.max_rows", 500)
@@ -168,6 +196,13 @@ def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT) -> None:
     print(ratio.to_string(float_format=fmt))
     print(f"  worst cell {ratio.ratio.max():.3g} ({ratio.ratio.idxmax()}); geometric mean {gm(ratio.ratio):.3g}; "
           f"cells above 1.5: {int((ratio.ratio > 1.5).sum())} of {len(ratio)}")
+    kernels = [c for c in COMPONENTS if c in cells]
+    if kernels:
+        rk = cells[default] / cells[kernels].min(axis=1)
+        print(f"  against the best of its kernels alone: geometric mean {gm(rk):.3g}, worst {rk.max():.3g} "
+              f"({rk.idxmax()}); below every kernel alone in {int((rk < 1).sum())} of {len(rk)} cells")
+    if compare in cells:
+        paired_report(ok, default, compare)
 
     cov = coverage_rows(ok[ok.method == default])
     if len(cov):
@@ -198,7 +233,7 @@ def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT) -> None:
         print(anchor.to_string(index=False, float_format=fmt))
         r = anchor["default/best"].dropna()
         print(f"  default / best shapiq: worst {r.max():.3g}, geometric mean {gm(r):.3g}, "
-              f"cells above 1.25: {int((r > 1.25).sum())} of {len(r)}")
+              f"below 1 in {int((r < 1).sum())} and above 1.25 in {int((r > 1.25).sum())} of {len(r)} cells")
         q = anchor["published/shapiq_ShaplEIG"].dropna()
         if len(q):
             print(f"  published / shapiq ShaplEIG: range {q.min():.3g}-{q.max():.3g}, geometric mean {gm(q):.3g}")
@@ -212,7 +247,7 @@ def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reuse:
-        report(pd.read_parquet(args.reuse), Path(args.anchors), args.default)
+        report(pd.read_parquet(args.reuse), Path(args.anchors), args.default, args.compare)
         return 0
     seeds = [int(s) for s in args.seeds.split(",")] if "," in args.seeds else int(args.seeds)
     tasks = [f"{s}/seed={k}" for s in args.suites for k in TABLE_SEEDS[: args.tables]]
@@ -229,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     df = harness.execute_plan(plan, out=out, n_jobs=args.jobs, progress=not args.quiet, errors="record")
     print(f"{len(df)} rows in {time.perf_counter() - start:.0f} s; wrote {out}")
-    report(df, Path(args.anchors), args.default)
+    report(df, Path(args.anchors), args.default, args.compare)
     return 0
 
 

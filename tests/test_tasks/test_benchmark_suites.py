@@ -44,3 +44,24 @@ def test_report_on_a_small_run(tmp_path, capsys):
     v, s, e = (np.asarray(row[c]) for c in ("values", "std", "exact"))
     assert cov.covered.iloc[0] == int(np.sum(np.abs(v - e) <= 1.959963984540054 * s)) and cov.players.iloc[0] == 8
     assert bs.gm(pd.Series([1e-2, 1e-4])) == pytest.approx(1e-3)
+
+
+def test_paired_report_run_for_run(capsys):
+    """Ratio = 10^(mean paired log10 difference); the paired t-test of the log10 MSEs."""
+    bs = _script()
+    rows = []
+    # default 10x better than the other on seed 0, 100x on seed 1, 1000x on seed 2: mean diff -2
+    for seed, (a, b) in enumerate([(1e-3, 1e-2), (1e-4, 1e-2), (1e-5, 1e-2)]):
+        for method, mse in (("d", a), ("o", b)):
+            rows.append({"group": "s", "budget_spec": "2p", "task": "s/seed=1", "seed": seed, "method": method,
+                         "mse": mse})
+    bs.paired_report(pd.DataFrame(rows), "d", "o")
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("s "))
+    fields = line.split()
+    assert float(fields[2]) == pytest.approx(0.01) and float(fields[3]) == pytest.approx(-2.0)
+    assert float(fields[4]) == pytest.approx(1.0)  # sd of the differences -1, -2, -3
+    # paired t: mean -2, sd 1, n 3 -> t = -2 sqrt(3) on 2 degrees of freedom: two-sided
+    # p = 1 - 2 sqrt(3) / sqrt(2 + 12) = 0.0742 (the t(2) distribution's closed form)
+    assert float(fields[5]) == pytest.approx(1 - 2 * 3**0.5 / 14**0.5, abs=5e-4)
+    assert "over all cells 0.01" in out
