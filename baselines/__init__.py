@@ -5,7 +5,7 @@ budget only through the core's ``BudgetedGame``. They are entries of the one met
 (:mod:`shapleig.registry`), registered through the ``shapleig.methods`` entry point
 (:func:`register_methods`); ``get(name, **options)`` builds one by name.
 
->>> import baselines
+>>> import shapleig_baselines as baselines
 >>> baselines.get("kernelshap").name
 'kernelshap'
 """
@@ -19,36 +19,36 @@ from shapleig.registry import Method, Prefix
 
 # "module:Class" targets are imported on demand, so one broken module cannot hide the rest
 METHODS: tuple[Method, ...] = (
-    Method("permutation", "baselines.permutation:PermutationSampling", "ApproShapley permutation sampling"),
-    Method("owen", "baselines.owen:OwenSampling", "Owen sampling (multilinear extension)"),
-    Method("owen-halved", "baselines.owen:HalvedOwenSampling", "Halved Owen sampling (antithetic complements)"),
-    Method("svarm", "baselines.svarm:SVARM", "SVARM"),
-    Method("stratified-svarm", "baselines.svarm:StratifiedSVARM", "Stratified SVARM"),
-    Method("svarm-plus", "baselines.svarm:StratifiedSVARMPlus", "S-SVARM+ (uniform sizes, without replacement)"),
-    Method("lss", "baselines.lss:LSS", "least-squares sampling (LSS)"),
-    Method("s-lss", "baselines.lss:StratifiedLSS", "stratified LSS"),
-    Method("srs-lss", "baselines.lss:SRSLSS", "stratified LSS with reuse (SRS-LSS)"),
-    Method("kernelshap", "baselines.kernelshap:KernelSHAP", "KernelSHAP (Covert-Lee closed form)"),
-    Method("unbiased-kernelshap", "baselines.kernelshap:UnbiasedKernelSHAP", "unbiased KernelSHAP"),
-    Method("leverage-shap", "baselines.leverage:LeverageSHAP", "Leverage SHAP"),
-    Method("regression-msr", "baselines.msr:RegressionMSR", "regression-adjusted MSR"),
+    Method("permutation", "shapleig_baselines.permutation:PermutationSampling", "ApproShapley permutation sampling"),
+    Method("owen", "shapleig_baselines.owen:OwenSampling", "Owen sampling (multilinear extension)"),
+    Method("owen-halved", "shapleig_baselines.owen:HalvedOwenSampling", "Halved Owen sampling (antithetic complements)"),
+    Method("svarm", "shapleig_baselines.svarm:SVARM", "SVARM"),
+    Method("stratified-svarm", "shapleig_baselines.svarm:StratifiedSVARM", "Stratified SVARM"),
+    Method("svarm-plus", "shapleig_baselines.svarm:StratifiedSVARMPlus", "S-SVARM+ (uniform sizes, without replacement)"),
+    Method("lss", "shapleig_baselines.lss:LSS", "least-squares sampling (LSS)"),
+    Method("s-lss", "shapleig_baselines.lss:StratifiedLSS", "stratified LSS"),
+    Method("srs-lss", "shapleig_baselines.lss:SRSLSS", "stratified LSS with reuse (SRS-LSS)"),
+    Method("kernelshap", "shapleig_baselines.kernelshap:KernelSHAP", "KernelSHAP (Covert-Lee closed form)"),
+    Method("unbiased-kernelshap", "shapleig_baselines.kernelshap:UnbiasedKernelSHAP", "unbiased KernelSHAP"),
+    Method("leverage-shap", "shapleig_baselines.leverage:LeverageSHAP", "Leverage SHAP"),
+    Method("regression-msr", "shapleig_baselines.msr:RegressionMSR", "regression-adjusted MSR"),
 )
 
 NAMES: tuple[str, ...] = tuple(m.name for m in METHODS)
-# "shapiq:<Approximator>" names one of shapiq's approximators (baselines.shapiq_methods; the
+# "shapiq:<Approximator>" names one of shapiq's approximators (shapleig_baselines.shapiq_methods; the
 # optional extra shapleig[shapiq]); not in NAMES because they exist only where shapiq is installed.
 SHAPIQ_PREFIX = "shapiq:"
 
 
 def _build_shapiq(approximator: str, options: dict[str, Any]) -> Any:
-    from baselines.shapiq_methods import ShapiqMethod
+    from shapleig_baselines.shapiq_methods import ShapiqMethod
 
     return ShapiqMethod(approximator, options=options)
 
 
 def _shapiq_members() -> list[str]:
     try:
-        from baselines.shapiq_methods import shapiq_approximators
+        from shapleig_baselines.shapiq_methods import shapiq_approximators
 
         return list(shapiq_approximators())
     except ImportError:
@@ -74,7 +74,7 @@ def estimator_class(name: str) -> type:
 def get(name: str, **options: Any):
     """Build the estimator registered under ``name`` with constructor ``options``.
 
-    ``shapiq:<Approximator>`` builds :class:`baselines.shapiq_methods.ShapiqMethod`; without
+    ``shapiq:<Approximator>`` builds :class:`shapleig_baselines.shapiq_methods.ShapiqMethod`; without
     shapiq that raises ``ImportError`` naming the extra ``shapleig[shapiq]``.
     """
     register_methods()  # also when the package is used from a checkout without its entry points

@@ -1,7 +1,7 @@
 """The shared front of the with-replacement least-squares estimators (LSS family, KernelSHAP family).
 
 ``DrawEstimator`` holds the budget-accounting modes (``"distinct"``, the project rule, or
-``"draws"``, the LSS paper's; see :mod:`baselines.lss`), evaluates the empty and grand coalitions
+``"draws"``, the LSS paper's; see :mod:`shapleig_baselines.lss`), evaluates the empty and grand coalitions
 first and assembles the result; ``linear_estimate`` turns per-draw linear contributions into an
 estimate with an anytime trace.
 """

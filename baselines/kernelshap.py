@@ -3,7 +3,7 @@
 Both sample from the Shapley kernel ``p(z) ∝ (p-1) / (C(p,|z|) |z| (p-|z|))`` over proper
 coalitions (size ``∝ 1/(s(p-s))``, then a uniform set), work on the centred game
 ``v - v(empty)`` and are exactly efficient. Budget accounting (``accounting="distinct"`` or
-``"draws"``, option ``draws``) is the one of :mod:`baselines.lss`.
+``"draws"``, option ``draws``) is the one of :mod:`shapleig_baselines.lss`.
 
 KernelSHAP solves the sampled constrained weighted least squares
 ``min_phi sum_z w_z (z^T phi - v(z))^2  s.t.  1^T phi = v(N)`` in closed form,
@@ -237,7 +237,7 @@ class KernelSHAP(DrawEstimator):
 
 
 def uks_coefficients(z: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-draw UKS weights for :func:`baselines.lss.linear_estimate`: ``2 H_{p-1} v`` on members
+    """Per-draw UKS weights for :func:`shapleig_baselines.lss.linear_estimate`: ``2 H_{p-1} v`` on members
     and ``2 H_{p-1} |S| v / p`` subtracted from everyone (``v`` centred, ``float64[tau]``)."""
     p = z.shape[1]
     h2 = 2.0 * harmonic(p - 1)

@@ -9,7 +9,7 @@
    defaults; LightGBM is the allowed substitute, with leaves of a couple of samples so that tiny
    samples still split).
 3. ``phi(f)``: the exact Shapley values of ``S -> f(1_S)`` from the trees in closed form
-   (:func:`baselines.treeshap.lightgbm_shapley_values`); no enumeration, no path-dependent TreeSHAP.
+   (:func:`shapleig_baselines.treeshap.lightgbm_shapley_values`); no enumeration, no path-dependent TreeSHAP.
 4. Residual ``r(T) = (v(T) - v(0)) - (f(T) - f(0))`` and its MSR estimate on the same sample,
    ``phi_r_i = r(N)/n + sum_T r(T) (1[i in T] omega(|T|-1) - 1[i not in T] omega(|T|)) / pi(T)``.
 

@@ -7,7 +7,7 @@ Names (``shapleig tasks`` lists them):
 - LightGBM games computed on the fly (ground truth by enumeration, cached):
   ``hpi-<dataset>-<p>`` (hyperparameter importance), ``fi-<dataset>-<p>`` (feature importance),
   ``dv-<dataset>-<p>`` (dataset valuation), each optionally ``/seed=k``;
-- table suites under :func:`tasks.tables.default_tables_dir`: ``vit-9``, ``vit-16``,
+- table suites under :func:`shapleig_tasks.tables.default_tables_dir`: ``vit-9``, ``vit-16``,
   ``resnet-14``, ``bike-dv-10``, ... ; a suite expands to one task per file, ``vit-9/seed=k``;
   ``vit-9/seed=a-b`` selects seeds a..b and ``vit-9/first=n`` the first n files;
 - ``table:<path>``: one ``.npz`` table (docs/games.md §7), or every table in a folder.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from tasks.ml import DATASETS
+from shapleig_tasks.ml import DATASETS
 
 # suite name -> (folder under the tables dir, file-name prefix, description)
 TABLE_SUITES: dict[str, tuple[str, str, str]] = {
@@ -97,7 +97,7 @@ class Task:
 # --------------------------------------------------------------------------------------------
 # synthetic and ML names
 def _synthetic(name: str) -> Task | None:
-    from tasks import synthetic as syn
+    from shapleig_tasks import synthetic as syn
 
     if name == "airport-100":
         return Task(name, "airport-100", "synthetic", syn.AirportGame, "airport game, n = 100")
@@ -146,7 +146,7 @@ def _ml(name: str) -> Task | None:
     kind, what = ML_KINDS[prefix]
 
     def factory() -> Any:
-        from tasks.ml import make_ml_game
+        from shapleig_tasks.ml import make_ml_game
 
         return make_ml_game(kind, dataset, p, seed)
 
@@ -161,7 +161,7 @@ def tables_dir() -> Path:
     (``SHAPLEIG_TABLES``, ``SHAPLEIG_SHARED``, ``../shared``, the shipped subset).
 
     Raises ``GameError`` (a ``ValueError``) naming every path searched when none exists."""
-    from tasks.tables import default_tables_dir
+    from shapleig_tasks.tables import default_tables_dir
 
     return default_tables_dir()
 
@@ -169,7 +169,7 @@ def tables_dir() -> Path:
 def describe_table_search() -> list[str]:
     """Lines for ``shapleig tasks``: each folder searched for the suites, which one is used, and
     how to point elsewhere."""
-    from tasks.tables import TABLES_HINT, table_search_path
+    from shapleig_tasks.tables import TABLES_HINT, table_search_path
 
     lines = ["table suites are looked for in (first existing folder wins):"]
     locations = table_search_path()
@@ -185,7 +185,7 @@ def describe_table_search() -> list[str]:
 
 def suite_files(suite: str, folder: Path | None = None) -> list[Any]:
     """The tables (``TableSpec``) of a named suite in seed order; ``ValueError`` if missing."""
-    from tasks.tables import TABLES_HINT, discover_tables, searched_text
+    from shapleig_tasks.tables import TABLES_HINT, discover_tables, searched_text
 
     sub, prefix, _ = TABLE_SUITES[suite]
     root = Path(folder) if folder is not None else tables_dir()
@@ -229,7 +229,7 @@ def _suite_tasks(name: str) -> list[Task] | None:
 
 
 def _path_tasks(text: str) -> list[Task]:
-    from tasks.tables import TableSpec, discover_tables
+    from shapleig_tasks.tables import TableSpec, discover_tables
 
     path = Path(text[len("table:") :]).expanduser()
     if path.is_file():

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from shapleig.errors import ShapleigError
-from tasks.cli_common import UsageError, cli_store_advice, print_frame
+from shapleig_tasks.cli_common import UsageError, cli_store_advice, print_frame
 
 DEMO_TASK = "hpi-diabetes-8"
 DEMO_QUICK_TASK = "hpi-diabetes-5"
@@ -39,7 +39,7 @@ def _err(text: str) -> None:
 # --------------------------------------------------------------------------------------------
 # subcommands
 def cmd_tasks(args: argparse.Namespace) -> int:
-    from tasks.catalog import describe_table_search, describe_tasks
+    from shapleig_tasks.catalog import describe_table_search, describe_tasks
 
     rows = describe_tasks()
     width = max(len(r["name"]) for r in rows)
@@ -55,7 +55,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 def cmd_methods(args: argparse.Namespace) -> int:
     from shapleig import registry
-    from tasks.methods import describe, shapiq_method_names
+    from shapleig_tasks.methods import describe, shapiq_method_names
 
     names = registry.names()  # every name run, explain and the harness accept
     width = max(len(n) for n in names)
@@ -69,7 +69,7 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 def _gp_options(args: argparse.Namespace) -> dict[str, Any]:
-    from tasks.methods import parse_value
+    from shapleig_tasks.methods import parse_value
 
     opts: dict[str, Any] = {}
     if getattr(args, "refit", None) is not None:
@@ -92,7 +92,7 @@ def _split(items: Sequence[str] | None) -> list[str]:
 def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Path, *,
          cache: Path | None, title: str) -> Any:
     """Validate (UsageError on bad input), run, print the MSE and rank tables; return the table."""
-    from tasks import harness, plots
+    from shapleig_tasks import harness, plots
 
     try:
         from shapleig.runs.timeout import check_timeout
@@ -132,7 +132,7 @@ def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Pa
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tasks.harness import check_results_path
+    from shapleig_tasks.harness import check_results_path
 
     tasks, methods = _split(args.tasks), list(args.methods)
     try:
@@ -145,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from tasks import harness, plots
+    from shapleig_tasks import harness, plots
 
     try:
         out = harness.check_output_path(plots.check_figure_path(args.out))
@@ -162,7 +162,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from tasks import plots
+    from shapleig_tasks import plots
 
     if args.quick:
         args.seeds = args.seeds or ["1"]
@@ -187,7 +187,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_hpi(args: argparse.Namespace) -> int:
-    from tasks.hpi import study_from_args
+    from shapleig_tasks.hpi import study_from_args
 
     try:
         study = study_from_args(args)
@@ -227,7 +227,7 @@ def _check_negative_values(parser: argparse.ArgumentParser, argv: Sequence[str])
 
 
 def _writable(path: Path) -> Path:
-    from tasks.harness import check_output_path
+    from shapleig_tasks.harness import check_output_path
 
     return check_output_path(path)
 
@@ -324,12 +324,12 @@ def build_parser() -> argparse.ArgumentParser:
             "store OUT/evaluations.sqlite (rerun the same command to resume)."
         ),
     )
-    from tasks.hpi import add_arguments
+    from shapleig_tasks.hpi import add_arguments
 
     add_arguments(p)
     p.set_defaults(func=cmd_hpi)
 
-    from tasks.explain_cli import (
+    from shapleig_tasks.explain_cli import (
         add_explain_parser,  # imports this module: registered last
     )
 
@@ -367,8 +367,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    # `python -m tasks.cli` runs this file as __main__, a second copy of the module: use the real
-    # tasks.cli, whose UsageError is the one the subcommand modules (explain_cli) raise
-    from tasks.cli import main as _main
+    # `python -m shapleig_tasks.cli` runs this file as __main__, a second copy of the module: use the real
+    # shapleig_tasks.cli, whose UsageError is the one the subcommand modules (explain_cli) raise
+    from shapleig_tasks.cli import main as _main
 
     sys.exit(_main())

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.cli_common import UsageError, cli_store_advice, print_frame
+from shapleig_tasks.cli_common import UsageError, cli_store_advice, print_frame
 
 MODEL_SUFFIXES = {".txt": "lightgbm", ".model": "lightgbm", ".joblib": "pickle", ".pkl": "pickle",
                   ".pickle": "pickle"}
@@ -104,13 +104,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         timeout = check_timeout(args.eval_timeout, "--eval-timeout")
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    from tasks.harness import check_output_path, check_results_path
-    from tasks.methods import parse_method
+    from shapleig_tasks.harness import check_output_path, check_results_path
+    from shapleig_tasks.methods import parse_method
 
     if args.row < 0:
         raise UsageError(f"--row {args.row}: give a row position 0 .. n-1 (negative rows are not counted from the end)")
     from shapleig.games.indices import EFFICIENT_INDICES, check_index
-    from tasks.harness import index_method_spec
+    from shapleig_tasks.harness import index_method_spec
 
     try:
         index = check_index(args.index)[0]

@@ -1,20 +1,20 @@
 """Seeded synthetic game families for the generality benchmark (``scripts/studies/benchmark_generality.py``).
 
 Each family draws a game of p players from a seed and serves it as a full value table
-(:class:`tasks.tables.TableGame`): the 2^p values are enumerated once, so the exact Shapley values
+(:class:`shapleig_tasks.tables.TableGame`): the 2^p values are enumerated once, so the exact Shapley values
 come from enumeration (``TableGame.exact_values``) and evaluations cost a lookup. The families
 cover structures the public suites do not isolate:
 
 - ``dominant``:   a few dominant players; ``v(S) = log(1 + sum_{i in S} w_i)`` with 2-3 weights
   in [3, 6] and the rest in [0, 0.3];
 - ``unanimity``:  sparse high-order interactions, a sum of 6 unanimity games on coalitions of
-  3 .. p/2 players with coefficients in [-1, 1] (:class:`tasks.synthetic.SumOfUnanimityGame`);
+  3 .. p/2 players with coefficients in [-1, 1] (:class:`shapleig_tasks.synthetic.SumOfUnanimityGame`);
 - ``pairwise``:   additive plus noise-free pairwise terms, ``sum_i w_i z_i + sum_(i,j) b_ij z_i z_j``
   with w_i ~ N(0, 1) and p pairs b_ij ~ N(0, 1);
 - ``symmetric``:  near-symmetric, ``3 sqrt(|S|) + 0.05 sum_{i in S} w_i`` (w_i ~ N(0, 1));
 - ``voting``:     weighted voting ``1[sum_{i in S} c_i >= C]``, integer weights 1..9 plus one or two
   heavy players (10..20), quota half the total weight, rounded up
-  (:class:`tasks.synthetic.WeightedVotingGame`).
+  (:class:`shapleig_tasks.synthetic.WeightedVotingGame`).
 
 Instances: instance k of a family has p = ``SIZES[k % len(SIZES)]`` (8, 12, 16) and its own seed.
 """
@@ -27,9 +27,9 @@ from typing import Callable
 import numpy as np
 
 from shapleig.games.coalitions import all_coalitions
-from tasks.catalog import Task
-from tasks.synthetic import SumOfUnanimityGame, WeightedVotingGame
-from tasks.tables import TableGame
+from shapleig_tasks.catalog import Task
+from shapleig_tasks.synthetic import SumOfUnanimityGame, WeightedVotingGame
+from shapleig_tasks.tables import TableGame
 
 SIZES = (8, 12, 16)
 

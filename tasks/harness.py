@@ -20,7 +20,7 @@ that budget; ``game_s`` the part of it spent inside the game; ``selection_s = wa
 (the method's own overhead: fitting, acquisition, sampling).
 List columns ``values``, ``std`` (None for methods without a posterior) and ``exact`` keep the
 per-player estimate, its std and the exact values, so any new metric (e.g. interval coverage,
-:func:`tasks.metrics.interval_coverage`) can be computed from a finished study; ``versions``
+:func:`shapleig_tasks.metrics.interval_coverage`) can be computed from a finished study; ``versions``
 (JSON) names the package versions that produced the row.
 """
 
@@ -49,8 +49,8 @@ from shapleig.estimation.enumeration import (
     enumeration_message,
 )
 from shapleig.seeding import SEED_LIMIT
-from tasks.catalog import Task, resolve_tasks
-from tasks.methods import MethodSpec, resolve_methods
+from shapleig_tasks.catalog import Task, resolve_tasks
+from shapleig_tasks.methods import MethodSpec, resolve_methods
 
 COLUMNS = [
     "task", "group", "kind", "p", "method", "method_name", "options", "budget", "budget_spec",
@@ -252,7 +252,7 @@ def exact_reference(game: Any) -> np.ndarray:
     - a shapiq ``Game``: shapiq's own ``exact_values(index="SV", order=1)``, read out per player
       (``iv[(i,)]``; shapiq's normalisation shifts v by a constant, which Shapley values ignore);
     - a game whose ``exact_values()`` needs no argument (this project's closed forms in
-      ``tasks.synthetic``, tables in ``tasks.tables``, ``tasks.ml``): that;
+      ``shapleig_tasks.synthetic``, tables in ``shapleig_tasks.tables``, ``shapleig_tasks.ml``): that;
     - any other game with at most 20 players: every coalition evaluated (``exact_shapley``).
     """
     from shapleig.games.exact import exact_shapley
@@ -492,7 +492,7 @@ def run_job(
 
 def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, threads: int | None,
          eval_timeout: float | None = None) -> list[dict]:
-    from tasks.metrics import max_abs_error, mse
+    from shapleig_tasks.metrics import max_abs_error, mse
 
     estimator = spec.build()
     if threads is not None and "torch" in sys.modules:

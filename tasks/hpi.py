@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from tasks.ml import (
+from shapleig_tasks.ml import (
     DATASET_TASK,
     DATASETS,
     cv_folds,
@@ -432,8 +432,8 @@ def prepare_study(
         load_space,
         make_tuner,
     )
-    from tasks.harness import index_method_spec, parse_budgets, resolve_budget
-    from tasks.methods import parse_method
+    from shapleig_tasks.harness import index_method_spec, parse_budgets, resolve_budget
+    from shapleig_tasks.methods import parse_method
 
     if study not in STUDIES:
         raise ValueError(f"unknown study {study!r}; choose one of {STUDIES}")

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-import baselines
+import shapleig_baselines as baselines
 from shapleig import registry
 
 # Views of the one registry (shapleig.registry): the design-loop arms (anytime, they share the

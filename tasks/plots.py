@@ -1,6 +1,6 @@
 """Error-versus-budget plots with standard-error bands, and MSE / rank tables per budget.
 
-All functions take the long results table of :mod:`tasks.harness` (one row per task, method,
+All functions take the long results table of :mod:`shapleig_tasks.harness` (one row per task, method,
 budget, seed). Rows with an ``error`` are left out of every summary.
 """
 

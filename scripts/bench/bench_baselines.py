@@ -28,8 +28,8 @@ import numpy as np  # noqa: E402
 # Run from a plain checkout too: put the repository root ahead of any stale installed copy.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import baselines  # noqa: E402
-from tasks.synthetic import AirportGame  # noqa: E402
+import shapleig_baselines as baselines  # noqa: E402
+from shapleig_tasks.synthetic import AirportGame  # noqa: E402
 
 
 def make_game(kind: str, p: int, seed: int):

@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_parallel import SleepyGame  # noqa: E402
 
 from shapleig import DesignLoop, ExecutorEvaluator  # noqa: E402
-from tasks.catalog import resolve_task  # noqa: E402
-from tasks.harness import resolve_budget  # noqa: E402
-from tasks.methods import parse_options  # noqa: E402
+from shapleig_tasks.catalog import resolve_task  # noqa: E402
+from shapleig_tasks.harness import resolve_budget  # noqa: E402
+from shapleig_tasks.methods import parse_options  # noqa: E402
 
 
 def run(game, budget: int, q: int, seed: int, options: dict, evaluator=None):

@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 
-import baselines
 import shapleig
+import shapleig_baselines as baselines
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:  # run as a plain script from a checkout
 import pandas as pd  # noqa: E402
 
 from shapleig import ShaplEIG  # noqa: E402
-from tasks.tables import TableGame  # noqa: E402
+from shapleig_tasks.tables import TableGame  # noqa: E402
 
 SHARED = Path(os.environ.get("SHAPLEIG_SHARED") or ROOT.parent / "shared")
 ANCHORS = SHARED / "data" / "anchors" / "shapiq-1.8.0_index_public.csv"

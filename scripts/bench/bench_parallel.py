@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from shapleig import DesignLoop, ExecutorEvaluator, SerialEvaluator  # noqa: E402
-from tasks.synthetic import SumOfUnanimityGame  # noqa: E402
+from shapleig_tasks.synthetic import SumOfUnanimityGame  # noqa: E402
 
 
 class SleepyGame:

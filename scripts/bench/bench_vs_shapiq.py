@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", nargs="+", default=["shapleig", "shapiq:ShaplEIG"])
     args = ap.parse_args(argv)
 
-    from tasks.catalog import resolve_task
-    from tasks.methods import parse_method
+    from shapleig_tasks.catalog import resolve_task
+    from shapleig_tasks.methods import parse_method
 
     try:
         task = resolve_task(args.task)[0]

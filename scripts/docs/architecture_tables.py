@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("shapleig", "baselines", "tasks")
+PACKAGES = ("shapleig", "baselines", "tasks")  # folders; installed as shapleig, shapleig_baselines, shapleig_tasks
 
 
 def modules(package: str) -> list[Path]:

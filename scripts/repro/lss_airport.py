@@ -26,7 +26,7 @@ import numpy as np
 # run from anywhere: the repository root first on the path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import baselines  # noqa: E402
+import shapleig_baselines as baselines  # noqa: E402
 from shapleig.seeding import spawn_seeds  # noqa: E402
 
 # Table 7 of the paper: mean MSE over 1000 runs and its 95% CI; mean max deviation
@@ -43,9 +43,9 @@ AIRPORT_LEVELS = ((1, 8), (2, 12), (3, 6), (4, 14), (5, 8), (6, 9), (7, 13), (8,
 
 
 def airport_game():
-    """The standard 100-player airport game: tasks.synthetic.AirportGame, else a local copy."""
+    """The standard 100-player airport game: shapleig_tasks.synthetic.AirportGame, else a local copy."""
     try:
-        from tasks.synthetic import AirportGame
+        from shapleig_tasks.synthetic import AirportGame
 
         game = AirportGame()
         return game, game.exact_values()

@@ -26,7 +26,7 @@ SEEDS = (0, 1)
 
 def run(out: str) -> None:
     import shapleig
-    from tasks.catalog import resolve_task
+    from shapleig_tasks.catalog import resolve_task
 
     saved: dict[str, np.ndarray] = {}
     for suite in SUITES:

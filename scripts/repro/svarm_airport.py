@@ -15,10 +15,10 @@ import time
 
 import numpy as np
 
-from baselines.owen import HalvedOwenSampling, OwenSampling
-from baselines.permutation import PermutationSampling
-from baselines.svarm import SVARM, StratifiedSVARM, StratifiedSVARMPlus
 from shapleig.games.game import FunctionGame
+from shapleig_baselines.owen import HalvedOwenSampling, OwenSampling
+from shapleig_baselines.permutation import PermutationSampling
+from shapleig_baselines.svarm import SVARM, StratifiedSVARM, StratifiedSVARMPlus
 
 COUNTS = [8, 12, 6, 14, 8, 9, 13, 10, 10, 10]
 LEVEL_VALUES = [

@@ -5,7 +5,7 @@ additive plus pairwise terms, near-symmetric games, weighted voting; ``--instanc
 (p = 8, 12, 16 in turn), methods seeded 0..S-1, budgets 2p/4p/8p. Methods: the default
 (``shapleig``), its four kernels alone (shared and ARD lengthscales, each with and without the size
 trend: ``shapleig:size_trend=False,surrogate=shared`` ...) and every baseline whose minimum budget
-fits. Runs through the harness (``tasks.harness``).
+fits. Runs through the harness (``shapleig_tasks.harness``).
 
 Prints per (family, budget) cell, for the default:
 - ``vs_comp``: gm-MSE (geometric mean over instances x seeds) over the best of its kernels alone;
@@ -37,9 +37,9 @@ if str(ROOT) not in sys.path:  # run as a plain script from a checkout
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from tasks import harness  # noqa: E402
-from tasks.generality import FAMILIES, family_tasks  # noqa: E402
-from tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
+from shapleig_tasks import harness  # noqa: E402
+from shapleig_tasks.generality import FAMILIES, family_tasks  # noqa: E402
+from shapleig_tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
 
 BUDGETS = ("2p", "4p", "8p")
 DEFAULT = "shapleig"

@@ -1,11 +1,11 @@
 """Benchmark: a LightGBM tunability study, ShaplEIG against the baselines, on real tuning runs.
 
 For each dataset, the game is the tunability of LightGBM's default 8-hyperparameter space
-(``tasks.hpi.default_space``): v(S) = best 3-fold CV score of a seeded random search of
+(``shapleig_tasks.hpi.default_space``): v(S) = best 3-fold CV score of a seeded random search of
 ``--inner-budget`` trials over the hyperparameters in S (the rest at LightGBM's defaults). Its
 ground truth enumerates all 2^p coalitions once, with a progress bar, through an evaluation store
 (``--cache``; a killed enumeration resumes). The methods then run on that table at budgets 2p..8p
-over a few seeds (tasks.harness), and the script prints the MSE table, the mean ranks, and the
+over a few seeds (shapleig_tasks.harness), and the script prints the MSE table, the mean ranks, and the
 time of one evaluation against each method's selection time per evaluation.
 
 ``--hypershap`` also compares, on the first dataset, HyperSHAP's values (a random-forest surrogate
@@ -29,11 +29,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from shapleig import BudgetedGame, EvaluationStore, ExecutorEvaluator, all_coalitions  # noqa: E402
-from tasks.catalog import Task  # noqa: E402
-from tasks.harness import run_benchmark  # noqa: E402
-from tasks.hpi import prepare_study  # noqa: E402
-from tasks.plots import mse_table, rank_table  # noqa: E402
-from tasks.tables import TableGame  # noqa: E402
+from shapleig_tasks.catalog import Task  # noqa: E402
+from shapleig_tasks.harness import run_benchmark  # noqa: E402
+from shapleig_tasks.hpi import prepare_study  # noqa: E402
+from shapleig_tasks.plots import mse_table, rank_table  # noqa: E402
+from shapleig_tasks.tables import TableGame  # noqa: E402
 
 METHODS = ("shapleig", "shapleig:surrogate=shared", "shapleig-published", "permutation", "kernelshap", "leverage-shap",
            "regression-msr")

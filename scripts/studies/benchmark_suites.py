@@ -41,8 +41,8 @@ if str(ROOT) not in sys.path:  # run as a plain script from a checkout
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from tasks import harness  # noqa: E402
-from tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
+from shapleig_tasks import harness  # noqa: E402
+from shapleig_tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
 
 SUITES = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "california-dv-10",
           "california-le-8", "bike-ge-12", "adult-fs-14")

@@ -39,7 +39,7 @@ import pandas as pd  # noqa: E402
 
 from shapleig.design.loop import DesignLoop  # noqa: E402
 from shapleig.gp.mixture import MixtureComponent, MixturePosterior, influence_scale, loo_calibration  # noqa: E402
-from tasks.catalog import resolve_task  # noqa: E402
+from shapleig_tasks.catalog import resolve_task  # noqa: E402
 
 SUITES = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "california-dv-10",
           "california-le-8", "bike-ge-12", "adult-fs-14")

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:  # run as a plain script from a checkout
     sys.path.insert(0, str(ROOT))
 
 from shapleig import ShaplEIG  # noqa: E402
-from tasks.tables import SHIPPED_TABLES_DIR, TableGame  # noqa: E402
+from shapleig_tasks.tables import SHIPPED_TABLES_DIR, TableGame  # noqa: E402
 
 CALIFORNIA = SHIPPED_TABLES_DIR / "CaliforniaHousing_LocalExplanation_Game/8/model_name=gradient_boosting_imputer=marginal_1.npz"
 CALIFORNIA_FEATURES = ["MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude",
@@ -56,7 +56,7 @@ def california(budget_mult: int, top: int) -> None:
 
 def hpi(budget_mult: int, top: int) -> None:
     from shapleig.games.coalitions import all_coalitions
-    from tasks.hpi import prepare_study
+    from shapleig_tasks.hpi import prepare_study
 
     with tempfile.TemporaryDirectory() as out:
         study = prepare_study("lightgbm", "diabetes", hyperparameters=HPI_HYPERPARAMETERS, study="tunability",

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from shapleig.errors import GameError
-from tasks.tables import default_tables_dir, discover_tables
+from shapleig_tasks.tables import default_tables_dir, discover_tables
 
 
 def marginal_profile(table: np.ndarray) -> np.ndarray:

@@ -38,8 +38,8 @@ from scipy.optimize import minimize_scalar  # noqa: E402
 from shapleig.design.loop import DesignLoop  # noqa: E402
 from shapleig.gp.kernel_choice import evidence_weights  # noqa: E402
 from shapleig.gp.mixture import MixtureComponent, MixturePosterior  # noqa: E402
-from tasks.catalog import resolve_task  # noqa: E402
-from tasks.generality import FAMILIES, family_tasks  # noqa: E402
+from shapleig_tasks.catalog import resolve_task  # noqa: E402
+from shapleig_tasks.generality import FAMILIES, family_tasks  # noqa: E402
 
 Z95 = 1.959963984540054
 WEIGHTINGS = ("bic", "loo", "stack", "ard", "shared")

@@ -68,7 +68,7 @@ class ShaplEIG(OptionsEstimator):
             ``"ard"``), ``calibrate``, ``tol`` / ``rtol`` (a precision target), ``batch_size``,
             ``pool_size``, ``fit_engine``, ``progress``. Bad values raise ``ValueError`` at once.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from shapleig import FunctionGame, ShaplEIG
         >>> game = FunctionGame(lambda Z: Z @ np.arange(1.0, 7.0), n_players=6)

@@ -29,7 +29,7 @@ class ShapleyEstimate:
         terms: the player tuples ``values``, ``std``, ``covariance`` and ``interval()`` refer to: the
             p singletons, then (order-2 indices) the pairs in lexicographic order.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> est = ShapleyEstimate(values=np.array([1.0, 2.0]), std=np.array([0.1, 0.2]))
         >>> est.n_players, est.terms

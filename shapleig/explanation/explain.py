@@ -141,7 +141,7 @@ def explain(
         posterior for the GP methods; ``info`` adds ``prediction`` (f(x)), ``feature_names``,
         ``efficiency_gap`` (the method's own deviation before the correction) and ``model_calls``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from shapleig import explain
         >>> rng = np.random.default_rng(0)

@@ -4,7 +4,7 @@ ConfigSpace configuration space and a black-box objective, plus HyperSHAP intero
 Optional: needs ``pip install 'shapleig[hpo]'`` (ConfigSpace; Optuna for the Optuna tuners,
 hypershap for the interop), imported only when used. The games are generic (any objective
 ``config -> score``), so they live in the core; building an objective from a model and a dataset
-is the job of ``tasks.hpi``.
+is the job of ``shapleig_tasks.hpi``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
 - :class:`ShapiqApproximator`: any estimator of this project as a shapiq ``Approximator``, e.g.
   ``shapiq.TabularExplainer(model, X, approximator=ShapiqApproximator(ShaplEIG(), n=X.shape[1]))``.
 - The other direction, shapiq's approximators as methods here (``shapiq:PolySHAP``), is
-  :class:`baselines.shapiq_methods.ShapiqMethod`.
+  :class:`shapleig_baselines.shapiq_methods.ShapiqMethod`.
 
 shapiq games need no adapter: they have ``n_players`` and map ``bool[m, p]`` coalition matrices to
 values, so every estimator accepts them as games as they are.

@@ -156,7 +156,7 @@ class EvaluationStore(ClaimsProtocol):
             (None: while the process lives), so a process stuck in one evaluation loses its claim
             ``lease_seconds`` later. An evaluation ``timeout`` sets a per-claim limit of its own.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from shapleig import FunctionGame, ShaplEIG
         >>> game = FunctionGame(lambda Z: Z @ np.arange(1.0, 6.0), n_players=5)

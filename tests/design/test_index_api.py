@@ -59,9 +59,9 @@ def test_acquisition_index_ablation_changes_the_design_only() -> None:
 
 def test_harness_scores_an_index_against_the_table() -> None:
     from shapleig.games.indices import exact_index_values
-    from tasks import harness
-    from tasks.catalog import Task
-    from tasks.tables import TableGame
+    from shapleig_tasks import harness
+    from shapleig_tasks.catalog import Task
+    from shapleig_tasks.tables import TableGame
 
     lookup = TableLookup(5, 4)
     codes = np.arange(32)
@@ -83,8 +83,8 @@ def test_harness_scores_an_index_against_the_table() -> None:
 def test_cli_run_with_index(tmp_path, capsys) -> None:
     import pandas as pd
 
-    from tasks.cli import main
-    from tasks.tables import SHIPPED_TABLES_DIR
+    from shapleig_tasks.cli import main
+    from shapleig_tasks.tables import SHIPPED_TABLES_DIR
 
     table = SHIPPED_TABLES_DIR / "CaliforniaHousing_LocalExplanation_Game/8/model_name=gradient_boosting_imputer=marginal_1.npz"
     out = tmp_path / "r.parquet"

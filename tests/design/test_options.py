@@ -11,7 +11,7 @@ import pytest
 
 from shapleig import DesignLoop, FunctionGame, GPLeverage, ShaplEIG
 from shapleig.design.options import GPOptions, LoopOptions
-from tasks.methods import parse_method
+from shapleig_tasks.methods import parse_method
 
 
 def _game(p: int = 5) -> FunctionGame:

@@ -7,8 +7,8 @@ import warnings
 import numpy as np
 import pytest
 
-import baselines
 import shapleig.estimation.base as base_module
+import shapleig_baselines as baselines
 from shapleig import FunctionGame, registry
 from shapleig.estimation.enumeration import BudgetCoversGameWarning, covers_game
 from shapleig.runs.evaluators import SerialEvaluator

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import baselines
+import shapleig_baselines as baselines
 from shapleig import BudgetedGame, BudgetError, EvaluationFailedError, FunctionGame
 
 
@@ -61,7 +61,7 @@ def test_every_budget_error_states_the_methods_own_minimum():
     """Budget 0 (or negative) names the method and its own minimum, e.g. ShaplEIG's p + 2."""
     import re
 
-    import baselines
+    import shapleig_baselines as baselines
     from shapleig import BudgetError, DesignLoop, FunctionGame, ShaplEIG
 
     game = FunctionGame(lambda Z: Z.sum(axis=1).astype(float), 5)

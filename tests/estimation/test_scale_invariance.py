@@ -22,7 +22,7 @@ from shapleig import FunctionGame
 from shapleig.errors import NumericRangeError
 from shapleig.games.coalitions import all_coalitions
 from shapleig.gp.posterior import standardize
-from tasks.methods import method_names, resolve_methods
+from shapleig_tasks.methods import method_names, resolve_methods
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _games_for_parallel import QuadraticGame  # noqa: E402

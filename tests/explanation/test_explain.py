@@ -112,7 +112,7 @@ def test_lightgbm_shapleig_efficient_and_exact_at_full_budget(lgbm6):
 def test_lightgbm_classifier_p10_baseline_exact_at_full_budget():
     """Binary LightGBM classifier, p = 10: positive-class probability; a regression baseline at
     full budget equals enumeration; a non-efficient baseline is made efficient."""
-    import baselines
+    import shapleig_baselines as baselines
 
     X, y = sklearn_datasets.load_breast_cancer(return_X_y=True)
     X = X[:, :10]
@@ -144,7 +144,7 @@ def test_sklearn_dataframe_model_keeps_feature_names(diabetes):
     reference = exact_shapley(ImputerGame(model.predict, X.iloc[:20], X.iloc[70]))
     assert np.abs(est.values - reference).max() < 0.25 * np.abs(reference).max()
     # full budget (2^5 coalitions): Leverage SHAP's regression is exact, so explain equals enumeration
-    import baselines
+    import shapleig_baselines as baselines
 
     full = shapleig.explain(model, X.iloc[:20], X.iloc[[70]], budget=2**5, method=baselines.get("leverage-shap"))
     assert full.evaluations == 2**5
@@ -241,7 +241,7 @@ def test_explain_command_on_saved_models(tmp_path, capsys, diabetes):
     import pandas as pd
     from sklearn.linear_model import Ridge
 
-    from tasks.cli import main
+    from shapleig_tasks.cli import main
 
     X, y = diabetes
     X = X.iloc[:, :5]
@@ -321,7 +321,7 @@ def test_explain_takes_every_registered_method_by_name(lgbm6):
 def test_explain_seed_alias_store_and_method_options(tmp_path):
     """``random_state`` is ``seed``'s alias; ``store=`` makes a rerun evaluate no coalition;
     ``method_options`` configure a method given by name like the estimator object would."""
-    from baselines.kernelshap import KernelSHAP
+    from shapleig_baselines.kernelshap import KernelSHAP
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 5))
@@ -364,13 +364,13 @@ def test_to_frame_titles_and_std_labels():
 
 
 def test_negative_row_is_one_line_error_with_exit_2_from_python_m(tmp_path):
-    """``python -m tasks.cli explain --row -1``: exit 2 and one line on stderr (no traceback)."""
+    """``python -m shapleig_tasks.cli explain --row -1``: exit 2 and one line on stderr (no traceback)."""
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-m", "tasks.cli", "explain", "--model", "m.txt", "--data", "x.csv",
+    done = subprocess.run([sys.executable, "-m", "shapleig_tasks.cli", "explain", "--model", "m.txt", "--data", "x.csv",
                            "--row", "-1"], capture_output=True, text=True, cwd=tmp_path, check=False,
                           env={**__import__("os").environ, "PYTHONPATH": str(root)}, timeout=120)
     assert done.returncode == 2

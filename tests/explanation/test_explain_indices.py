@@ -104,7 +104,7 @@ def test_plot_labels_pairs_and_names_the_index(case):
 
 def test_explain_command_index(tmp_path, capsys):
     lgb = pytest.importorskip("lightgbm")
-    from tasks.cli import main
+    from shapleig_tasks.cli import main
 
     rng = np.random.default_rng(0)
     X = pd.DataFrame(rng.normal(size=(200, 4)), columns=["u", "v", "w", "z"])
@@ -130,7 +130,7 @@ def test_explain_command_index(tmp_path, capsys):
 
 def test_hpi_interaction_table(tmp_path):
     pytest.importorskip("ConfigSpace")
-    from tasks.hpi import prepare_study
+    from shapleig_tasks.hpi import prepare_study
 
     hps = ["learning_rate", "num_leaves", "subsample"]
     study = prepare_study("lightgbm", "diabetes", hyperparameters=hps, index="FSII", inner_budget=2, n_folds=2,

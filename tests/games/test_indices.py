@@ -119,7 +119,7 @@ def test_large_p_products_are_finite_and_psd() -> None:
 
 
 def test_table_game_exact_values_by_index() -> None:
-    from tasks.tables import TableGame
+    from shapleig_tasks.tables import TableGame
 
     p = 4
     v = np.random.default_rng(9).normal(size=1 << p)

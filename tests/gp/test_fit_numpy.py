@@ -116,7 +116,7 @@ def test_unknown_engine():
 @pytest.mark.parametrize("ard", [True, False])
 def test_optimum_no_worse_than_gpytorch_on_a_table_game(ard):
     from shapleig.design.initial import leverage_design
-    from tasks.tables import default_tables_dir, discover_tables
+    from shapleig_tasks.tables import default_tables_dir, discover_tables
 
     root = default_tables_dir()
     if root is None or not (root / "ImageClassifier_Game" / "9").is_dir():

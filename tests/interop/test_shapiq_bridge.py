@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import baselines
 import shapleig
-from tasks.tables import SHIPPED_TABLES_DIR, TableGame
+import shapleig_baselines as baselines
+from shapleig_tasks.tables import SHIPPED_TABLES_DIR, TableGame
 
 pytestmark = pytest.mark.shapiq
 
@@ -160,8 +160,8 @@ def test_bad_shapiq_method_names_and_options_fail_before_evaluation() -> None:
     with pytest.raises(ValueError, match="set from the game and the seed"):
         baselines.get("shapiq:KernelSHAP", n=4)
     # an approximator behind a missing shapiq extra names that extra (SPEX: shapiq[sparse])
-    from baselines.shapiq_methods import shapiq_missing_extras
-    from tasks.methods import parse_method
+    from shapleig_baselines.shapiq_methods import shapiq_missing_extras
+    from shapleig_tasks.methods import parse_method
 
     for name, message in shapiq_missing_extras().items():
         with pytest.raises(ValueError, match="pip install") as info:
@@ -174,7 +174,7 @@ def test_shapleig_run_with_shapiq_methods(tmp_path: Path) -> None:
 
     out = tmp_path / "r.parquet"
     run = subprocess.run(
-        [sys.executable, "-m", "tasks.cli", "run", "--tasks", "wvg-7", "vit-9/first=2", "--methods",
+        [sys.executable, "-m", "shapleig_tasks.cli", "run", "--tasks", "wvg-7", "vit-9/first=2", "--methods",
          "shapiq:PolySHAP", "shapiq:KernelSHAP:pairing_trick=true", "permutation", "--budgets", "2p", "4p",
          "--seeds", "2", "--out", str(out), "--quiet"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
@@ -264,8 +264,8 @@ def test_shapiq_approximator_takes_the_estimators_index() -> None:
 
 @pytest.mark.parametrize("name,index", [("SVARMIQ", "k-SII"), ("RegressionFSII", "FSII"), ("SVARM", "BV")])
 def test_shapiq_index_methods_reach_the_exact_index_at_full_budget(name: str, index: str) -> None:
-    from baselines.shapiq_methods import ShapiqMethod
     from shapleig.games.indices import exact_index_values
+    from shapleig_baselines.shapiq_methods import ShapiqMethod
 
     game = _game(5)
     codes = np.arange(32)

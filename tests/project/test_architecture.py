@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("shapleig", "baselines", "tasks")
+PACKAGES = ("shapleig", "baselines", "tasks")  # folders; installed as shapleig, shapleig_baselines, shapleig_tasks
 
 
 def test_every_module_is_listed_in_the_architecture_page() -> None:

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-import baselines
 import shapleig
+import shapleig_baselines as baselines
 from shapleig.errors import GameError
 from shapleig.seeding import resolve_seed
-from tasks.cli import main
+from shapleig_tasks.cli import main
 
 
 def _game(p: int = 6) -> shapleig.FunctionGame:
@@ -149,8 +149,8 @@ def test_missing_shapiq_names_the_extra(monkeypatch: pytest.MonkeyPatch, capsys:
 # --------------------------------------------------------------------------------------------
 # where the table suites are found
 def test_shipped_subset_is_used_without_shared_tables(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from tasks import tables
-    from tasks.catalog import resolve_task
+    from shapleig_tasks import tables
+    from shapleig_tasks.catalog import resolve_task
 
     monkeypatch.delenv("SHAPLEIG_TABLES", raising=False)
     monkeypatch.delenv("SHAPLEIG_SHARED", raising=False)
@@ -166,8 +166,8 @@ def test_shipped_subset_is_used_without_shared_tables(monkeypatch: pytest.Monkey
 
 
 def test_every_suite_ships_three_valid_tables() -> None:
-    from tasks.catalog import TABLE_SUITES, suite_files
-    from tasks.tables import SHIPPED_TABLES_DIR
+    from shapleig_tasks.catalog import TABLE_SUITES, suite_files
+    from shapleig_tasks.tables import SHIPPED_TABLES_DIR
 
     for suite in TABLE_SUITES:
         files = suite_files(suite, folder=SHIPPED_TABLES_DIR)
@@ -182,7 +182,7 @@ def test_wrong_shapleig_shared_names_every_path_searched(monkeypatch: pytest.Mon
     wrong = tmp_path / "no-such-folder"
     monkeypatch.setenv("SHAPLEIG_SHARED", str(wrong))
     monkeypatch.delenv("SHAPLEIG_TABLES", raising=False)
-    from tasks.tables import default_tables_dir
+    from shapleig_tasks.tables import default_tables_dir
 
     with pytest.raises(GameError, match="searched") as info:
         default_tables_dir()
@@ -197,8 +197,8 @@ def test_wrong_shapleig_shared_names_every_path_searched(monkeypatch: pytest.Mon
 
 
 def test_shapleig_shared_may_name_the_games_folder_itself(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tasks.catalog import resolve_task
-    from tasks.tables import SHIPPED_TABLES_DIR, default_tables_dir
+    from shapleig_tasks.catalog import resolve_task
+    from shapleig_tasks.tables import SHIPPED_TABLES_DIR, default_tables_dir
 
     monkeypatch.setenv("SHAPLEIG_SHARED", str(SHIPPED_TABLES_DIR))
     monkeypatch.delenv("SHAPLEIG_TABLES", raising=False)

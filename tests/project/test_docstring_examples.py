@@ -18,7 +18,7 @@ MODULES = [
     "shapleig.estimation.result",
     "shapleig.explanation.explain",
     "shapleig.runs.store",
-    "baselines",
+    "shapleig_baselines",
 ]
 
 

@@ -131,7 +131,7 @@ def test_leverage_shap_row_weights_on_a_non_additive_game():
     """With every coalition sampled, the weighted regression is exact only with the Shapley-kernel
     row weights. The game is a random table: on additive or pairwise games (and symmetric terms)
     every size-only weighting gives the Shapley value, so those cannot pin the weights."""
-    from baselines.leverage import LeverageSHAP
+    from shapleig_baselines.leverage import LeverageSHAP
 
     p = 5
     table = np.random.default_rng(11).normal(size=2**p)  # a generic game: every order of interaction
@@ -148,7 +148,7 @@ def test_leverage_shap_row_weights_on_a_non_additive_game():
 
 def test_antithetic_permutations_come_as_reversed_pairs():
     """(pi, reversed pi): the second permutation's prefixes are the complements of the first's."""
-    from baselines.permutation import PermutationSampling
+    from shapleig_baselines.permutation import PermutationSampling
 
     p = 6
     bg = BudgetedGame(FunctionGame(_pairwise_game(p), p), 2 + 2 * (p - 1))
@@ -163,7 +163,7 @@ def test_antithetic_permutations_come_as_reversed_pairs():
 
 
 def test_resolve_budget_rounds_to_the_nearest_integer():
-    from tasks.harness import resolve_budget
+    from shapleig_tasks.harness import resolve_budget
 
     assert resolve_budget("0.29p", 10) == 3  # 2.9 -> 3 (truncation would give 2)
     assert resolve_budget("0.71p", 10) == 7  # 7.1 -> 7

@@ -19,7 +19,7 @@ BEFORE = {
         "ShapleyEstimate", "StoreBusyError", "StoreError", "StoreMismatchError", "all_coalitions", "exact_shapley",
         "explain", "from_bitmask", "plot_explanation", "shapley_from_table", "shapley_operator", "to_bitmask",
     ],
-    "baselines": ["NAMES", "SHAPIQ_PREFIX", "estimator_class", "get"],
+    "shapleig_baselines": ["NAMES", "SHAPIQ_PREFIX", "estimator_class", "get"],
     "shapleig.hpo": [
         "AblationGame", "HPOGame", "HPSpace", "HyperSHAPGame", "OptimizerBiasGame", "OptunaSearch", "RandomSearch",
         "STUDIES", "SensitivityGame", "TUNERS", "TunabilityGame", "coalition_seed", "hypershap_game", "inner_seed",

@@ -4,7 +4,7 @@ command in them runs as written (the examples use small budgets).
 Python blocks (```python) run one by one in a fresh namespace in a temporary folder; blocks
 written as ```text are illustrations (e.g. needing shapiq >= 1.8) and are not run. Commands are
 the ``shapleig ...`` segments of ```bash blocks (continuation lines joined, comments dropped,
-``a && b`` split); they run through ``tasks.cli.main`` in order, per page, in a temporary folder
+``a && b`` split); they run through ``shapleig_tasks.cli.main`` in order, per page, in a temporary folder
 holding the files they name (a LightGBM text model, a data file, a configuration space). The
 examples that take a minute or more (the demo, full hyperparameter studies) are marked slow.
 """
@@ -129,7 +129,7 @@ def test_slow_python_snippet_runs(page, index, cwd):
 
 
 def _run_commands(page: Path, slow: bool, capsys) -> int:
-    from tasks.cli import main
+    from shapleig_tasks.cli import main
 
     ran = 0
     for command in shapleig_commands(page):

@@ -224,7 +224,7 @@ def test_batch_of_4_as_accurate_as_sequential_with_refits(process_pool):
     at p = 8 and 64 evaluations."""
     from shapleig import DesignLoop
 
-    synthetic = pytest.importorskip("tasks.synthetic")
+    synthetic = pytest.importorskip("shapleig_tasks.synthetic")
     mse: dict[int, list[float]] = {1: [], 4: []}
     for seed in range(30):
         game = synthetic.SumOfUnanimityGame(6, n_terms=15, seed=seed)

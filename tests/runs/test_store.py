@@ -152,7 +152,7 @@ def test_failure_keeps_everything_so_far_and_resume_continues(tmp_path):
 def test_any_estimator_replays_from_the_store(tmp_path, name):
     """``estimate(..., store=...)`` of a model-free baseline: a second run with the same seed
     evaluates nothing and returns the same values."""
-    baselines = pytest.importorskip("baselines")
+    baselines = pytest.importorskip("shapleig_baselines")
     try:
         method = baselines.get(name)
     except ImportError as exc:  # a baseline module still being written

@@ -175,7 +175,7 @@ def test_store_given_as_a_path_to_an_estimator(tmp_path):
 def test_pickled_payloads_are_refused(tmp_path):
     """Nothing is ever unpickled: an .npz table with an object array and a store row holding a
     blob are refused with a clear error (and the payload is never run)."""
-    from tasks.tables import TableGame
+    from shapleig_tasks.tables import TableGame
 
     marker = tmp_path / "ran"
     coalitions = np.array([[False, False], [True, False], [False, True], [True, True]])
@@ -212,7 +212,7 @@ class _Payload:
 
 def test_a_table_rewritten_in_place_is_another_game(tmp_path):
     from shapleig.games.coalitions import all_coalitions
-    from tasks.tables import TableGame, save_table
+    from shapleig_tasks.tables import TableGame, save_table
 
     Z = all_coalitions(3)
     path = tmp_path / "t.npz"

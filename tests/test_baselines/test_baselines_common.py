@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import baselines
+import shapleig_baselines as baselines
 from shapleig.errors import BudgetError
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.coalitions import coalition_keys, to_bitmask
@@ -38,7 +38,7 @@ def build(name: str):
     try:
         return baselines.get(name)
     except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("baselines."):
+        if not (exc.name or "").startswith("shapleig_baselines."):
             raise  # a missing third-party dependency is a real failure, not "not written yet"
         pytest.skip(f"{name}: module {exc.name} does not exist yet")
     except AttributeError as exc:  # module there, class not written yet

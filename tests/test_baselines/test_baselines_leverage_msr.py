@@ -14,12 +14,12 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
-from baselines.leverage import LeverageSHAP, _unrank_lex, distinct_subsets_of_size, solve_oversampling
-from baselines.msr import RegressionMSR, msr_residual_shapley
-from baselines.treeshap import lightgbm_shapley_values
 from shapleig.games.coalitions import all_coalitions, coalition_keys, sample_paired_uniform_size, to_bitmask
 from shapleig.games.exact import exact_shapley, shapley_from_bitorder
 from shapleig.games.game import FunctionGame
+from shapleig_baselines.leverage import LeverageSHAP, _unrank_lex, distinct_subsets_of_size, solve_oversampling
+from shapleig_baselines.msr import RegressionMSR, msr_residual_shapley
+from shapleig_baselines.treeshap import lightgbm_shapley_values
 
 
 def table_game(p: int, seed: int) -> tuple[FunctionGame, np.ndarray]:
@@ -265,7 +265,7 @@ def test_msr_is_deterministic_and_beats_pure_residual_on_smooth_game():
 # -- reference numbers (slow) ------------------------------------------------------------------
 @pytest.mark.slow
 def test_airport_n100_reference_mse():
-    from tasks.synthetic import AirportGame
+    from shapleig_tasks.synthetic import AirportGame
 
     game = AirportGame()
     exact = game.exact_values()

@@ -1,5 +1,5 @@
 """Tests of the least-squares baselines: LSS, S-LSS, SRS-LSS, KernelSHAP, Unbiased KernelSHAP,
-and the shared samplers in ``baselines.sampling``.
+and the shared samplers in ``shapleig_baselines.sampling``.
 
 References are dense 2^p enumerations for small p (exact Shapley values, exact expectations of
 the per-sample weights), repeated runs for unbiasedness, and the LSS paper's Table 7 (slow).
@@ -14,8 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import baselines
-from baselines.kernelshap import (
+import shapleig_baselines as baselines
+from shapleig.errors import BudgetError
+from shapleig.games.coalitions import all_coalitions, border_layers, coalition_keys, coalitions_of_size
+from shapleig.games.exact import exact_shapley, shapley_from_table
+from shapleig.games.game import FunctionGame
+from shapleig.runs.budget import BudgetedGame
+from shapleig_baselines.kernelshap import (
     KernelSHAP,
     UnbiasedKernelSHAP,
     combine_systems,
@@ -25,7 +30,7 @@ from baselines.kernelshap import (
     kernel_gram,
     uks_coefficients,
 )
-from baselines.lss import (
+from shapleig_baselines.lss import (
     LSS,
     SRSLSS,
     StratifiedLSS,
@@ -36,7 +41,7 @@ from baselines.lss import (
     srs_warmup,
     srs_warmup_size,
 )
-from baselines.sampling import (
+from shapleig_baselines.sampling import (
     coalition_probability,
     draw_within_budget,
     interleave_complements,
@@ -46,11 +51,6 @@ from baselines.sampling import (
     size_distribution,
     uniform_subsets_of_size,
 )
-from shapleig.errors import BudgetError
-from shapleig.games.coalitions import all_coalitions, border_layers, coalition_keys, coalitions_of_size
-from shapleig.games.exact import exact_shapley, shapley_from_table
-from shapleig.games.game import FunctionGame
-from shapleig.runs.budget import BudgetedGame
 
 NAMES = ["lss", "s-lss", "srs-lss", "kernelshap", "unbiased-kernelshap"]
 UNBIASED = ["lss", "s-lss", "unbiased-kernelshap"]

@@ -13,10 +13,14 @@ import math
 import numpy as np
 import pytest
 
-import baselines
-from baselines.owen import HalvedOwenSampling, OwenSampling
-from baselines.permutation import PermutationSampling
-from baselines.svarm import (
+import shapleig_baselines as baselines
+from shapleig.errors import BudgetError, GameError
+from shapleig.games.coalitions import all_coalitions, coalition_keys, to_bitmask
+from shapleig.games.exact import exact_shapley, shapley_weights
+from shapleig.games.game import FunctionGame
+from shapleig_baselines.owen import HalvedOwenSampling, OwenSampling
+from shapleig_baselines.permutation import PermutationSampling
+from shapleig_baselines.svarm import (
     SVARM,
     StratifiedSVARM,
     StratifiedSVARMPlus,
@@ -25,10 +29,6 @@ from baselines.svarm import (
     svarm_size_laws,
     warmup_cost,
 )
-from shapleig.errors import BudgetError, GameError
-from shapleig.games.coalitions import all_coalitions, coalition_keys, to_bitmask
-from shapleig.games.exact import exact_shapley, shapley_weights
-from shapleig.games.game import FunctionGame
 
 # Every estimator of this file, options included: (label, factory).
 ESTIMATORS = [

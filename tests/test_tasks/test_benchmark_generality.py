@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tasks.generality import FAMILIES, family_tasks, instance_seed, make_game
+from shapleig_tasks.generality import FAMILIES, family_tasks, instance_seed, make_game
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,7 +82,7 @@ def test_tiny_run_and_report(tmp_path, capsys):
     assert bg.main(["--from", str(out), "--components", "shapleig:surrogate=ard", "shapleig:surrogate=shared"]) == 0
     # the default components are the four kernels alone, as the harness labels them
     assert "shapleig:size_trend=True,surrogate=ard" in bg.COMPONENTS and len(bg.COMPONENTS) == 4
-    from tasks.methods import parse_method
+    from shapleig_tasks.methods import parse_method
 
     for label in bg.COMPONENTS:  # spelled as the harness labels its rows, so the report finds them
         assert parse_method(label).label == label

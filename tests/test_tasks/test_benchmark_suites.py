@@ -23,7 +23,7 @@ def _script():
 
 def test_report_on_a_small_run(tmp_path, capsys):
     bs = _script()
-    from tasks import harness
+    from shapleig_tasks import harness
 
     df = harness.run_benchmark(["california-le-8/seed=1"], ["shapleig:refit=never", "permutation"], ["2p", "4p"], 1,
                                progress=False)

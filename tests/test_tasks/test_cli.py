@@ -10,13 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tasks.cli import main
+from shapleig_tasks.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def shapleig(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tasks.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "shapleig_tasks.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -113,7 +113,7 @@ def test_run_with_precision_target(tmp_path: Path, capsys) -> None:
 def test_each_bad_input_is_refused_before_anything_runs(tmp_path: Path, capsys, monkeypatch) -> None:
     """Every case exits 2 with a message naming the problem, and nothing is evaluated: the
     ground truth and the estimators are never reached."""
-    from tasks import harness
+    from shapleig_tasks import harness
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("evaluation started despite bad input")
@@ -147,7 +147,7 @@ def test_each_bad_input_is_refused_before_anything_runs(tmp_path: Path, capsys, 
 
 
 def test_plot_refuses_an_unknown_figure_format(tmp_path: Path, capsys) -> None:
-    from tasks.harness import results_frame, write_parquet
+    from shapleig_tasks.harness import results_frame, write_parquet
 
     results = write_parquet(results_frame([]), tmp_path / "r.parquet")
     err = _fails(capsys, "plot", str(results), "--out", str(tmp_path / "y.xyz"))
@@ -156,7 +156,7 @@ def test_plot_refuses_an_unknown_figure_format(tmp_path: Path, capsys) -> None:
 
 
 def test_jobs_minus_one_is_accepted() -> None:
-    from tasks.cli import build_parser
+    from shapleig_tasks.cli import build_parser
 
     args = build_parser().parse_args(["run", "--tasks", "wvg-7", "--methods", "permutation", "--budgets", "10",
                                       "--jobs", "-1", "--out", "r.parquet"])

@@ -1,8 +1,8 @@
 """CLI input errors exit 2 with one line, before anything is evaluated (seeds, timeouts, files).
 
-Run as ``python -m tasks.cli`` in a subprocess, as a user would: that path once raised the
+Run as ``python -m shapleig_tasks.cli`` in a subprocess, as a user would: that path once raised the
 explain command's errors as tracebacks (the module ran twice, as ``__main__`` and as
-``tasks.cli``, with two different ``UsageError`` classes).
+``shapleig_tasks.cli``, with two different ``UsageError`` classes).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "tasks.cli", *argv], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "shapleig_tasks.cli", *argv], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120, check=False)
 
 
@@ -41,7 +41,7 @@ def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
       "--out", "r.parquet", "--eval-timeout", "0"], "--eval-timeout must be a finite number of seconds > 0"),
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(argv, says, tmp_path, capsys, monkeypatch):
-    from tasks.cli import main
+    from shapleig_tasks.cli import main
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as info:
@@ -53,7 +53,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(argv, says, tmp_path
 
 
 def test_python_dash_m_reports_explain_errors_in_one_line(tmp_path):
-    """The ``python -m tasks.cli`` path (a second copy of the module) exits 2 with one line too."""
+    """The ``python -m shapleig_tasks.cli`` path (a second copy of the module) exits 2 with one line too."""
     out = _cli("explain", "--model", "missing.txt", "--data", "x.csv", "--row", "0", "--seed", "-1", cwd=tmp_path)
     assert out.returncode == 2, out
     assert out.stderr.strip().splitlines() == ["shapleig explain: error: --seed -1: seed must be a non-negative int, "
@@ -61,7 +61,7 @@ def test_python_dash_m_reports_explain_errors_in_one_line(tmp_path):
 
 
 def test_the_largest_seed_runs_and_is_recorded(tmp_path, monkeypatch):
-    from tasks.cli import main
+    from shapleig_tasks.cli import main
 
     monkeypatch.chdir(tmp_path)
     seed = 2**63 - 1

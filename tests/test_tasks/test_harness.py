@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import baselines
+import shapleig_baselines as baselines
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.exact import exact_shapley
-from tasks import harness, plots
-from tasks.catalog import Task, resolve_tasks
-from tasks.methods import MethodSpec, parse_method, resolve_methods
-from tasks.synthetic import weighted_voting_family7
+from shapleig_tasks import harness, plots
+from shapleig_tasks.catalog import Task, resolve_tasks
+from shapleig_tasks.methods import MethodSpec, parse_method, resolve_methods
+from shapleig_tasks.synthetic import weighted_voting_family7
 
 
 class CountingGame:
@@ -193,7 +193,7 @@ def test_corrupt_table_is_reported_with_its_path(tmp_path: Path) -> None:
 
 def test_table_task_round_trip_and_budget_too_small_listing(tmp_path: Path) -> None:
     from shapleig.games.coalitions import all_coalitions
-    from tasks.tables import save_table
+    from shapleig_tasks.tables import save_table
 
     game = weighted_voting_family7(3)
     z = all_coalitions(7)
@@ -253,7 +253,7 @@ def test_summaries_and_ranks() -> None:
 
 
 def test_ml_ground_truth_is_enumerated_once_and_cached(tmp_path: Path) -> None:
-    from tasks.ml import make_ml_game
+    from shapleig_tasks.ml import make_ml_game
 
     def factory():  # two cheap players (no 300-tree configurations), 2-fold CV
         return make_ml_game("hpi", "diabetes", None, 0, players=("learning_rate", "max_depth"), n_folds=2,
@@ -275,7 +275,7 @@ def test_ml_ground_truth_is_enumerated_once_and_cached(tmp_path: Path) -> None:
 
 
 def test_missing_table_suite_folder_is_a_clear_error(tmp_path: Path) -> None:
-    from tasks.catalog import suite_files
+    from shapleig_tasks.catalog import suite_files
 
     with pytest.raises(ValueError, match="vit-9.*does not exist"):
         suite_files("vit-9", folder=tmp_path)
@@ -287,7 +287,7 @@ def test_results_keep_estimates_std_exact_and_versions(tmp_path: Path) -> None:
     import json
 
     from shapleig import ShaplEIG
-    from tasks.metrics import interval_coverage, mse
+    from shapleig_tasks.metrics import interval_coverage, mse
 
     out = tmp_path / "results.parquet"
     harness.run_benchmark(["wvg-7"], ["shapleig:pool_size=40,refit=never", "permutation"], ["9", "12"], [0],
@@ -321,7 +321,7 @@ def test_results_keep_estimates_std_exact_and_versions(tmp_path: Path) -> None:
 
 
 def test_interval_coverage() -> None:
-    from tasks.metrics import interval_coverage
+    from shapleig_tasks.metrics import interval_coverage
 
     est, exact = np.array([0.0, 1.0, 2.0, 3.0]), np.array([0.5, 1.0, 4.0, 3.1])
     # half-width 1.96 * 0.3 = 0.588: only player 2 (off by 2) is outside

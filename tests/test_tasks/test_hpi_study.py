@@ -1,4 +1,4 @@
-"""Hyperparameter-importance studies from a model and a dataset (tasks.hpi, ``shapleig hpi``)."""
+"""Hyperparameter-importance studies from a model and a dataset (shapleig_tasks.hpi, ``shapleig hpi``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("ConfigSpace")
 
 from shapleig.errors import GameError  # noqa: E402
-from tasks import cli  # noqa: E402
-from tasks.hpi import CVObjective, DataSpec, prepare_study, run_study  # noqa: E402
+from shapleig_tasks import cli  # noqa: E402
+from shapleig_tasks.hpi import CVObjective, DataSpec, prepare_study, run_study  # noqa: E402
 
 
 def test_quick_cli_writes_table_plot_and_store_and_resumes(tmp_path, capsys):
@@ -134,7 +134,7 @@ def test_plot_shapley_two_std_bars_and_labels(tmp_path):
     """hpi plots use ± 2 std like explanation plots, and say "posterior std" only with a std."""
     import matplotlib.pyplot as plt
 
-    from tasks import hpi
+    from shapleig_tasks import hpi
 
     table = pd.DataFrame({"hyperparameter": ["a", "b"], "shapley": [1.0, -0.5], "std": [0.1, 0.2], "rank": [1, 2]})
     captured = {}

@@ -7,16 +7,16 @@ import json
 import numpy as np
 import pytest
 
-import tasks.ml as ml
+import shapleig_tasks.ml as ml
 from shapleig.errors import GameError
 from shapleig.games.exact import exact_shapley
-from tasks.ml import (
+from shapleig_tasks.ml import (
     DataValuationGame,
     FeatureImportanceGame,
     HPIAblationGame,
     make_ml_game,
 )
-from tasks.tables import TableGame, size_major_order
+from shapleig_tasks.tables import TableGame, size_major_order
 
 
 def _tiny_hpi(tmp_path, **kw) -> HPIAblationGame:

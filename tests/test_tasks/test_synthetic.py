@@ -9,7 +9,7 @@ import pytest
 
 from shapleig.errors import CoalitionError, GameError
 from shapleig.games.exact import exact_shapley
-from tasks.synthetic import (
+from shapleig_tasks.synthetic import (
     AirportGame,
     ShoeGame,
     SumOfUnanimityGame,
@@ -194,7 +194,7 @@ def test_wvg_n50_dp_checksums():
 
 # ---------------------------------------------------------------------------------- metrics
 def test_metrics_values_batching_and_shape_checks():
-    from tasks.metrics import efficiency_gap, max_abs_error, mse, relative_mse
+    from shapleig_tasks.metrics import efficiency_gap, max_abs_error, mse, relative_mse
 
     exact = ShoeGame(4).exact_values()  # all 1/2
     est = np.array([0.5, 0.7, 0.1, 0.5])
@@ -230,7 +230,7 @@ def test_wvg_beyond_int64_uses_float_dp():
 
 
 def test_make_synthetic_game_by_name():
-    from tasks.synthetic import make_synthetic_game
+    from shapleig_tasks.synthetic import make_synthetic_game
 
     assert make_synthetic_game("airport").n_players == 100
     assert make_synthetic_game("shoe", n_players=8).name == "shoe_n8"

@@ -13,8 +13,8 @@ from conftest import find_shared_games_dir as _shared_games_dir
 from shapleig.errors import GameError
 from shapleig.games.coalitions import all_coalitions
 from shapleig.games.exact import exact_shapley, shapley_from_table
-from tasks.synthetic import SumOfUnanimityGame
-from tasks.tables import TableGame, default_tables_dir, discover_tables, save_table, size_major_order
+from shapleig_tasks.synthetic import SumOfUnanimityGame
+from shapleig_tasks.tables import TableGame, default_tables_dir, discover_tables, save_table, size_major_order
 
 
 def _random_table(p: int = 6, seed: int = 0):
