@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +69,7 @@ def test_cli_names_the_extra_for_the_published_method(no_torch: None, capsys: py
 
 
 def test_torch_is_an_extra_not_a_dependency() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     heavy = ("torch", "gpytorch", "botorch")
     assert not [d for d in project["dependencies"] if d.split(">")[0].split("=")[0].strip() in heavy]
