@@ -405,7 +405,7 @@ def build_plan(
             games.append(task.game())
         except (OSError, ValueError, KeyError, EOFError, TypeError) as exc:
             raise ValueError(f"task {task.name!r} cannot be loaded: {exc}") from exc
-    specs = [index_method_spec(s, index) for s in resolve_methods(methods, method_options, gp_options)]
+    specs = resolve_methods(methods, method_options, gp_options, index=index)
     budget_specs = parse_budgets(budgets)
     seed_list = parse_seeds(seeds)
     estimators = [spec.build() for spec in specs]
