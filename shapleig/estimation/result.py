@@ -153,6 +153,15 @@ class ShapleyEstimate:
 
         return to_interaction_values(self)
 
+    def to_shap(self, data: Any = None) -> Any:
+        """This estimate (SV or BV) as a ``shap.Explanation`` of one row, for SHAP's waterfall, bar and
+        force plots; the std is SHAP's ``error_std`` field (:mod:`shapleig.estimation.shap_values`).
+        ``data`` is the explained row (default ``info["x"]``, set by :func:`shapleig.explain`). Needs
+        the ``shapleig[shap]`` extra."""
+        from shapleig.estimation.shap_values import to_shap
+
+        return to_shap(self, data)
+
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per term (per player for the Shapley and Banzhaf values):
         ``player`` (the feature names of :func:`shapleig.explain`, else 0..p-1; for a pair, the two

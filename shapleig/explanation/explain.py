@@ -211,7 +211,8 @@ def explain_game(game: ImputerGame, estimator: Any, budget: int, seed: Any, *, s
     if est.index in EFFICIENT_INDICES:  # the others need not sum to f(x) - baseline
         est.info["efficiency_gap"] = condition_on_total(est, prediction - baseline)
     est.info.update(prediction=prediction, feature_names=game.feature_names, model_calls=game.calls - calls_before,
-                    n_background=int(game.background.shape[0]), imputer=getattr(game, "imputer", "interventional"))
+                    n_background=int(game.background.shape[0]), imputer=getattr(game, "imputer", "interventional"),
+                    x=game.x.copy())
     if decision is not None:
         est.info["exact_if_cheap"] = {**decision, "requested_budget": int(budget)}
     return est

@@ -179,8 +179,8 @@ class RowsExplanation:
 
     def to_shap(self) -> Any:
         """The rows as a ``shap.Explanation`` (values ``[n, d]``, base_values, data, feature_names; the
-        std kept beside it): see :func:`shapleig.explanation.shap_export.rows_to_shap`. Needs ``shapleig[shap]``."""
-        from shapleig.explanation.shap_export import rows_to_shap
+        std kept beside it): see :func:`shapleig.estimation.shap_values.rows_to_shap`. Needs ``shapleig[shap]``."""
+        from shapleig.estimation.shap_values import rows_to_shap
 
         return rows_to_shap(self)
 
