@@ -334,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_explain_parser(sub)
+    from shapleig_tasks.explain_rows_cli import add_explain_rows_parser
+
+    add_explain_rows_parser(sub)
     return parser
 
 
