@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-# ShaplEIG's selection time per evaluation at p = 10 and budgets 2p..8p (the lower quartile
-# of scripts/bench/bench_breakeven.py's runs: a conservative figure, so enumeration is chosen only
-# where it clearly pays)
+# ShaplEIG's selection time per evaluation, kept below every figure scripts/bench/bench_breakeven.py
+# measured at p = 10 and budgets 2p..8p (26-100 ms per evaluation, docs/benchmarks.md §11): a
+# conservative figure, so enumeration is chosen only where it clearly pays
 GP_OVERHEAD_S_PER_EVALUATION = 0.01
 # enumerate only when it is expected to cost less than this fraction of the GP run
 MARGIN = 0.5
