@@ -455,10 +455,9 @@ def prepare_study(
         load_space,
         make_tuner,
     )
+    from shapleig.seeding import resolve_seed
     from shapleig_tasks.harness import index_method_spec, parse_budgets, resolve_budget
     from shapleig_tasks.methods import parse_method
-
-    from shapleig.seeding import resolve_seed
 
     try:  # the study's seed fixes folds, models and tuning runs: checked before any data is loaded
         seed = resolve_seed(seed)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _optional import import_or_skip
 
 import shapleig
-from _optional import import_or_skip
 
 shap = import_or_skip("shap")
 pytestmark = pytest.mark.shap
