@@ -7,7 +7,8 @@ GP's selection overhead ``o`` per evaluation, a GP run costs about ``budget * (t
 enumeration about ``2^p * t`` (an upper bound: enumeration evaluates coalitions in large batches,
 the GP one or a few per step). The game is enumerated when ``2^p * t`` is below half the GP's cost
 (a margin, so a noisy timing near the boundary keeps the requested method), p <= 16, and the
-method is a GP arm (the model-free methods have no overhead to save). ``o`` is
+method is a design-loop GP arm (ShaplEIG and its variants; the model-free methods and GP+Leverage's
+single fit have little overhead to save). ``o`` is
 :data:`GP_OVERHEAD_S_PER_EVALUATION`, measured by ``scripts/bench/bench_breakeven.py``
 (docs/benchmarks.md). The decision depends on a measured time, so it can differ between machines:
 ``exact_if_cheap=False`` keeps the requested method (and bitwise reproducibility).
@@ -27,11 +28,11 @@ MAX_ENUMERATED_PLAYERS = 16
 
 
 def is_gp_method(estimator: Any) -> bool:
-    """Whether ``estimator`` is one of the GP arms (ShaplEIG and its variants), by its registry family."""
+    """Whether ``estimator`` is one of the design-loop GP arms (ShaplEIG and its variants, which select
+    each evaluation; GP+Leverage fits once and has little overhead to save), by its registry family."""
     from shapleig import registry
 
-    gp = set(registry.names(family="design-loop")) | set(registry.names(family="gp"))
-    return getattr(estimator, "name", None) in gp
+    return getattr(estimator, "name", None) in set(registry.names(family="design-loop"))
 
 
 def enumeration_decision(n_players: int, budget: int, seconds_per_coalition: float, gp_method: bool) -> dict[str, Any]:
