@@ -49,7 +49,9 @@ class BaselineImputerGame(ImputerGame):
         reference: the reference row, ``[d]``, ``[1, d]``, a Series or a one-row DataFrame (a
             DataFrame keeps its column names and dtypes for the model).
         x: the explained row.
-        output, max_rows, feature_names: as for :class:`~shapleig.explanation.imputer.ImputerGame`.
+        output: column of a multi-output prediction (as for :class:`~shapleig.explanation.imputer.ImputerGame`).
+        max_rows: imputed rows per model call.
+        feature_names: names of the d features.
 
     Examples:
         >>> import numpy as np

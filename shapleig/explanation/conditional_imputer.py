@@ -35,7 +35,9 @@ class ConditionalImputerGame(ImputerGame):
         background: ``[n_bg, d]`` numeric rows (array or DataFrame).
         x: the explained row.
         k: neighbours per coalition (default 20, at most ``n_bg``); ties at the k-th distance are all kept.
-        output, max_rows, feature_names: as for :class:`~shapleig.explanation.imputer.ImputerGame`.
+        output: column of a multi-output prediction (as for :class:`~shapleig.explanation.imputer.ImputerGame`).
+        max_rows: imputed rows per model call.
+        feature_names: names of the d features.
 
     Examples:
         >>> import numpy as np

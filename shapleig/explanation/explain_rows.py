@@ -226,8 +226,17 @@ def explain_X(
         seed: int (default 0), None or a Generator; row r runs with the r-th seed spawned from it
             (``info["seed"]`` of each row), so a rerun with the same seed repeats every row.
         random_state: alias of ``seed``.
-        method, method_options, index, output, predict, feature_names, max_rows, timeout,
-        imputer, imputer_options, exact_if_cheap: as for :func:`shapleig.explain`, for every row.
+        method: as for :func:`shapleig.explain` (a name or an estimator object), for every row.
+        method_options: the options of a method given by name.
+        index: "SV" (default), "BV" or a pairwise interaction index.
+        output: column of a multi-output prediction.
+        predict: how to call the model (overrides the recognised method).
+        feature_names: names of the d features (default: the background's columns).
+        max_rows: imputed rows per model call.
+        timeout: seconds per coalition evaluation.
+        imputer: "interventional" (default), "baseline" or "conditional".
+        imputer_options: the imputer's options (``reference``, ``k``).
+        exact_if_cheap: enumerate a cheap small game instead of running the GP (per row).
         store: a folder (created if needed): one evaluation store per row inside it
             (``row-00000.sqlite``, ...), so a killed run resumes without re-evaluating the model.
         progress: one tqdm bar over the rows.
