@@ -48,9 +48,9 @@ def _build_shapiq(approximator: str, options: dict[str, Any]) -> Any:
 
 def _shapiq_members() -> list[str]:
     try:
-        from shapleig_baselines.shapiq_methods import shapiq_approximators
+        from shapleig_baselines.shapiq_methods import shapiq_index_approximators
 
-        return list(shapiq_approximators())
+        return list(shapiq_index_approximators())
     except ImportError:
         return []
 

@@ -41,6 +41,8 @@ _LAZY = {
     "SerialEvaluator": "shapleig.runs.evaluators",
     "ExecutorEvaluator": "shapleig.runs.evaluators",
     "explain": "shapleig.explanation.explain",
+    "explain_X": "shapleig.explanation.explain_rows",
+    "RowsExplanation": "shapleig.explanation.explain_rows",
     "ImputerGame": "shapleig.explanation.imputer",
     "plot_explanation": "shapleig.explanation.plot",
     "ShapiqApproximator": "shapleig.interop.shapiq_bridge",  # needs the extra shapleig[shapiq]

@@ -54,15 +54,34 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
+    import inspect
+    import textwrap
+
     from shapleig import registry
     from shapleig_tasks.methods import describe, shapiq_method_names
 
+    def options(name: str) -> str:
+        """``key=default`` of every constructor option a method takes (less what its name fixes)."""
+        method = registry.get(name)
+        params = inspect.signature(method.estimator_class()).parameters.values()
+        return ", ".join(f"{q.name}={q.default!r}" for q in params if q.name not in method.fixed
+                         and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD) and q.name != "self")
+
+    def wrapped(text: str) -> str:
+        return textwrap.fill(text, width=118, initial_indent="    ", subsequent_indent="    ")
+
     names = registry.names()  # every name run, explain and the harness accept
     width = max(len(n) for n in names)
+    loop = registry.names(family="design-loop")
     for n in names:
         print(f"{n:<{width}}  {describe(n)}")
+        if n not in loop:  # the GP arms share the design loop's options: listed once below
+            print(wrapped(f"options: {options(n) or 'none'}"))
+    print(f"\noptions of the GP arms ({', '.join(loop)}; a name fixes its acquisition):")
+    print(wrapped(options(loop[0])))
     shapiq_names = shapiq_method_names()
-    print("\nshapiq:<Approximator>  shapiq's Shapley-value approximators, options as shapiq:NAME:key=value: "
+    print("\nshapiq:<Approximator>  shapiq's approximators (SV, BV, k-SII, SII, STII, FSII with --index), options as "
+          "shapiq:NAME:key=value (its constructor's): "
           + (", ".join(shapiq_names) if shapiq_names else "not available (pip install 'shapleig[shapiq]', Python >= 3.12)"))
     print("\noptions: name:key=value,key=value (e.g. shapleig:refit=decaying) or --option name:key=value")
     return 0
@@ -334,6 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_explain_parser(sub)
+    from shapleig_tasks.explain_rows_cli import add_explain_rows_parser
+
+    add_explain_rows_parser(sub)
     return parser
 
 

@@ -268,6 +268,18 @@ def exact_reference(game: Any) -> np.ndarray:
     return exact_shapley(game)
 
 
+def shapiq_exact_index(game: Any, index: str) -> np.ndarray:
+    """Exact values ``float64[d]`` of ``index`` for a shapiq ``Game``, in the order of
+    :func:`shapleig.games.indices.index_terms` (singletons, then pairs): shapiq's own
+    ``exact_values(index, order)`` with the index's order (1 for SV and BV, 2 for the interactions)."""
+    from shapleig.games.game import check_game
+    from shapleig.games.indices import check_index, index_terms
+
+    index, order = check_index(index)
+    iv = game.exact_values(index=index, order=order)
+    return np.array([float(iv[T]) for T in index_terms(check_game(game), index)], dtype=np.float64)
+
+
 def _takes_no_arguments(fn: Any) -> bool:
     """Whether ``fn()`` is a valid call (every parameter has a default)."""
     try:
@@ -315,6 +327,8 @@ def ground_truth(
 def _exact(game: Any, index: str, task: Task) -> np.ndarray:
     if index == "SV":
         return exact_reference(game)
+    if is_shapiq_game(game):
+        return shapiq_exact_index(game, index)
     try:
         return np.asarray(game.exact_values(index=index), dtype=np.float64)
     except TypeError as exc:
@@ -391,7 +405,7 @@ def build_plan(
             games.append(task.game())
         except (OSError, ValueError, KeyError, EOFError, TypeError) as exc:
             raise ValueError(f"task {task.name!r} cannot be loaded: {exc}") from exc
-    specs = [index_method_spec(s, index) for s in resolve_methods(methods, method_options, gp_options)]
+    specs = resolve_methods(methods, method_options, gp_options, index=index)
     budget_specs = parse_budgets(budgets)
     seed_list = parse_seeds(seeds)
     estimators = [spec.build() for spec in specs]

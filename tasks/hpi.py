@@ -266,6 +266,8 @@ class Study:
         from shapleig import EvaluationStore, ExecutorEvaluator
 
         self.out.mkdir(parents=True, exist_ok=True)
+        # the settings first, so a later study on this folder is told what differs even if this run dies
+        (self.out / SETTINGS_FILE).write_text(json.dumps(self.settings, indent=2, default=str))
         store_path = self.out / "evaluations.sqlite"
         resumed = store_path.is_file()
         start = time.perf_counter()
@@ -306,6 +308,27 @@ class Study:
             log(f"{est.evaluations} evaluations ({summary['from_store']} from the store) in {wall:.1f} s; "
                 f"wrote {', '.join(str(p) for p in files.values())}")
         return StudyResult(table, est, files, summary)
+
+
+SETTINGS_FILE = "settings.json"
+# settings keys as the command line names them
+_SETTING_NAMES = {"n_folds": "folds", "inner_budget": "inner budget", "target_config": "target config"}
+
+
+def settings_differences(out: Path, settings: Mapping[str, Any]) -> list[str]:
+    """What differs between ``settings`` and the study recorded in ``out`` (``settings.json``, or the
+    ``study.json`` of a finished run), as ``"folds: 2 vs 3"`` (recorded vs now); [] when none is recorded."""
+    for name in (SETTINGS_FILE, "study.json"):
+        path = Path(out) / name
+        if path.is_file():
+            try:
+                recorded = json.loads(path.read_text())
+            except (OSError, ValueError):
+                return []
+            now = json.loads(json.dumps(dict(settings), default=str))  # as it would be written
+            return [f"{_SETTING_NAMES.get(k, k.replace('_', ' '))}: {_shown(recorded.get(k))} vs {_shown(v)}"
+                    for k, v in now.items() if k in recorded and recorded[k] != v]
+    return []
 
 
 # the name of an order-1 index's values: the result files' stem (shapley.csv) and the value column;
@@ -432,9 +455,14 @@ def prepare_study(
         load_space,
         make_tuner,
     )
+    from shapleig.seeding import resolve_seed
     from shapleig_tasks.harness import index_method_spec, parse_budgets, resolve_budget
     from shapleig_tasks.methods import parse_method
 
+    try:  # the study's seed fixes folds, models and tuning runs: checked before any data is loaded
+        seed = resolve_seed(seed)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"--seed {seed!r}: the study seed must be an integer 0 <= seed < 2**63 ({exc})") from None
     if study not in STUDIES:
         raise ValueError(f"unknown study {study!r}; choose one of {STUDIES}")
     data = DataSpec.make(dataset, target, task)
@@ -488,18 +516,23 @@ def prepare_study(
         if chosen is None:
             chosen = _ablation_target(hp_space, objective, int(inner_budget), seed, out)
         game = AblationGame(hp_space, objective, chosen, **common)
-    store_path = out / "evaluations.sqlite"
-    if store_path.is_file():  # a store of another study is refused now, not after the setup
-        from shapleig import EvaluationStore
-
-        with EvaluationStore(store_path) as store:
-            store.bind(game)
     settings = {
         "study": study, "model": model_label(model), "dataset": data.label, "metric": objective.metric,
         "n_folds": objective.n_folds, "hyperparameters": hp_space.names, "inner_budget": int(inner_budget),
         "tuner": tuner, "ensemble": list(ensemble) if study == "optimizer-bias" else None, "seed": seed,
         "target_config": getattr(game, "target", None), "index": spec_m.options.get("index", "SV"),
     }
+    store_path = out / "evaluations.sqlite"
+    if store_path.is_file():  # a store of another study is refused now, not after the setup
+        from shapleig import EvaluationStore
+        from shapleig.errors import StoreMismatchError
+
+        changed = settings_differences(out, settings)
+        if changed:  # in words, before the store's digests
+            raise StoreMismatchError(f"{out} holds another study ({'; '.join(changed)}); give another --out "
+                                     f"folder, or the same settings to resume")
+        with EvaluationStore(store_path) as store:
+            store.bind(game)
     return Study(game, estimator, spec_m.label, n_eval, int(seed), out, jobs, settings)
 
 

@@ -139,8 +139,10 @@ def parse_method(text: str | MethodSpec) -> MethodSpec:
     if isinstance(text, MethodSpec):
         return text
     name, rest = split_method(text)
-    if registry.find_prefix(name) is not None:
-        MethodSpec(name).build()  # names the missing extra or the unknown approximator
+    family = registry.find_prefix(name)
+    if family is not None:
+        if name[len(family.prefix):] not in family.members():
+            MethodSpec(name).build()  # names the missing extra or the unknown approximator
     elif name not in registry.names():
         raise ValueError(unknown_method_message(name))
     return MethodSpec(name, parse_options(rest, where=f" in {text!r}"))
@@ -150,12 +152,15 @@ def resolve_methods(
     methods: Iterable[str | MethodSpec],
     extra_options: Iterable[str] = (),
     gp_options: Mapping[str, Any] | None = None,
+    index: str = "SV",
 ) -> list[MethodSpec]:
     """Parse, apply options, and build each method once to validate it (no evaluation spent).
 
     ``extra_options``: ``'name:key=value,...'`` strings applied to every method called ``name``
-    (``'gp:...'`` applies to all GP arms); ``gp_options`` is merged into every GP arm. Raises
-    ``ValueError`` for unknown names, malformed or rejected options, and duplicate labels.
+    (``'gp:...'`` applies to all GP arms); ``gp_options`` is merged into every GP arm; ``index``
+    adds the options that make each method estimate that index (:func:`shapleig.registry.index_options`)
+    before it is validated. Raises ``ValueError`` for unknown names, malformed or rejected options,
+    a method that cannot estimate the index, and duplicate labels.
     """
     specs = [parse_method(m) for m in methods]
     if not specs:
@@ -175,6 +180,7 @@ def resolve_methods(
             specs[i] = specs[i].with_options(**opts)
     if gp_options:
         specs = [s.with_options(**gp_options) if s.name in GP_ARMS else s for s in specs]
+    specs = [s.with_options(**registry.index_options(s.name, index)) for s in specs]
     labels = [s.label for s in specs]
     dupes = sorted({lab for lab in labels if labels.count(lab) > 1})
     if dupes:

@@ -4,6 +4,11 @@
   worker processes, whichever subfolder a test lives in.
 - ``shared_games_dir``: the shared value tables (``SHAPLEIG_SHARED`` or ``../shared`` beside the
   checkout); tests that need them skip cleanly where they are absent.
+- Marker ``torch``: the test needs the torch stack (the extra ``shapleig[botorch]``); skipped where
+  torch, gpytorch or botorch is missing, unless ``SHAPLEIG_REQUIRE_TORCH=1`` (CI's leg with the
+  extra), where it runs and fails instead.
+- Marker ``shap``: the test needs SHAP (the extra ``shapleig[shap]``); skipped without it unless
+  ``SHAPLEIG_REQUIRE_SHAP=1``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
+
+from _optional import EXTRAS  # noqa: E402  (from the tests folder, put on the path above)
+
+from shapleig.extras import missing_modules  # noqa: E402
 
 
 def find_shared_games_dir() -> Path | None:
@@ -40,3 +49,16 @@ def shared_games_dir() -> Path:
 def repo_root() -> Path:
     """The checkout's root folder (README.md, scripts/, docs/)."""
     return REPO
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip tests of an optional extra that is not installed, unless CI requires that extra."""
+    for marker, (modules, required, extra) in EXTRAS.items():
+        missing = missing_modules(modules)
+        if not missing or os.environ.get(required):
+            continue
+        skip = pytest.mark.skip(reason=f"needs {', '.join(missing)} (the extra shapleig[{extra}]); "
+                                       f"{required}=1 makes this a failure")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)

@@ -29,6 +29,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from shapleig import BudgetedGame, EvaluationStore, ExecutorEvaluator, all_coalitions  # noqa: E402
+from shapleig.extras import missing_modules  # noqa: E402
 from shapleig_tasks.catalog import Task  # noqa: E402
 from shapleig_tasks.harness import run_benchmark  # noqa: E402
 from shapleig_tasks.hpi import prepare_study  # noqa: E402
@@ -129,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="benchmark_hpi.parquet")
     ap.add_argument("--hypershap", action="store_true", help="also compare with HyperSHAP on the first dataset")
     args = ap.parse_args(argv)
+    if args.hypershap and missing_modules(("hypershap",)):  # before the (long) run, not after it
+        ap.error("--hypershap needs HyperSHAP, the optional extra hypershap: pip install -e '.[hypershap]' "
+                 "(it pins an older shapiq: use an environment without the shapiq extra)")
 
     tasks, timing, games = [], {}, {}
     for ds in args.datasets:

@@ -28,6 +28,11 @@ class ShapleyEstimate:
         index: the index estimated: "SV" (default), "BV", "k-SII", "SII", "STII" or "FSII".
         terms: the player tuples ``values``, ``std``, ``covariance`` and ``interval()`` refer to: the
             p singletons, then (order-2 indices) the pairs in lexicographic order.
+        player_count: the number of players when ``terms`` do not list every singleton (a
+            selection by :meth:`get_n_order` or :meth:`get_top_k`); None: counted from ``terms``.
+
+    ``est[i]`` and ``est[(i, j)]`` read the value of one term (``est[()]`` is ``baseline``, as in
+    shapiq); :meth:`std_of` its std; :meth:`get_n_order` and :meth:`get_top_k` select terms.
 
     Examples:
         >>> import numpy as np
@@ -36,6 +41,8 @@ class ShapleyEstimate:
         (2, [(0,), (1,)])
         >>> [np.round(bound, 3).tolist() for bound in est.interval(0.95)]
         [[0.804, 1.608], [1.196, 2.392]]
+        >>> est[1], est[(0,)], est.get_top_k(1).terms
+        (2.0, 1.0, [(1,)])
     """
 
     values: np.ndarray
@@ -50,6 +57,7 @@ class ShapleyEstimate:
     info: dict[str, Any] = field(default_factory=dict)
     index: str = "SV"
     terms: list[tuple[int, ...]] | None = None
+    player_count: int | None = None
 
     def __post_init__(self) -> None:
         if self.terms is None and self.values is not None:
@@ -57,9 +65,73 @@ class ShapleyEstimate:
 
     @property
     def n_players(self) -> int:
+        if self.player_count is not None:
+            return int(self.player_count)
         if self.terms is not None:
             return sum(len(t) == 1 for t in self.terms)
         return int(self.values.shape[0])
+
+    # -- terms ---------------------------------------------------------------------------------
+    def _position(self, term: Any) -> int:
+        """The position of ``term`` (an int player or a tuple of players) in ``terms``."""
+        key = (int(term),) if isinstance(term, (int, np.integer)) and not isinstance(term, bool) else None
+        if key is None:
+            try:
+                key = tuple(sorted(int(i) for i in term))
+            except TypeError:
+                raise KeyError(f"a term is a player (int) or a tuple of players, got {term!r}") from None
+        try:
+            return (self.terms or []).index(key)
+        except ValueError:
+            raise KeyError(f"{key} is not a term of this {self.index} estimate (its terms: "
+                           f"{len(self.terms or [])}, orders {sorted({len(t) for t in self.terms or []})})") from None
+
+    def __getitem__(self, term: Any) -> float:
+        """The value of one term: ``est[i]`` (player i), ``est[(i, j)]`` (a pair), ``est[()]`` the baseline."""
+        if isinstance(term, tuple) and len(term) == 0:
+            if self.baseline is None:
+                raise KeyError("this estimate has no baseline (v(empty) was not evaluated)")
+            return float(self.baseline)
+        return float(np.asarray(self.values)[self._position(term)])
+
+    def std_of(self, term: Any) -> float:
+        """The posterior std of one term (``ValueError`` for methods without one)."""
+        if self.std is None:
+            raise ValueError(f"method {self.method or '?'} reports no posterior std")
+        return float(np.asarray(self.std)[self._position(term)])
+
+    def _select(self, positions: list[int], how: str) -> ShapleyEstimate:
+        """A copy holding the terms at ``positions`` (values, std, covariance block, trace)."""
+        idx = np.asarray(positions, dtype=np.int64)
+
+        def pick(vec: np.ndarray | None) -> np.ndarray | None:
+            return None if vec is None else np.asarray(vec, dtype=np.float64)[idx]
+
+        cov = None if self.covariance is None else np.asarray(self.covariance, dtype=np.float64)[np.ix_(idx, idx)]
+        return ShapleyEstimate(
+            values=pick(self.values), evaluations=self.evaluations, budget=self.budget, std=pick(self.std),
+            covariance=cov, trace=[(n, pick(v)) for n, v in self.trace],
+            trace_std=[(n, pick(v)) for n, v in self.trace_std], baseline=self.baseline, method=self.method,
+            info={**self.info, "selection": how}, index=self.index, terms=[(self.terms or [])[k] for k in positions],
+            player_count=self.n_players,
+        )
+
+    def get_n_order(self, order: int | None = None, min_order: int | None = None,
+                    max_order: int | None = None) -> ShapleyEstimate:
+        """The terms of one order (``order=2``: the pairs) or of a range, as shapiq's ``get_n_order``."""
+        if order is None and min_order is None and max_order is None:
+            raise ValueError("give order, min_order or max_order")
+        lo = min_order if min_order is not None else (order if order is not None else 1)
+        hi = max_order if max_order is not None else (order if order is not None else self.max_order)
+        keep = [k for k, t in enumerate(self.terms or []) if lo <= len(t) <= hi]
+        return self._select(keep, f"orders {lo}..{hi}")
+
+    def get_top_k(self, k: int) -> ShapleyEstimate:
+        """The ``k`` terms of largest absolute value, largest first (ties in term order)."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValueError(f"k must be a non-negative integer, got {k!r}")
+        order = np.argsort(-np.abs(np.asarray(self.values, dtype=np.float64)), kind="stable")[: int(k)]
+        return self._select([int(j) for j in order], f"top {int(k)} by |value|")
 
     @property
     def max_order(self) -> int:
@@ -80,6 +152,15 @@ class ShapleyEstimate:
         from shapleig.estimation.shapiq_values import to_interaction_values
 
         return to_interaction_values(self)
+
+    def to_shap(self, data: Any = None) -> Any:
+        """This estimate (SV or BV) as a ``shap.Explanation`` of one row, for SHAP's waterfall, bar and
+        force plots; the std is SHAP's ``error_std`` field (:mod:`shapleig.estimation.shap_values`).
+        ``data`` is the explained row (default ``info["x"]``, set by :func:`shapleig.explain`). Needs
+        the ``shapleig[shap]`` extra."""
+        from shapleig.estimation.shap_values import to_shap
+
+        return to_shap(self, data)
 
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per term (per player for the Shapley and Banzhaf values):

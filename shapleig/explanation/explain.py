@@ -19,6 +19,7 @@ scikit-learn and LightGBM are never imported here: a model is recognised by its 
 from __future__ import annotations
 
 import inspect
+import time
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -28,6 +29,8 @@ from shapleig.errors import GameError
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.efficiency import condition_on_total
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.explanation.cheap_exact import enumeration_decision, is_gp_method
+from shapleig.explanation.choose_imputer import imputer_game
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
 from shapleig.games.game import check_budget
 from shapleig.games.indices import EFFICIENT_INDICES, check_index
@@ -96,8 +99,11 @@ def explain(
     max_rows: int = DEFAULT_MAX_ROWS,
     timeout: float | None = None,
     progress: bool = True,
+    imputer: str = "interventional",
+    imputer_options: Mapping[str, Any] | None = None,
+    exact_if_cheap: bool = True,
 ) -> ShapleyEstimate:
-    """Shapley values of one prediction ``f(x)`` with the interventional imputer over ``background``.
+    """Shapley values of one prediction ``f(x)``, by default with the interventional imputer over ``background``.
 
     Args:
         model: a scikit-learn or LightGBM model (``predict_proba`` positive-class column for a binary
@@ -131,6 +137,16 @@ def explain(
         timeout: seconds per coalition evaluation; a longer one is abandoned (its worker process
             killed) and retried once, then the call fails naming the coalition.
         progress: a tqdm bar of the evaluations once the run has lasted a few seconds.
+        imputer: how absent features are filled (:mod:`shapleig.explanation.choose_imputer`):
+            ``"interventional"`` (default, every background row), ``"baseline"`` (one reference row,
+            ``imputer_options={"reference": row}``, default the background's column means) or
+            ``"conditional"`` (the background rows nearest to ``x`` on the present features,
+            ``imputer_options={"k": 20}``).
+        imputer_options: the imputer's options.
+        exact_if_cheap: for a GP method on a cheap small game, enumerate all 2^d coalitions instead
+            when the measured time of one model call says that costs less than the GP
+            (:mod:`shapleig.explanation.cheap_exact`); the decision and its figures are in
+            ``info["exact_if_cheap"]``. False keeps the requested method (bitwise reproducible).
 
     Returns:
         A :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d] for SV and
@@ -153,28 +169,53 @@ def explain(
     """
     evaluator = with_timeout(None, timeout)  # checked before anything is evaluated
     fn = model_predict(model, output=None, predict=predict)
-    game = ImputerGame(fn, background, x, output=output, max_rows=max_rows, feature_names=feature_names)
-    p = game.n_players
-    full = 1 << p if p < 63 else None
+    game = imputer_game(fn, background, x, imputer=imputer, imputer_options=imputer_options, output=output,
+                        max_rows=max_rows, feature_names=feature_names)
     estimator = resolve_index_method(method, dict(method_options or {}), index)
     seed = resolve_seed(seed, random_state)
-    if budget is None:
-        budget = full if estimator.name == "exact" or full is None else min(full, 8 * p)
-        budget = budget if budget is not None else 8 * p
-    budget = check_budget(budget)
+    budget = default_budget(estimator, game.n_players) if budget is None else check_budget(budget)
+    return explain_game(game, estimator, budget, seed, store=store, evaluator=evaluator, progress=progress,
+                        exact_if_cheap=exact_if_cheap)
+
+
+def default_budget(estimator: Any, p: int) -> int:
+    """``min(2^p, 8p)``, or ``2^p`` for ``"exact"`` (8p when 2^p does not fit)."""
+    full = 1 << p if p < 63 else None
+    budget = full if getattr(estimator, "name", None) == "exact" or full is None else min(full, 8 * p)
+    return check_budget(budget if budget is not None else 8 * p)
+
+
+def explain_game(game: ImputerGame, estimator: Any, budget: int, seed: Any, *, store: Any = None,
+                 evaluator: Any = None, progress: bool = True, exact_if_cheap: bool = True) -> ShapleyEstimate:
+    """Run ``estimator`` on an imputer game and make the result efficient (shared by :func:`explain`
+    and :func:`shapleig.explain_X`).
+
+    One model call on the explained row and the background gives f(x) and the baseline, and its
+    time decides ``exact_if_cheap``; then the run (budget >= 2^p: every method enumerates); then the
+    efficient indices are conditioned on ``f(x) - baseline``.
+    """
+    p = game.n_players
+    # v(empty) and v(N): one model call on 1 + n_bg rows (about one coalition's work: timed for exact_if_cheap)
+    start = time.perf_counter()
+    ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))
+    seconds = time.perf_counter() - start
+    prediction, baseline = float(ends[0]), float(ends[1:].mean())
+    decision = enumeration_decision(p, budget, seconds, is_gp_method(estimator)) if exact_if_cheap else None
+    run_budget = (1 << p) if decision is not None and decision["enumerate"] else budget
+    calls_before = game.calls
     # budget >= 2^d: every method enumerates (exact values, std 0; info["message"] says so)
     kwargs = {"progress": progress} if _accepts_progress(estimator) else {}
-    est = estimator.estimate(BudgetedGame(game, budget, store=store, evaluator=evaluator), budget, seed=seed, **kwargs)
-    calls = game.calls
-    # v(empty) and v(N): one more model call on 1 + n_bg rows (cheap next to any coalition batch)
-    ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))
-    prediction, baseline = float(ends[0]), float(ends[1:].mean())
+    est = estimator.estimate(BudgetedGame(game, run_budget, store=store, evaluator=evaluator), run_budget, seed=seed,
+                             **kwargs)
     est.baseline = baseline
     if est.index in EFFICIENT_INDICES:  # the others need not sum to f(x) - baseline
         est.info["efficiency_gap"] = condition_on_total(est, prediction - baseline)
-    est.info.update(prediction=prediction, feature_names=game.feature_names, model_calls=calls,
-                    n_background=int(game.background.shape[0]))
+    est.info.update(prediction=prediction, feature_names=game.feature_names, model_calls=game.calls - calls_before,
+                    n_background=int(game.background.shape[0]), imputer=getattr(game, "imputer", "interventional"),
+                    x=game.x.copy())
+    if decision is not None:
+        est.info["exact_if_cheap"] = {**decision, "requested_budget": int(budget)}
     return est
 
 
-__all__ = ["ImputerGame", "condition_on_total", "explain", "model_predict"]
+__all__ = ["ImputerGame", "condition_on_total", "default_budget", "explain", "explain_game", "model_predict"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shapleig.extras import require_torch
 from shapleig.gp.posterior import Hyperparameters
 
 # gpytorch's float64 floor for fixed noise; the raw-units convention applies it (as the research
@@ -28,6 +29,8 @@ def check_fit_engine(engine: str) -> str:
     """``engine`` if it names a fit engine (:data:`FIT_ENGINES`), else a ``ValueError`` naming it."""
     if engine not in FIT_ENGINES:
         raise ValueError(f"unknown fit engine {engine!r}; choose one of {FIT_ENGINES}")
+    if engine == "gpytorch":  # the published route: fail here, before anything is evaluated, without torch
+        require_torch("fit_engine='gpytorch' (the published setting, ShaplEIG.published())")
     return engine
 
 

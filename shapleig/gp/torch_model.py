@@ -12,6 +12,11 @@ import warnings
 from typing import Iterator
 
 import numpy as np
+
+from shapleig.extras import require_torch
+
+require_torch("the gpytorch fit engine (shapleig.gp.torch_model)")  # before importing torch: name the extra
+
 import torch
 from botorch.models.kernels.categorical import CategoricalKernel
 

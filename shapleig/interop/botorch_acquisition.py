@@ -7,6 +7,11 @@ optimisers; the design loop uses the numpy path of :mod:`shapleig.design.acquisi
 from __future__ import annotations
 
 import numpy as np
+
+from shapleig.extras import require_torch
+
+require_torch("the botorch interop (shapleig.interop.botorch_acquisition)")  # before importing torch
+
 import torch
 from botorch.acquisition import AcquisitionFunction
 

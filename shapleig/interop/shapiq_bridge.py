@@ -1,17 +1,17 @@
 """The bridge to shapiq (optional extra ``shapleig[shapiq]``; shapiq needs Python >= 3.12).
 
 - :func:`to_interaction_values` (also ``ShapleyEstimate.to_interaction_values()``): a result as
-  shapiq ``InteractionValues`` (index "SV", order 1, the empty interaction = v(empty)), so
-  shapiq's force, waterfall and bar plots draw it; :func:`from_interaction_values` goes back.
-  Uncertainty: shapiq's ``InteractionValues`` has no field for it, so the posterior std and
-  covariance ride along as the attributes ``shapleig_std`` (float64[p] or None) and
-  ``shapleig_covariance`` (float64[p, p] or None) of the returned object; ``copy.copy`` /
-  ``deepcopy`` keep them, shapiq's arithmetic (``+``, ``*``, ``get_n_order``) makes new objects
-  without them. :func:`std_interaction_values` gives the std as a second ``InteractionValues``
-  (entry ``()`` = 0) for shapiq's own plots and tools. :func:`from_interaction_values` restores
-  std and covariance from the attributes (or from ``std=``).
-- :class:`ShapiqApproximator`: any estimator of this project as a shapiq ``Approximator``, e.g.
-  ``shapiq.TabularExplainer(model, X, approximator=ShapiqApproximator(ShaplEIG(), n=X.shape[1]))``.
+  shapiq ``InteractionValues`` (its index, orders 0..max_order, the empty interaction = v(empty)),
+  so shapiq's plots draw it. With a posterior it is an
+  :class:`~shapleig.estimation.shapiq_values.UncertainInteractionValues`: std and covariance survive
+  shapiq's arithmetic, ``get_n_order``, ``get_top_k``, copies and its JSON ``save`` / ``load``
+  (the exact list is in :mod:`shapleig.estimation.shapiq_values`). :func:`from_interaction_values`
+  goes back, std and covariance included; an order or index it cannot hold is refused, never
+  truncated.
+- :class:`ShapiqApproximator`: any estimator of this project as a shapiq ``Approximator`` under
+  shapiq's constructor convention ``(n, max_order, index, random_state)``, e.g.
+  ``shapiq.TabularExplainer(model, X, approximator=ShapiqApproximator(X.shape[1]))`` or a class in
+  ``shapiq_benchmark.run``.
 - The other direction, shapiq's approximators as methods here (``shapiq:PolySHAP``), is
   :class:`shapleig_baselines.shapiq_methods.ShapiqMethod`.
 
@@ -29,11 +29,10 @@ import numpy as np
 # isort: off
 # first the guard: without shapiq >= 1.8 it raises the ImportError that names the extra
 from shapleig.estimation.shapiq_values import (
-    COVARIANCE_ATTRIBUTE,
     MISSING_EXTRA,
     SHAPIQ_VERSION,
-    STD_ATTRIBUTE,
     InteractionValues,
+    UncertainInteractionValues,
     std_interaction_values,
     to_interaction_values,
 )
@@ -43,32 +42,62 @@ from shapiq.approximator.base import Approximator
 from shapleig.estimation.efficiency import condition_on_total
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import FunctionGame, check_game
-from shapleig.games.indices import INDICES, ORDER_ONE
+from shapleig.games.indices import EFFICIENT_INDICES, ORDER_ONE, check_index
 from shapleig.runs.budget import BudgetedGame
 
-# the indices estimated with their pairs (order 2); the others are read as singletons
-PAIR_INDICES = tuple(i for i in INDICES if i not in ORDER_ONE)
+# the largest order a ShapleyEstimate holds: singletons and pairs (docs/math.md §14)
+MAX_ORDER = 2
 
 
-def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any = None) -> ShapleyEstimate:
-    """The order-1 (and, at max_order 2, order-2) entries of shapiq ``InteractionValues`` as a
-    :class:`ShapleyEstimate` with ``terms`` and ``index`` set.
+def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any = None,
+                            index: str | None = None) -> ShapleyEstimate:
+    """shapiq ``InteractionValues`` as a :class:`ShapleyEstimate` with ``terms`` and ``index`` set.
 
-    ``values[k] = iv[terms[k]]``, ``baseline = iv.baseline_value``, ``evaluations`` from
-    ``iv.estimation_budget`` (0 when shapiq did not record it). ``std`` / ``covariance`` come from
-    ``std=`` (float[p] or an ``InteractionValues`` of stds) or else from the ``shapleig_std`` /
-    ``shapleig_covariance`` attributes :func:`to_interaction_values` sets (None without them).
+    Args:
+        iv: shapiq's values. The Shapley and Banzhaf values (``"SV"``, ``"BV"``) give the p
+            singletons; any interaction index of order <= 2 (k-SII, SII, STII, FSII, and shapiq's
+            others such as FBII) gives the p singletons, then the pairs in lexicographic order.
+            Entries missing from ``iv`` are 0 (shapiq's convention for sparse results).
+        method: the ``method`` of the result.
+        std: float[d] or an ``InteractionValues`` of stds, overriding the uncertainty ``iv`` carries.
+        index: the index the caller expects; another index in ``iv`` is refused.
+
+    Returns:
+        ``values[k] = iv[terms[k]]``, ``baseline = iv.baseline_value``, ``evaluations`` from
+        ``iv.estimation_budget`` (0 when shapiq did not record it); ``std`` / ``covariance`` from an
+        :class:`~shapleig.estimation.shapiq_values.UncertainInteractionValues` (or ``std=``), else None.
+
+    Raises:
+        ValueError: an entry of order > 2, or of order 2 for the order-one indices SV and BV (the
+            result would have to drop them: refused, never truncated); another index than
+            ``index``; an ``iv`` that carries uncertainty for some of the terms only.
     """
-    p = int(iv.n_players)
+    p, name = int(iv.n_players), str(iv.index)
+    if index is not None and name != index:
+        raise ValueError(f"the InteractionValues hold index {name!r}, not {index!r}")
+    orders = {len(T) for T in iv.interactions}
+    top = max(orders | {int(iv.max_order)})
+    allowed = 1 if name in ORDER_ONE else MAX_ORDER
+    if top > allowed:
+        raise ValueError(
+            f"InteractionValues of index {name!r} up to order {top}: a ShapleyEstimate holds "
+            f"{'order 1' if allowed == 1 else 'orders 1 and 2'} of this index; refused rather than truncated "
+            f"(select orders explicitly with iv.get_n_order(min_order=0, max_order={allowed}) if you mean to)")
     terms: list[tuple[int, ...]] = [(i,) for i in range(p)]
-    # pairs only for the interaction indices: a Shapley-value approximator may return order-2 entries
-    # of its own surrogate (kADD-SHAP), which are not part of the estimate
-    if int(iv.max_order) >= 2 and str(iv.index) in PAIR_INDICES:
+    if top >= 2:
         terms += list(combinations(range(p), 2))
     values = np.array([float(iv[T]) for T in terms], dtype=np.float64)
-    covariance = getattr(iv, COVARIANCE_ATTRIBUTE, None)
-    if std is None:
-        std = getattr(iv, STD_ATTRIBUTE, None)
+    covariance = None
+    if std is None and isinstance(iv, UncertainInteractionValues):
+        own = iv.uncertainty_terms
+        lacking = [T for T in terms if T not in own]
+        if lacking:
+            raise ValueError(f"the InteractionValues carry no uncertainty for terms {lacking[:5]}"
+                             f"{' ...' if len(lacking) > 5 else ''} (dropped by get_top_k / get_subset?)")
+        idx = [own.index(T) for T in terms]
+        std = iv.std[idx]
+        cov = iv.covariance
+        covariance = None if cov is None else cov[np.ix_(idx, idx)]
     elif isinstance(std, InteractionValues):
         std = [float(std[T]) for T in terms]
     if std is not None:
@@ -76,61 +105,80 @@ def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any
         if std.shape != values.shape:
             raise ValueError(f"std has shape {std.shape}; the values have {values.shape[0]} terms")
     return ShapleyEstimate(
-        index=str(iv.index),
+        index=name,
         terms=terms,
         values=values,
         std=std,
-        covariance=None if covariance is None else np.array(covariance, dtype=np.float64),
+        covariance=covariance,
         evaluations=int(iv.estimation_budget or 0),
         baseline=float(iv.baseline_value),
         method=method,
-        info={"shapiq_index": str(iv.index), "shapiq_max_order": int(iv.max_order)},
+        info={"shapiq_index": name, "shapiq_max_order": int(iv.max_order)},
     )
 
 
 class ShapiqApproximator(Approximator):
-    """One of this project's estimators as a shapiq ``Approximator`` (its index: "SV", order 1, by
-    default; ``ShaplEIG(index="k-SII")`` gives a k-SII approximator of order 2).
+    """One of this project's estimators as a shapiq ``Approximator``, built as shapiq builds its own.
 
-    estimator:    e.g. ``ShaplEIG()`` or ``baselines.get("permutation")``.
-    n:            number of players (shapiq builds approximators before it sees the game).
-    random_state: passed to ``estimator.estimate`` as its seed (None: fresh entropy, recorded in
-                  ``last_estimate.info["seed"]``); shapiq's explainers reset it with
-                  ``set_random_state``.
-    store:        an ``EvaluationStore`` or a path: every evaluated coalition is recorded there and
-                  reused by a rerun on the same game (a killed run resumes).
-    efficient:    make the values sum exactly to v(N) - v(empty) (default True), as
-                  :func:`shapleig.explain` does: the posterior is conditioned on that total
-                  (:func:`~shapleig.estimation.efficiency.condition_on_total`; the std shrinks), or,
-                  without a covariance, the gap is split equally. Needs v(empty) and v(N) among
-                  the evaluated coalitions (every method here evaluates them); the gap before the
-                  correction is in ``last_estimate.info["efficiency_gap"]``.
+    Args:
+        n: number of players (shapiq builds approximators before it sees the game).
+        max_order: 1 for ``"SV"`` / ``"BV"``, 2 for the interaction indices (the default for each);
+            other orders are refused (``ValueError``).
+        index: ``"SV"`` (default), ``"BV"``, ``"k-SII"``, ``"SII"``, ``"STII"`` or ``"FSII"``;
+            default: the estimator's index.
+        random_state: passed to ``estimator.estimate`` as its seed (None: fresh entropy, recorded
+            in ``last_estimate.info["seed"]``); shapiq's explainers reset it with ``set_random_state``.
+        estimator: e.g. ``ShaplEIG(refit="adaptive")`` or ``baselines.get("permutation")``; default
+            ``ShaplEIG(index=index)``. Its index must be ``index``.
+        store: an ``EvaluationStore`` or a path: every evaluated coalition is recorded there and
+            reused by a rerun on the same game (a killed run resumes).
+        efficient: for the efficient indices (SV, k-SII, STII, FSII), make the terms sum exactly
+            to v(N) - v(empty), as :func:`shapleig.explain` does: the posterior is conditioned on
+            that total (:func:`~shapleig.estimation.efficiency.condition_on_total`; the std
+            shrinks), or, without a covariance, the gap is split equally. v(empty) and v(N) are read
+            from the run's cache (every method here evaluates them); the gap before the correction
+            is in ``last_estimate.info["efficiency_gap"]``.
 
     ``approximate(budget, game)`` spends at most ``budget`` distinct evaluations, returns
-    ``InteractionValues`` (std and covariance as attributes, see :func:`to_interaction_values`)
-    and keeps the full result (std, covariance, trace) in ``last_estimate``. ``get_params`` /
-    ``set_params`` make it work with ``sklearn.base.clone``.
+    ``InteractionValues`` (an ``UncertainInteractionValues`` with std and covariance for methods
+    with a posterior) and keeps the full result (std, covariance, trace) in ``last_estimate``.
+    ``get_params`` / ``set_params`` make it work with ``sklearn.base.clone``; as a class it works in
+    ``shapiq_benchmark.run({"ShaplEIG": ShapiqApproximator}, ...)``.
+
+    Examples:
+        >>> import numpy as np
+        >>> approx = ShapiqApproximator(4, max_order=1, index="SV", random_state=0)
+        >>> iv = approx.approximate(16, lambda Z: Z @ np.array([1.0, 2.0, 3.0, 4.0]))
+        >>> [round(iv[(i,)], 6) for i in range(4)]
+        [1.0, 2.0, 3.0, 4.0]
     """
 
     valid_indices = ("SV", "BV", "k-SII", "SII", "STII", "FSII")
 
-    def __init__(self, estimator: Any, n: int, *, random_state: int | None = None, store: Any = None,
+    def __init__(self, n: int, max_order: int | None = None, index: str | None = None,
+                 random_state: int | None = None, *, estimator: Any = None, store: Any = None,
                  efficient: bool = True) -> None:
-        if not callable(getattr(estimator, "estimate", None)):
+        if callable(getattr(n, "estimate", None)):
+            raise TypeError("the first argument is the number of players (shapiq's convention): "
+                            "ShapiqApproximator(n, index=..., estimator=...)")
+        if estimator is not None and not callable(getattr(estimator, "estimate", None)):
             raise TypeError(f"estimator needs an estimate(game, budget, seed=...) method; got {estimator!r}")
-        # the estimator's index (ShaplEIG(index="k-SII")) is the approximator's; others estimate the SV
-        index = getattr(estimator, "index", "SV")
-        max_order = 1 if index in ("SV", "BV") else 2
+        own = getattr(estimator, "index", "SV") if estimator is not None else None
+        index = index if index is not None else (own or "SV")
+        index, max_order = check_index(index, max_order)  # refuses other orders
+        if estimator is not None and own != index:
+            raise ValueError(f"the estimator estimates index {own!r}, not {index!r}; "
+                             f"build it with index={index!r}")
         super().__init__(n=int(n), max_order=max_order, index=index, min_order=0, random_state=random_state)
-        self.estimator = estimator
+        self.estimator = estimator if estimator is not None else _default_estimator(index)
         self.store = store
         self.efficient = bool(efficient)
         self.last_estimate: ShapleyEstimate | None = None
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Constructor parameters (scikit-learn convention; ``deep`` adds ``estimator__<name>``)."""
-        params = {"estimator": self.estimator, "n": self.n, "random_state": self._random_state,
-                  "store": self.store, "efficient": self.efficient}
+        params = {"n": self.n, "max_order": self.max_order, "index": self.index, "random_state": self._random_state,
+                  "estimator": self.estimator, "store": self.store, "efficient": self.efficient}
         if deep and hasattr(self.estimator, "get_params"):
             params.update({f"estimator__{k}": v for k, v in self.estimator.get_params(deep=True).items()})
         return params
@@ -146,8 +194,8 @@ class ShapiqApproximator(Approximator):
             elif key in ("estimator", "store", "efficient"):
                 setattr(self, key, value)
             else:
-                raise ValueError(f"ShapiqApproximator has no settable parameter {key!r} "
-                                 f"(n is fixed: build a new approximator for another player count)")
+                raise ValueError(f"ShapiqApproximator has no settable parameter {key!r} (n, index and "
+                                 f"max_order are fixed: build a new approximator)")
         if nested:
             self.estimator.set_params(**nested)
         return self
@@ -157,19 +205,29 @@ class ShapiqApproximator(Approximator):
         game = as_game(game, self.n)
         budgeted = BudgetedGame(game, int(budget), store=self.store)
         est = self.estimator.estimate(budgeted, int(budget), seed=self._random_state)
-        if self.efficient and est.index == "SV":  # efficiency is the Shapley value's axiom
-            ends = np.zeros((2, self.n), dtype=bool)
-            ends[1] = True
-            if budgeted.is_cached(ends).all():  # read from the cache: no evaluation is charged
-                empty, grand = (float(v) for v in budgeted(ends))
-                est.baseline = empty
+        if est.index != self.index:
+            raise ValueError(f"the estimator returned index {est.index!r}, not {self.index!r}")
+        ends = np.zeros((2, self.n), dtype=bool)
+        ends[1] = True
+        if budgeted.is_cached(ends).all():  # read from the cache: no evaluation is charged
+            empty, grand = (float(v) for v in budgeted(ends))
+            est.baseline = empty
+            if self.efficient and est.index in EFFICIENT_INDICES:  # BV and SII need not sum to the total
                 est.info["efficiency_gap"] = condition_on_total(est, grand - empty)
         self.last_estimate = est
         return to_interaction_values(est)
 
     def __repr__(self) -> str:
-        return (f"ShapiqApproximator({self.estimator!r}, n={self.n}, random_state={self._random_state}, "
-                f"store={self.store!r}, efficient={self.efficient})")
+        return (f"ShapiqApproximator(n={self.n}, max_order={self.max_order}, index={self.index!r}, "
+                f"random_state={self._random_state}, estimator={self.estimator!r}, store={self.store!r}, "
+                f"efficient={self.efficient})")
+
+
+def _default_estimator(index: str) -> Any:
+    """``ShaplEIG`` for ``index`` (imported here: the bridge's other parts need no design loop)."""
+    from shapleig.design.estimators import ShaplEIG
+
+    return ShaplEIG() if index == "SV" else ShaplEIG(index=index)
 
 
 def as_game(game: Any, n_players: int) -> Any:
@@ -190,6 +248,7 @@ __all__ = [
     "MISSING_EXTRA",
     "SHAPIQ_VERSION",
     "ShapiqApproximator",
+    "UncertainInteractionValues",
     "as_game",
     "from_interaction_values",
     "std_interaction_values",

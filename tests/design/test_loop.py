@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from shapleig import FunctionGame, exact_shapley
 from shapleig.design.acquisition import first_argmax, select
@@ -13,8 +12,6 @@ from shapleig.design.loop import DesignLoop
 from shapleig.errors import BudgetError, CoalitionError, GameError
 from shapleig.games.coalitions import all_coalitions, coalition_keys, to_bitmask
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
-from shapleig.gp.torch_model import build_model
-from shapleig.interop.botorch_acquisition import PosteriorVariance, RandomSelection, ShapleyEIG
 from shapleig.runs.budget import BudgetedGame
 
 
@@ -111,7 +108,10 @@ def test_same_seed_same_estimate():
     assert not np.array_equal(other.values, runs[0].values)
 
 
+@pytest.mark.torch
 def test_thread_limit_does_not_reach_the_game():
+    import torch
+
     outside = torch.get_num_threads()
     seen = []
     table = _smooth_table(5, 0)
@@ -283,15 +283,30 @@ def test_bad_coalitions_are_rejected():
         game(np.ones((2, 3), dtype=bool))
     with pytest.raises(CoalitionError):
         game(np.full((2, 4), 0.5))
+
+
+# -- botorch acquisition functions (the extra shapleig[botorch]) ------------------------------
+
+@pytest.mark.torch
+def test_botorch_acquisition_rejects_bad_coalitions():
+    import torch
+
+    from shapleig.gp.torch_model import build_model
+    from shapleig.interop.botorch_acquisition import ShapleyEIG
+
     post = ShapleyPosterior(_fixed_hyper(4), all_coalitions(4)[:5], np.arange(5.0))
     model = build_model(all_coalitions(4)[:5], np.arange(5.0), noise_std=1e-6)
     with pytest.raises(ValueError, match="b x q x 4"):
         ShapleyEIG(model, posterior=post)(torch.zeros(2, 1, 3, dtype=torch.float64))
 
 
-# -- botorch acquisition functions ---------------------------------------------------------
-
+@pytest.mark.torch
 def test_botorch_acquisitions_match_pool_path():
+    import torch
+
+    from shapleig.gp.torch_model import build_model
+    from shapleig.interop.botorch_acquisition import PosteriorVariance, RandomSelection, ShapleyEIG
+
     p = 5
     rng = np.random.default_rng(1)
     X = all_coalitions(p)[rng.choice(32, 10, replace=False)]

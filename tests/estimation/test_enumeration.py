@@ -40,7 +40,9 @@ def test_every_registered_method_is_known_here():
     assert {"shapleig", "shapleig-leverage", "exact", "kernelshap", "permutation"} <= set(all_method_names())
 
 
-@pytest.mark.parametrize("name", all_method_names())
+# the published setting fits with botorch: it needs the extra shapleig[botorch] (marker torch)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.torch) if n == "shapleig-published" else n
+                                  for n in all_method_names()])
 @pytest.mark.parametrize("extra", [0, 37])
 def test_every_method_is_exact_with_std_zero_when_the_budget_covers_the_game(name, extra, tmp_path):
     calls: list[int] = []

@@ -347,7 +347,8 @@ def test_to_frame_titles_and_std_labels():
     X = rng.normal(size=(20, 4))
     def f(Z):
         return Z @ np.array([1.0, -1.0, 2.0, 0.5])
-    est = shapleig.explain(f, X[:8], X[0], budget=12, feature_names=["a", "b", "c", "d"])
+    # exact_if_cheap=False: the GP itself (this cheap game would otherwise be enumerated)
+    est = shapleig.explain(f, X[:8], X[0], budget=12, feature_names=["a", "b", "c", "d"], exact_if_cheap=False)
     frame = est.to_frame()
     assert list(frame.columns) == ["player", "value", "std"] and list(frame["player"]) == ["a", "b", "c", "d"]
     np.testing.assert_array_equal(frame["value"], est.values)

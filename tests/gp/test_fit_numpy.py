@@ -6,12 +6,17 @@ import itertools
 
 import numpy as np
 import pytest
-import torch
+from _optional import import_or_skip
 
 from shapleig.gp.fitting import fit_hyperparameters
 from shapleig.gp.numpy_fit import MapProblem, inverse_softplus, softplus
 from shapleig.gp.posterior import Hyperparameters, standardize
-from shapleig.gp.torch_model import build_model
+
+# the whole module compares with the gpytorch route: skipped without the extra shapleig[botorch]
+torch = import_or_skip("torch")
+pytestmark = pytest.mark.torch
+
+from shapleig.gp.torch_model import build_model  # noqa: E402
 
 
 def _archive(t: int, p: int, seed: int):

@@ -202,6 +202,7 @@ def test_size_trend_explains_a_symmetric_game() -> None:
     np.testing.assert_allclose(est, 3.0 * np.sqrt(p) / p, atol=0.05)
 
 
+@pytest.mark.torch  # fit_engine="gpytorch" needs the extra shapleig[botorch]
 def test_size_kernel_needs_the_numpy_engine() -> None:
     from shapleig.design.options import LoopOptions
     from shapleig.gp.fitting import fit_hyperparameters

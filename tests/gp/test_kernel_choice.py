@@ -320,6 +320,7 @@ def test_default_exact_at_full_budget_and_deterministic():
     np.testing.assert_array_equal(a.std, b.std)
 
 
+@pytest.mark.torch  # the published setting fits with botorch (extra shapleig[botorch])
 def test_published_configuration():
     est = ShaplEIG.published()
     assert est.surrogate == "ard" and est.calibrate is False and est.refit == "every" and est.pool_size == 1024
@@ -373,6 +374,7 @@ def test_tol_stops_at_first_step_meeting_the_target():
             ShaplEIG().estimate(_table_game(p, 10), 20, tol=bad)
 
 
+@pytest.mark.torch
 def test_default_and_published_clone():
     from sklearn.base import clone
 

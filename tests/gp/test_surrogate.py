@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-import torch
+from _optional import import_or_skip
 
 from shapleig.design.refit import REFIT_SCHEDULES, refit_schedule
 from shapleig.games.coalitions import all_coalitions
@@ -14,7 +14,12 @@ from shapleig.gp.esp import hamming_kernel
 from shapleig.gp.fitting import fit_hyperparameters
 from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import initial_lengthscale, lengthscale_prior_params, standardized_noise
-from shapleig.gp.torch_model import build_model, model_hyperparameters
+
+# the whole module compares with the gpytorch route: skipped without the extra shapleig[botorch]
+torch = import_or_skip("torch")
+pytestmark = pytest.mark.torch
+
+from shapleig.gp.torch_model import build_model, model_hyperparameters  # noqa: E402
 
 
 def _archive(p: int = 5, t: int = 14, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

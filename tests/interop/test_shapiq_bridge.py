@@ -94,7 +94,7 @@ def test_shapiq_explainer_runs_shapleig() -> None:
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 5))
     model = LinearRegression().fit(X, X @ np.array([1.0, -2.0, 0.5, 0.0, 3.0]))
-    approx = bridge.ShapiqApproximator(shapleig.ShaplEIG(ard=False, refit="never", pool_size=40), n=5)
+    approx = bridge.ShapiqApproximator(5, estimator=shapleig.ShaplEIG(ard=False, refit="never", pool_size=40))
     explainer = shapiq.TabularExplainer(model, X[:20], approximator=approx, index="SV", max_order=1)
     iv = explainer.explain(X[0], budget=16, random_state=3)
     est = approx.last_estimate
@@ -193,18 +193,22 @@ def test_interaction_values_keep_std_and_covariance() -> None:
     est = shapleig.ShaplEIG(refit="never", pool_size=40).estimate(_game(), 14, seed=0)
     assert est.std is not None and est.covariance is not None
     iv = est.to_interaction_values()
-    np.testing.assert_array_equal(iv.shapleig_std, est.std)
+    assert isinstance(iv, bridge.UncertainInteractionValues) and isinstance(iv, shapiq.InteractionValues)
+    np.testing.assert_array_equal(iv.std, est.std)
+    np.testing.assert_array_equal(iv.shapleig_std, est.std)  # the former name
     back = bridge.from_interaction_values(copy.deepcopy(iv))
     np.testing.assert_array_equal(back.std, est.std)
     np.testing.assert_array_equal(back.covariance, est.covariance)
     std_iv = bridge.std_interaction_values(est)
     assert std_iv[()] == 0.0 and [std_iv[(i,)] for i in range(6)] == list(est.std)
-    # shapiq's own arithmetic builds a new object: the std is given back explicitly
-    again = bridge.from_interaction_values(iv * 1.0, std=std_iv)
-    np.testing.assert_array_equal(again.std, est.std) and again.covariance is None
-    # methods without a posterior: None both ways
+    # an explicit std= overrides what the values carry
+    again = bridge.from_interaction_values(iv.without_uncertainty(), std=std_iv)
+    np.testing.assert_array_equal(again.std, est.std)
+    assert again.covariance is None
+    # methods without a posterior: plain InteractionValues, which have no std to ask for
     plain = baselines.get("permutation").estimate(_game(), 20, seed=0).to_interaction_values()
-    assert plain.shapleig_std is None and bridge.from_interaction_values(plain).std is None
+    assert type(plain) is shapiq.InteractionValues and not hasattr(plain, "std")
+    assert bridge.from_interaction_values(plain).std is None
     with pytest.raises(ValueError, match="no posterior std"):
         bridge.std_interaction_values(baselines.get("permutation").estimate(_game(), 20, seed=0))
 
@@ -216,7 +220,7 @@ def test_approximator_is_efficient_resumes_from_a_store_and_clones(tmp_path: Pat
     ends = game(np.array([[False] * 6, [True] * 6]))
     total = float(ends[1] - ends[0])
     for estimator in (shapleig.ShaplEIG(refit="never", pool_size=40), baselines.get("permutation")):
-        approx = bridge.ShapiqApproximator(estimator, n=6, random_state=2, store=tmp_path / f"{estimator.name}.sqlite")
+        approx = bridge.ShapiqApproximator(6, random_state=2, estimator=estimator, store=tmp_path / f"{estimator.name}.sqlite")
         iv = approx.approximate(14, game)
         phi = np.array([iv[(i,)] for i in range(6)])
         assert phi.sum() == pytest.approx(total, abs=1e-12)  # exact efficiency
@@ -226,11 +230,11 @@ def test_approximator_is_efficient_resumes_from_a_store_and_clones(tmp_path: Pat
         raw = estimator.estimate(game, 14, seed=2).values
         assert raw.sum() - total == pytest.approx(-gap, abs=1e-12)
         # the rerun on the store evaluates nothing new
-        again = bridge.ShapiqApproximator(estimator, n=6, random_state=2, store=tmp_path / f"{estimator.name}.sqlite")
+        again = bridge.ShapiqApproximator(6, random_state=2, estimator=estimator, store=tmp_path / f"{estimator.name}.sqlite")
         again.approximate(14, game)
         assert again.last_estimate.info["n_store_hits"] == again.last_estimate.evaluations
         np.testing.assert_allclose([again.approximate(14, game)[(i,)] for i in range(6)], phi, atol=1e-12)
-    twin = clone(bridge.ShapiqApproximator(shapleig.ShaplEIG(pool_size=40), n=6, random_state=4, efficient=False))
+    twin = clone(bridge.ShapiqApproximator(6, random_state=4, estimator=shapleig.ShaplEIG(pool_size=40), efficient=False))
     assert isinstance(twin, bridge.ShapiqApproximator) and twin.n == 6 and twin._random_state == 4
     assert twin.estimator.pool_size == 40 and twin.efficient is False and twin.store is None
     assert twin.set_params(estimator__pool_size=30).estimator.pool_size == 30
@@ -256,7 +260,7 @@ def test_index_estimates_round_trip_with_their_index_and_order(index: str) -> No
 
 
 def test_shapiq_approximator_takes_the_estimators_index() -> None:
-    approx = bridge.ShapiqApproximator(shapleig.ShaplEIG(index="k-SII"), n=5, random_state=0)
+    approx = bridge.ShapiqApproximator(5, random_state=0, estimator=shapleig.ShaplEIG(index="k-SII"))
     assert approx.index == "k-SII" and approx.max_order == 2
     iv = approx.approximate(20, _game(5))
     assert iv.index == "k-SII" and iv.max_order == 2 and len(approx.last_estimate.terms) == 15

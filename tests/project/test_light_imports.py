@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "botorch", "gpytorch", "linear_operator")
 
@@ -36,6 +38,7 @@ print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))
     assert done.stderr == "", f"a default run wrote to stderr: {done.stderr}"
 
 
+@pytest.mark.torch
 def test_published_setting_still_uses_botorch() -> None:
     from shapleig import ShaplEIG
 

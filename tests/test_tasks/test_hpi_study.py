@@ -33,7 +33,8 @@ def test_quick_cli_writes_table_plot_and_store_and_resumes(tmp_path, capsys):
     # another seed on the same folder is refused before anything is evaluated
     assert _exit_code(["hpi", "--quick", "--out", str(out), "--seed", "1"]) == 2
     err = capsys.readouterr().err
-    assert "written for game" in err and "--out DIR" in err and "accept_game_change" not in err
+    assert "holds another study (seed: 0 vs 1)" in err and "--out" in err and "accept_game_change" not in err
+    assert "#" not in err.split("holds another study")[1]  # words, not digests
 
 
 def _exit_code(argv) -> int:
@@ -162,3 +163,22 @@ def test_run_study_is_quiet_as_a_library_call(tmp_path, capsys):
     run_study("lightgbm", "diabetes", hyperparameters=["learning_rate", "num_leaves", "subsample"],
               budget=6, method="permutation", inner_budget=2, n_folds=2, out=tmp_path / "q")
     assert capsys.readouterr().out == ""
+
+
+def test_a_study_on_the_same_folder_is_told_what_differs_in_words(tmp_path):
+    from shapleig.errors import StoreMismatchError
+
+    kwargs = dict(hyperparameters=["learning_rate", "num_leaves", "subsample"], budget=6, method="permutation",
+                  inner_budget=2, out=tmp_path / "s")
+    run_study("lightgbm", "diabetes", n_folds=2, **kwargs)
+    with pytest.raises(StoreMismatchError, match=r"another study \(folds: 2 vs 3\)"):
+        prepare_study("lightgbm", "diabetes", n_folds=3, **kwargs)
+    with pytest.raises(StoreMismatchError, match=r"folds: 2 vs 3; inner budget: 2 vs 3"):
+        prepare_study("lightgbm", "diabetes", n_folds=3, **{**kwargs, "inner_budget": 3})
+    prepare_study("lightgbm", "diabetes", n_folds=2, **kwargs)  # the same study resumes
+
+
+def test_negative_seed_is_a_clear_error(tmp_path, capsys):
+    assert _exit_code(["hpi", "--dataset", "diabetes", "--seed", "-1", "--out", str(tmp_path / "n")]) == 2
+    err = capsys.readouterr().err
+    assert "--seed -1" in err and "0 <= seed" in err and not (tmp_path / "n").exists()

@@ -1,0 +1,307 @@
+"""Explain many rows at once: :func:`explain_X` and its result :class:`RowsExplanation`.
+
+Each row ``x_r`` of ``X_rows`` is explained as :func:`shapleig.explain` explains one (same imputer,
+method, budget and efficiency), with one progress bar over the rows. With ``store=`` a folder, every
+row's coalition values go to that folder (one evaluation store per row, ``row-00000.sqlite``, ...:
+a store belongs to one game, and each row is its own game), so a killed run started again replays the
+stored values of the finished rows and of the interrupted one, evaluating the model only where it
+stopped.
+
+**The global summary** is the mean absolute value of each term over the rows,
+``G_j = (1/n) sum_r |phi_rj|``, with its uncertainty under the per-row Gaussian posteriors
+``phi_rj ~ N(mu_rj, s_rj^2)`` (rows are separate runs, so independent): ``|phi_rj|`` is folded normal,
+
+    E|phi| = s sqrt(2/pi) exp(-mu^2 / (2 s^2)) + mu (1 - 2 Phi(-mu / s)),   Var|phi| = mu^2 + s^2 - (E|phi|)^2,
+
+so ``E G_j`` and ``Var G_j = (1/n^2) sum_r Var|phi_rj|`` are exact (closed form, no sampling; with
+``s = 0`` the term is ``|mu|`` with variance 0). Methods without a posterior give the plug-in
+``mean_r |mu_rj|`` and no std.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from shapleig.errors import GameError
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.explanation.choose_imputer import imputer_game
+from shapleig.explanation.explain import default_budget, explain_game, resolve_index_method
+from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, _as_matrix, _frame_layout, model_predict
+from shapleig.games.game import check_budget
+from shapleig.runs.evaluators import with_timeout
+from shapleig.seeding import UNSET, SeedLike, resolve_seed, spawn_seeds
+
+ROW_STORE = "row-{:05d}.sqlite"
+
+
+def folded_normal_moments(mu: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of ``|X|`` for ``X ~ N(mu, sigma^2)``, elementwise (``sigma = 0``: ``|mu|``, 0).
+
+    Examples:
+        >>> m, v = folded_normal_moments(np.array([0.0, 3.0]), np.array([1.0, 0.0]))
+        >>> [round(float(x), 6) for x in m], [round(float(x), 6) for x in v]
+        ([0.797885, 3.0], [0.36338, 0.0])
+    """
+    from scipy.stats import norm
+
+    mu = np.asarray(mu, dtype=np.float64)
+    sigma = np.asarray(sigma, dtype=np.float64)
+    safe = np.where(sigma > 0, sigma, 1.0)
+    mean = np.where(sigma > 0,
+                    safe * np.sqrt(2.0 / np.pi) * np.exp(-0.5 * (mu / safe) ** 2) + mu * (1.0 - 2.0 * norm.cdf(-mu / safe)),
+                    np.abs(mu))
+    var = np.clip(mu**2 + sigma**2 - mean**2, 0.0, None)
+    return mean, var
+
+
+@dataclass
+class RowsExplanation:
+    """The explanations of many rows, one :class:`~shapleig.estimation.result.ShapleyEstimate` each.
+
+    Attributes:
+        estimates: one result per row, in the order of ``X_rows`` (``info["row"]`` is its position).
+        data: the explained rows, ``[n, d]`` (float64, or object for non-numeric columns).
+        feature_names: the d feature names.
+        index: the index explained ("SV", "BV", "k-SII", ...); ``terms`` its terms (features, then pairs).
+
+    ``values`` / ``std`` are ``float64[n, t]`` (one column per term), ``base_values`` the baselines,
+    ``predictions`` f(x_r); :meth:`summary` is the global importance, :meth:`plot` draws it,
+    :meth:`to_shap` gives a ``shap.Explanation``.
+    """
+
+    estimates: list[ShapleyEstimate]
+    data: np.ndarray
+    feature_names: list[str]
+    index: str = "SV"
+    terms: list[tuple[int, ...]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.estimates)
+
+    def __getitem__(self, row: int) -> ShapleyEstimate:
+        return self.estimates[row]
+
+    @property
+    def values(self) -> np.ndarray:
+        """float64[n, t]: each row's values, one column per term."""
+        return np.array([est.values for est in self.estimates], dtype=np.float64).reshape(len(self), -1)
+
+    @property
+    def std(self) -> np.ndarray | None:
+        """float64[n, t] posterior stds, or None when a row's method reports none."""
+        if any(est.std is None for est in self.estimates):
+            return None
+        return np.array([est.std for est in self.estimates], dtype=np.float64).reshape(len(self), -1)
+
+    @property
+    def base_values(self) -> np.ndarray:
+        """float64[n]: each row's baseline (v(empty))."""
+        return np.array([est.baseline for est in self.estimates], dtype=np.float64)
+
+    @property
+    def predictions(self) -> np.ndarray:
+        """float64[n]: f(x_r)."""
+        return np.array([est.info["prediction"] for est in self.estimates], dtype=np.float64)
+
+    @property
+    def labels(self) -> list[str]:
+        """A name per term: the feature, or "a x b" for a pair."""
+        return [" x ".join(self.feature_names[i] for i in T) for T in self.terms]
+
+    def global_importance(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(mean, std)`` of ``G_j = mean_r |phi_rj|`` per term under the rows' posteriors (module
+        docstring); ``std`` is None without posteriors (``mean`` is then the plug-in ``mean_r |mu_rj|``)."""
+        values, std = self.values, self.std
+        if std is None:
+            return np.abs(values).mean(axis=0), None
+        mean, var = folded_normal_moments(values, std)
+        return mean.mean(axis=0), np.sqrt(var.sum(axis=0)) / len(self)
+
+    def summary(self) -> Any:
+        """A DataFrame, one row per term, largest first: ``term``, ``mean_abs`` (E G_j), ``std``,
+        ``plugin_mean_abs`` (mean_r |mu_rj|), ``rank``."""
+        import pandas as pd
+
+        mean, std = self.global_importance()
+        frame = pd.DataFrame({"term": self.labels, "mean_abs": mean,
+                              "std": np.full(mean.shape, np.nan) if std is None else std,
+                              "plugin_mean_abs": np.abs(self.values).mean(axis=0)})
+        frame = frame.sort_values("mean_abs", ascending=False, kind="stable").reset_index(drop=True)
+        frame["rank"] = np.arange(1, len(frame) + 1)
+        return frame
+
+    def to_frame(self) -> Any:
+        """A long DataFrame: one row per (row, term): ``row``, ``term``, ``value``, ``std``, ``prediction``, ``baseline``."""
+        import pandas as pd
+
+        frames = []
+        for est in self.estimates:
+            part = est.to_frame().rename(columns={"player": "term"})
+            frames.append(part.assign(row=est.info.get("row"), prediction=est.info["prediction"], baseline=est.baseline))
+        return pd.concat(frames, ignore_index=True)[["row", "term", "value", "std", "prediction", "baseline"]]
+
+    def plot(self, kind: str = "bar", *, out: Any = None, max_display: int = 12) -> Any:
+        """The global importance: ``"bar"`` (mean |value| per term, +- 2 std) or ``"beeswarm"`` (every
+        row's value per feature, coloured by the feature's value). A matplotlib Figure built without
+        pyplot (the backend is left alone), saved to ``out`` when given."""
+        from matplotlib.figure import Figure
+
+        if kind not in ("bar", "beeswarm"):
+            raise ValueError(f"kind must be 'bar' or 'beeswarm', got {kind!r}")
+        mean, std = self.global_importance()
+        order = np.argsort(-mean, kind="stable")[:max_display][::-1]
+        fig = Figure(figsize=(7.0, 0.45 * len(order) + 1.5))
+        ax = fig.add_subplot()
+        labels = [self.labels[j] for j in order]
+        if kind == "bar":
+            ax.barh(range(len(order)), mean[order], xerr=None if std is None else 2 * std[order], color="#1f77b4",
+                    capsize=3)
+            ax.set_xlabel("mean |value| over the rows" + ("" if std is None else " (± 2 posterior std)"))
+        else:
+            values = self.values
+            rng = np.random.default_rng(0)  # the jitter only: fixed, so the figure is reproducible
+            for y, j in enumerate(order):
+                colour = _feature_colour(self.data, self.terms[j])
+                ax.scatter(values[:, j], y + rng.uniform(-0.25, 0.25, len(self)), c=colour, cmap="coolwarm", s=12)
+            ax.axvline(0.0, color="grey", lw=0.8)
+            ax.set_xlabel(f"{self.index} value per row (colour: the feature's value, low blue to high red)")
+        ax.set_yticks(range(len(order)))
+        ax.set_yticklabels(labels)
+        ax.set_title(f"{len(self)} rows, {self.estimates[0].method if self.estimates else ''}")
+        fig.tight_layout()
+        if out is not None:
+            fig.savefig(out)
+        return fig
+
+    def to_shap(self) -> Any:
+        """The rows as a ``shap.Explanation`` (values ``[n, d]``, base_values, data, feature_names; the
+        std kept beside it): see :func:`shapleig.estimation.shap_values.rows_to_shap`. Needs ``shapleig[shap]``."""
+        from shapleig.estimation.shap_values import rows_to_shap
+
+        return rows_to_shap(self)
+
+
+def _feature_colour(data: np.ndarray, term: tuple[int, ...]) -> np.ndarray:
+    """The colour of each row's point: the feature's value (rank-scaled), grey for pairs or text."""
+    if len(term) != 1 or data.dtype == object:
+        return np.full(data.shape[0], 0.5)
+    column = data[:, term[0]].astype(np.float64)
+    ranks = np.argsort(np.argsort(column, kind="stable"), kind="stable")
+    return ranks / max(len(column) - 1, 1)
+
+
+def explain_X(
+    model: Any,
+    background: Any,
+    X_rows: Any,
+    *,
+    budget: int | None = None,
+    seed: SeedLike = UNSET,
+    random_state: SeedLike = UNSET,
+    method: Any = "shapleig",
+    method_options: Mapping[str, Any] | None = None,
+    index: str = "SV",
+    store: Any = None,
+    output: int | None = None,
+    predict: Callable | None = None,
+    feature_names: list[str] | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    timeout: float | None = None,
+    progress: bool = True,
+    imputer: str = "interventional",
+    imputer_options: Mapping[str, Any] | None = None,
+    exact_if_cheap: bool = True,
+) -> RowsExplanation:
+    """Explain every row of ``X_rows`` (the arguments of :func:`shapleig.explain`, for many rows).
+
+    Args:
+        model: as for :func:`shapleig.explain`.
+        background: ``[n_bg, d]`` rows standing in for absent features.
+        X_rows: ``[n, d]`` rows to explain (array or DataFrame with the background's columns).
+        budget: coalitions per row (default ``min(2^d, 8d)``).
+        seed: int (default 0), None or a Generator; row r runs with the r-th seed spawned from it
+            (``info["seed"]`` of each row), so a rerun with the same seed repeats every row.
+        random_state: alias of ``seed``.
+        method: as for :func:`shapleig.explain` (a name or an estimator object), for every row.
+        method_options: the options of a method given by name.
+        index: "SV" (default), "BV" or a pairwise interaction index.
+        output: column of a multi-output prediction.
+        predict: how to call the model (overrides the recognised method).
+        feature_names: names of the d features (default: the background's columns).
+        max_rows: imputed rows per model call.
+        timeout: seconds per coalition evaluation.
+        imputer: "interventional" (default), "baseline" or "conditional".
+        imputer_options: the imputer's options (``reference``, ``k``).
+        exact_if_cheap: enumerate a cheap small game instead of running the GP (per row).
+        store: a folder (created if needed): one evaluation store per row inside it
+            (``row-00000.sqlite``, ...), so a killed run resumes without re-evaluating the model.
+        progress: one tqdm bar over the rows.
+
+    Returns:
+        A :class:`RowsExplanation`: per-row estimates, ``summary()`` (mean |value| per term with its
+        posterior std), ``plot()``, ``to_frame()``, ``to_shap()``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from shapleig import explain_X
+        >>> rng = np.random.default_rng(0)
+        >>> background, X = rng.normal(size=(20, 3)), rng.normal(size=(4, 3))
+        >>> res = explain_X(lambda Z: Z @ np.array([1.0, -2.0, 0.0]), background, X, method="exact", progress=False)
+        >>> res.values.shape, res.summary()["term"].tolist()
+        ((4, 3), ['x1', 'x0', 'x2'])
+    """
+    evaluator = with_timeout(None, timeout)
+    fn = model_predict(model, output=None, predict=predict)
+    columns, _ = _frame_layout(X_rows)
+    rows = _as_matrix(X_rows, "X_rows")
+    if rows.shape[0] == 0:
+        raise GameError("X_rows has no rows")
+    estimator = resolve_index_method(method, dict(method_options or {}), index)
+    seed = resolve_seed(seed, random_state)
+    seeds = spawn_seeds(seed, rows.shape[0])
+    folder = _store_folder(store)
+
+    def row(r: int) -> Any:  # the r-th row as the kind of input X_rows is (a DataFrame row keeps its dtypes)
+        return X_rows.iloc[[r]] if columns is not None else rows[r]
+
+    games = [imputer_game(fn, background, row(0), imputer=imputer, imputer_options=imputer_options, output=output,
+                          max_rows=max_rows, feature_names=feature_names)]  # checks the model and shapes first
+    budget = default_budget(estimator, games[0].n_players) if budget is None else check_budget(budget)
+    from tqdm.auto import tqdm
+
+    estimates = []
+    with tqdm(total=rows.shape[0], unit="row", desc="explain_X", disable=not progress) as bar:
+        for r in range(rows.shape[0]):
+            game = games.pop() if games else imputer_game(fn, background, row(r), imputer=imputer,
+                                                          imputer_options=imputer_options, output=output,
+                                                          max_rows=max_rows, feature_names=feature_names)
+            path = None if folder is None else folder / ROW_STORE.format(r)
+            est = explain_game(game, estimator, budget, seeds[r], store=path, evaluator=evaluator, progress=False,
+                               exact_if_cheap=exact_if_cheap)
+            est.info["row"] = r
+            estimates.append(est)
+            bar.update(1)
+    first = estimates[0]
+    return RowsExplanation(estimates, rows, list(first.info["feature_names"]), index=first.index,
+                           terms=list(first.terms or []))
+
+
+def _store_folder(store: Any) -> Path | None:
+    """``store`` as a folder for the per-row stores (None: no store)."""
+    if store is None:
+        return None
+    if not isinstance(store, (str, Path)):
+        raise GameError(f"explain_X's store is a folder (one evaluation store per row inside it), got "
+                        f"{type(store).__name__}")
+    folder = Path(store)
+    if folder.exists() and not folder.is_dir():
+        raise GameError(f"explain_X's store {folder} is a file; give a folder (one store per row goes inside it)")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+__all__ = ["ROW_STORE", "RowsExplanation", "explain_X", "folded_normal_moments"]

@@ -1,0 +1,183 @@
+"""explain_X: many rows, one store folder (resumable), the global summary (its closed-form posterior
+mean and std against Monte Carlo sampling of the rows' posteriors), plots; exact values for cheap
+small games (exact_if_cheap); indexing a result by term (est[i], est[(i, j)], get_top_k, get_n_order)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import shapleig
+from shapleig.explanation.cheap_exact import GP_OVERHEAD_S_PER_EVALUATION, MARGIN, enumeration_decision
+from shapleig.explanation.explain_rows import ROW_STORE, folded_normal_moments
+
+W = np.array([1.0, -2.0, 0.5, 0.0, 3.0])
+
+
+def model(X: np.ndarray) -> np.ndarray:
+    return X @ W + 0.5 * X[:, 0] * X[:, 1]
+
+
+def failing_model(X: np.ndarray) -> np.ndarray:
+    """``model``, failing once the environment's call allowance runs out (a stand-in for a kill: the
+    allowance lives outside the process state a store's identity digests)."""
+    left = int(os.environ.get("SHAPLEIG_TEST_CALLS_LEFT", "-1"))
+    if left == 0:
+        raise RuntimeError("killed")
+    if left > 0:
+        os.environ["SHAPLEIG_TEST_CALLS_LEFT"] = str(left - 1)
+    return X @ W + 0.5 * X[:, 0] * X[:, 1]
+
+
+def _data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(25, 5)), rng.normal(size=(4, 5))
+
+
+def test_rows_match_explain_row_by_row_and_the_summary_is_exact_with_exact_values() -> None:
+    bg, X = _data()
+    res = shapleig.explain_X(model, bg, X, method="exact", progress=False)
+    assert len(res) == 4 and res.values.shape == (4, 5) and res.feature_names == [f"x{j}" for j in range(5)]
+    for r in range(4):
+        one = shapleig.explain(model, bg, X[r], method="exact", progress=False)
+        np.testing.assert_allclose(res.values[r], one.values, atol=1e-12)
+        assert res[r].info["row"] == r and res.predictions[r] == pytest.approx(model(X[r:r + 1])[0])
+    mean, std = res.global_importance()  # exact values: std 0, mean |phi| as it is
+    np.testing.assert_allclose(mean, np.abs(res.values).mean(axis=0), atol=1e-15)
+    np.testing.assert_array_equal(std, 0.0)
+    summary = res.summary()
+    assert summary["term"].tolist()[0] == f"x{int(np.argmax(mean))}" and summary["rank"].tolist() == [1, 2, 3, 4, 5]
+    frame = res.to_frame()
+    assert len(frame) == 20 and set(frame.columns) == {"row", "term", "value", "std", "prediction", "baseline"}
+
+
+def test_folded_normal_moments_against_sampling() -> None:
+    rng = np.random.default_rng(0)
+    mu, sigma = np.array([0.0, 0.3, -1.2, 2.0]), np.array([1.0, 0.5, 0.4, 0.0])
+    draws = np.abs(mu + sigma * rng.standard_normal((400_000, 4)))
+    mean, var = folded_normal_moments(mu, sigma)
+    # Monte Carlo standard error of the mean ~ sqrt(var / 4e5) < 2e-3; of the variance a little more
+    np.testing.assert_allclose(mean, draws.mean(axis=0), atol=5e-3)
+    np.testing.assert_allclose(var, draws.var(axis=0), atol=5e-3)
+
+
+def test_global_std_is_the_posterior_std_of_the_mean_absolute_value() -> None:
+    bg, X = _data()
+    res = shapleig.explain_X(model, bg, X, budget=12, seed=0, progress=False, exact_if_cheap=False)
+    values, std = res.values, res.std
+    assert std is not None and (std > 0).any()
+    mean, gstd = res.global_importance()
+    rng = np.random.default_rng(1)  # sample each row's marginal posterior, independently across rows
+    draws = np.abs(values[None] + std[None] * rng.standard_normal((200_000, *values.shape))).mean(axis=1)
+    np.testing.assert_allclose(mean, draws.mean(axis=0), atol=4 * gstd.max() / np.sqrt(200_000) + 1e-4)
+    np.testing.assert_allclose(gstd, draws.std(axis=0), rtol=0.02, atol=1e-6)
+    # a method without a posterior: the plug-in mean and no std
+    plain = shapleig.explain_X(model, bg, X, budget=12, method="kernelshap", progress=False)
+    pmean, pstd = plain.global_importance()
+    assert pstd is None and np.allclose(pmean, np.abs(plain.values).mean(axis=0))
+    assert plain.summary()["std"].isna().all()
+
+
+def test_store_folder_resumes_after_a_kill_without_evaluating_finished_rows(tmp_path: Path, monkeypatch) -> None:
+    bg, X = _data()
+    kwargs = dict(budget=14, seed=3, progress=False, exact_if_cheap=False)
+    reference = shapleig.explain_X(failing_model, bg, X, **kwargs)
+    store = tmp_path / "rows"
+    monkeypatch.setenv("SHAPLEIG_TEST_CALLS_LEFT", "100000")  # count the model calls of one row
+    shapleig.explain_X(failing_model, bg, X[:1], store=tmp_path / "count", **kwargs)  # a store evaluates in chunks
+    per_row = 100000 - int(os.environ["SHAPLEIG_TEST_CALLS_LEFT"])
+    monkeypatch.setenv("SHAPLEIG_TEST_CALLS_LEFT", str(2 * per_row + per_row // 2))  # dies inside row 2
+    with pytest.raises(Exception, match="killed"):
+        shapleig.explain_X(failing_model, bg, X, store=store, **kwargs)
+    files = sorted(p.name for p in store.iterdir() if p.suffix == ".sqlite")
+    assert files[:3] == [ROW_STORE.format(r) for r in range(3)] and ROW_STORE.format(3) not in files
+
+    def stored(r: int) -> int:
+        with sqlite3.connect(store / ROW_STORE.format(r)) as conn:
+            return conn.execute("SELECT COUNT(*) FROM evaluations WHERE status = 'ok'").fetchone()[0]
+
+    before = [stored(r) for r in range(3)]
+    assert before[0] == before[1] == 14 and 0 < before[2] < 14  # row 2 stopped part-way
+    monkeypatch.delenv("SHAPLEIG_TEST_CALLS_LEFT")
+    resumed = shapleig.explain_X(failing_model, bg, X, store=store, **kwargs)
+    assert [stored(r) for r in range(2)] == before[:2]  # finished rows: nothing evaluated again
+    assert stored(2) == 14 and stored(3) == 14
+    np.testing.assert_allclose(resumed.values, reference.values, atol=1e-12)
+    np.testing.assert_allclose(resumed.std, reference.std, atol=1e-12)
+    assert [est.info["n_store_hits"] for est in resumed.estimates[:2]] == [14, 14]
+
+
+def test_explain_x_takes_dataframes_imputers_and_indices(tmp_path: Path) -> None:
+    import pandas as pd
+
+    bg, X = _data()
+    frame_bg, frame_X = pd.DataFrame(bg, columns=list("abcde")), pd.DataFrame(X, columns=list("abcde"))
+    f = lambda D: model(D.to_numpy())  # noqa: E731
+    res = shapleig.explain_X(f, frame_bg, frame_X, method="exact", imputer="baseline", progress=False)
+    assert res.feature_names == list("abcde") and res[0].info["imputer"] == "baseline"
+    np.testing.assert_allclose(res.base_values, model(bg.mean(axis=0)[None, :])[0])
+    pairs = shapleig.explain_X(model, bg, X[:2], method="exact", index="k-SII", progress=False)
+    assert pairs.values.shape == (2, 15) and pairs.labels[5] == "x0 x x1"
+    for kind in ("bar", "beeswarm"):
+        fig = res.plot(kind, out=tmp_path / f"{kind}.png")
+        assert (tmp_path / f"{kind}.png").stat().st_size > 1000 and fig.axes
+    with pytest.raises(ValueError, match="kind"):
+        res.plot("pie")
+    with pytest.raises(shapleig.GameError, match="folder"):
+        shapleig.explain_X(model, bg, X, store=shapleig.EvaluationStore(":memory:"))
+    with pytest.raises(shapleig.GameError, match="no rows"):
+        shapleig.explain_X(model, bg, X[:0])
+
+
+def test_exact_if_cheap_enumerates_a_cheap_small_game_and_says_so() -> None:
+    bg, X = _data()
+    est = shapleig.explain(model, bg, X[0], budget=16, seed=0, progress=False)
+    decision = est.info["exact_if_cheap"]
+    assert decision["enumerate"] and est.info["exact"] and est.evaluations == 32 and decision["requested_budget"] == 16
+    np.testing.assert_allclose(est.values, shapleig.explain(model, bg, X[0], method="exact", progress=False).values,
+                               atol=1e-10)
+    kept = shapleig.explain(model, bg, X[0], budget=16, seed=0, progress=False, exact_if_cheap=False)
+    assert kept.evaluations <= 16 and not kept.info.get("exact") and "exact_if_cheap" not in kept.info
+    # a model-free method is never switched
+    ks = shapleig.explain(model, bg, X[0], budget=16, method="kernelshap", progress=False)
+    assert ks.evaluations <= 16 and ks.info["exact_if_cheap"]["reason"] == "not a GP method"
+
+
+def test_enumeration_decision_rule() -> None:
+    o = GP_OVERHEAD_S_PER_EVALUATION
+    # at p = 10, budget 40: enumeration pays iff 1024 t < MARGIN * 40 (t + o)
+    boundary = MARGIN * 40 * o / (1024 - MARGIN * 40)
+    assert enumeration_decision(10, 40, 0.9 * boundary, True)["enumerate"]
+    assert not enumeration_decision(10, 40, 1.1 * boundary, True)["enumerate"]
+    assert not enumeration_decision(10, 1024, 0.0, True)["enumerate"]  # the budget already covers it
+    assert not enumeration_decision(17, 40, 0.0, True)["enumerate"]
+    assert not enumeration_decision(4, 10, 0.0, False)["enumerate"]
+
+
+def test_results_index_by_term_and_select_terms() -> None:
+    bg, X = _data()
+    est = shapleig.explain(model, bg, X[0], budget=32, seed=0, index="k-SII", progress=False, exact_if_cheap=False)
+    terms = est.terms
+    assert est[1] == est.values[1] and est[(1,)] == est.values[1]
+    k01 = terms.index((0, 1))
+    assert est[(0, 1)] == est[(1, 0)] == est.values[k01] and est.std_of((1, 0)) == est.std[k01]
+    assert est[()] == est.baseline
+    with pytest.raises(KeyError, match=r"\(0, 1, 2\) is not a term"):
+        est[(0, 1, 2)]
+    pairs = est.get_n_order(2)
+    assert pairs.terms == [T for T in terms if len(T) == 2] and pairs.n_players == 5
+    idx = [terms.index(T) for T in pairs.terms]
+    np.testing.assert_array_equal(pairs.covariance, est.covariance[np.ix_(idx, idx)])
+    assert pairs.trace[-1][1].shape == (10,)
+    top = est.get_top_k(3)
+    order = np.argsort(-np.abs(est.values))[:3]
+    assert top.terms == [terms[k] for k in order] and list(top.values) == list(est.values[order])
+    assert top.to_frame()["player"].tolist()[0] == " x ".join(est.info["feature_names"][i] for i in terms[order[0]])
+    singles = est.get_n_order(1)
+    assert singles.terms == [(i,) for i in range(5)] and singles.max_order == 1
+    with pytest.raises(ValueError, match="non-negative"):
+        est.get_top_k(-1)
