@@ -31,6 +31,7 @@ docs/guide.md §2). Nothing here unpickles anything.
 
 from __future__ import annotations
 
+import dis
 import functools
 import hashlib
 import importlib.metadata
@@ -60,6 +61,13 @@ _CLASS_SKIP = frozenset({"__dict__", "__weakref__", "__module__", "__doc__", "__
                          "__orig_bases__", "__slotnames__"})
 # built-ins that read module state instead of naming it: a function calling them depends on every global
 _READS_ALL_GLOBALS = frozenset({"globals", "vars", "eval", "exec"})
+# reads of an attribute whose name may be built at run time (``getattr(config, "W" + k)``): a function
+# using them depends on every attribute of the user modules it reads
+_READS_ANY_ATTRIBUTE = frozenset({"getattr", "vars", "__dict__", "attrgetter", "methodcaller"})
+# dict methods that fill a cache: a global (or closure) dict the function fills is its own output
+_CACHE_WRITES = frozenset({"setdefault", "update", "__setitem__"})
+# what a cache the function fills is recorded as (its contents are the function's own results)
+CACHE_MARK = "<a cache the function fills: not part of the identity>"
 # loggers never change a game's values and reach every handler (and its lock): type and name only
 _INERT_TYPES: tuple[type, ...] = (logging.Logger, logging.LoggerAdapter)
 
@@ -156,7 +164,9 @@ class _Digest:
             return
         if isinstance(obj, (dict, types.MappingProxyType)):
             self.text("dict", str(len(obj)))
-            for k, v in sorted(obj.items(), key=lambda kv: _sort_key(kv[0])):
+            # keys in the order of their own digests: independent of insertion order and of
+            # PYTHONHASHSEED (a frozenset's repr, and so a repr-based order, follows the hash seed)
+            for k, v in sorted(obj.items(), key=lambda kv: digest_value(kv[0])):
                 self.feed(k, depth, where)
                 self.feed(v, depth, f"{where}[{k!r}]")
             return
@@ -240,9 +250,16 @@ class _Digest:
             return
         pandas = sys.modules.get("pandas")
         if pandas is not None and isinstance(obj, (pandas.DataFrame, pandas.Series, pandas.Index)):
+            # the hashes are of the values only (int8 and int64 100 hash alike): dtypes, labels and
+            # the name count too (a model may read them: categories, column names)
             self.text(type(obj).__name__)
             self.feed(np.asarray(pandas.util.hash_pandas_object(obj, index=True)), depth, where)
-            self.feed([str(c) for c in getattr(obj, "columns", [])], depth, where)
+            dtypes = obj.dtypes if isinstance(obj, pandas.DataFrame) else [obj.dtype]
+            self.feed([repr(t) for t in dtypes], depth, where)
+            self.feed([repr(c) for c in getattr(obj, "columns", [])], depth, where)
+            self.feed(repr(getattr(obj, "name", None)), depth, where)
+            if not isinstance(obj, pandas.Index):
+                self.feed(repr(obj.index.dtype), depth, where)
             return
         self._object(obj, depth, where)
 
@@ -279,15 +296,18 @@ class _Digest:
         self._code(fn.__code__, depth, where)
         self.feed(fn.__defaults__, depth, where)
         self.feed(fn.__kwdefaults__, depth, where)
+        caches = cache_names(fn)
         for name, value in closure_values(fn).items():
             self.feed(name, depth, where)
-            self.feed(value, depth, f"{where}.{name}")
+            self.feed(CACHE_MARK if _is_cache(name, value, caches) else value, depth, f"{where}.{name}")
         for name, value in global_values(fn).items():
             self.feed(name, depth, where)
             if isinstance(value, types.ModuleType):  # its attributes read are listed as "module.attr"
                 self.text("module", value.__name__)
+                if _is_library_module(value.__name__):  # ``pkg.f`` may change with an upgrade
+                    self.text("version", package_version(value.__name__))
                 continue
-            self.feed(value, depth, f"{where}.{name}")
+            self.feed(CACHE_MARK if _is_cache(name, value, caches) else value, depth, f"{where}.{name}")
 
     def _object(self, obj: Any, depth: int, where: str) -> None:
         cls = type(obj)
@@ -311,16 +331,17 @@ def _qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', None) or '?'}.{getattr(obj, '__qualname__', None) or type(obj).__name__}"
 
 
-def _sort_key(key: Any) -> str:
-    return f"{type(key).__name__}:{key!r}"
-
-
 def object_state(obj: Any) -> dict[str, Any] | None:
-    """The attributes that make up ``obj``: its own ``__getstate__`` if its class defines one
-    (e.g. LightGBM, scikit-learn), else ``vars(obj)`` plus ``__slots__``; None if it has none."""
+    """The attributes that make up ``obj``: the ``__getstate__`` of a library class that defines
+    one (LightGBM's Booster returns its model string instead of a C handle; scikit-learn), else
+    ``vars(obj)`` plus ``__slots__``; None if it has none.
+
+    A ``__getstate__`` written in user code is not trusted: it says what to pickle, and may leave
+    out what computes the values (a model reloaded elsewhere), so user objects count by what they
+    really hold."""
     cls = type(obj)
-    getstate = getattr(cls, "__getstate__", None)
-    if getstate is not None and getstate is not getattr(object, "__getstate__", None):
+    owner = next((k for k in cls.__mro__ if "__getstate__" in vars(k)), object)
+    if owner is not object and _is_library(owner):
         try:
             state = obj.__getstate__()
         except Exception:  # noqa: BLE001 - fall back to the attributes
@@ -385,14 +406,60 @@ def global_values(fn: types.FunctionType) -> dict[str, Any]:
     strings = _code_strings(fn.__code__)
     if names & _READS_ALL_GLOBALS and not names & _READS_ALL_GLOBALS & set(g):
         names |= {k for k in g if not (k.startswith("__") and k.endswith("__"))}
+    # an attribute name built at run time cannot be read from the code: every attribute counts
+    any_attribute = bool(names & _READS_ANY_ATTRIBUTE)
     out: dict[str, Any] = {}
     for name in sorted(n for n in names if n in g):
         value = g[name]
         out[name] = value
         if isinstance(value, types.ModuleType) and not _is_library_module(value.__name__):
-            for attr, inner in _module_values(value, names | strings).items():
+            for attr, inner in _module_values(value, None if any_attribute else names | strings).items():
                 out[f"{name}.{attr}"] = inner
     return out
+
+
+def cache_names(fn: types.FunctionType) -> set[str]:
+    """Names of the globals and closure variables the function (or code nested in it) fills as a
+    cache: ``D[key] = value``, ``D.setdefault(...)``, ``D.update(...)``, ``D.__setitem__(...)``.
+
+    A dict the function fills holds its own results, not its inputs: it is left out of the
+    identity (:data:`CACHE_MARK`), so a memo filled by a run does not make the same game look
+    different when it is bound again. A dict that is written into *and* changes the values
+    (``W["scale"] = 2`` inside the game) is therefore not seen: such a game needs ``game_id``.
+    """
+    return _written_containers(fn.__code__)
+
+
+def _written_containers(code: types.CodeType) -> set[str]:
+    out: set[str] = set()
+    ins = list(dis.get_instructions(code))
+    loads = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF")
+    for i, inst in enumerate(ins):
+        if inst.opname in loads and i + 1 < len(ins):
+            after = ins[i + 1]
+            if after.opname in ("LOAD_METHOD", "LOAD_ATTR") and after.argval in _CACHE_WRITES:
+                out.add(str(inst.argval))
+        if inst.opname == "STORE_SUBSCR":  # container[key] = value: find what pushed the container
+            height = 0
+            for k in range(i - 1, -1, -1):
+                prev = ins[k]
+                effect = dis.stack_effect(prev.opcode, prev.arg if prev.opcode >= dis.HAVE_ARGUMENT else None,
+                                          jump=False)
+                if height == 1 and effect == 1:  # the key is complete: this pushed the container
+                    if prev.opname in loads:
+                        out.add(str(prev.argval))
+                    break
+                height += effect
+                if height > 1:  # not a plain store (e.g. ``D[k] += 1`` reorders the stack): not a cache
+                    break
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _written_containers(const)
+    return out
+
+
+def _is_cache(name: str, value: Any, caches: set[str]) -> bool:
+    return name in caches and isinstance(value, dict)
 
 
 def digest_value(value: Any, where: str = "", opaque: list[str] | None = None) -> str:
@@ -441,11 +508,19 @@ def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, s
         }
         if fn.__kwdefaults__:
             out[f"{prefix}.kwdefaults"] = show_value(fn.__kwdefaults__, prefix, opaque)
+        caches = cache_names(fn)
         for name, value in closure_values(fn).items():
-            out[f"{prefix}.closure.{name}"] = show_value(value, f"{prefix}.{name}", opaque)
+            out[f"{prefix}.closure.{name}"] = CACHE_MARK if _is_cache(name, value, caches) else show_value(
+                value, f"{prefix}.{name}", opaque)
         for name, value in global_values(fn).items():
-            shown = f"module {value.__name__}" if isinstance(value, types.ModuleType) else None
-            out[f"{prefix}.global.{name}"] = shown or show_value(value, f"{prefix}.{name}", opaque)
+            if isinstance(value, types.ModuleType):
+                out[f"{prefix}.global.{name}"] = f"module {value.__name__}"
+                if _is_library_module(value.__name__):  # ``pkg.f`` may change with an upgrade
+                    out[f"{prefix}.global.{name}.version"] = package_version(value.__name__)
+            elif _is_cache(name, value, caches):
+                out[f"{prefix}.global.{name}"] = CACHE_MARK
+            else:
+                out[f"{prefix}.global.{name}"] = show_value(value, f"{prefix}.{name}", opaque)
     elif isinstance(fn, type) and not _is_library(fn):  # a user class used as the function
         out = {f"{prefix}.name": _qualname(fn), f"{prefix}.code": show_value(fn, prefix, opaque)}
     elif isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, types.MethodWrapperType, np.ufunc, type)):
