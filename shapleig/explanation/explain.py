@@ -30,6 +30,7 @@ from shapleig.estimation.efficiency import condition_on_total
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
 from shapleig.games.game import check_budget
+from shapleig.games.identity import opaque_parts
 from shapleig.games.indices import EFFICIENT_INDICES, check_index
 from shapleig.runs.budget import BudgetedGame
 from shapleig.runs.evaluators import with_timeout
@@ -95,6 +96,7 @@ def explain(
     feature_names: list[str] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     timeout: float | None = None,
+    game_id: str | None = None,
     progress: bool = True,
 ) -> ShapleyEstimate:
     """Shapley values of one prediction ``f(x)`` with the interventional imputer over ``background``.
@@ -123,13 +125,19 @@ def explain(
             ``"STII"``, ``"FSII"``; docs/math.md §14): the GP arms, ``"exact"`` and
             ``"shapiq:<Approximator>"`` estimate it; other methods give the Shapley value only.
         store: an :class:`~shapleig.runs.store.EvaluationStore` (or a path) that records every
-            coalition value, so a killed run resumes without re-evaluating the model.
+            coalition value, so a killed run resumes without re-evaluating the model. A store
+            belongs to one model, background and row: another is refused naming what differed
+            (the model's fitted state counts: docs/integrity.md §1).
         output: column of a multi-output prediction.
         predict: how to call the model (overrides the recognised method).
         feature_names: names for ``info["feature_names"]`` and plots (default: the frame's columns).
         max_rows: imputed rows per model call (caps one batch's memory).
-        timeout: seconds per coalition evaluation; a longer one is abandoned (its worker process
-            killed) and retried once, then the call fails naming the coalition.
+        timeout: seconds per coalition evaluation; the model is then called in a worker process
+            (started once per call of ``explain``), a longer evaluation is abandoned (the worker
+            killed and replaced) and retried once, then the call fails naming the coalition.
+        game_id: a name for the model's version, part of the store's identity. Needed with a store
+            for a model whose fitted state shapleig cannot read (anything but LightGBM,
+            scikit-learn, torch and Python code); give a new one whenever that model changes.
         progress: a tqdm bar of the evaluations once the run has lasted a few seconds.
 
     Returns:
@@ -151,20 +159,34 @@ def explain(
         >>> bool(np.allclose(est.values, [1.0, 2.0, 0.0, -1.0] * (x - background.mean(axis=0))))
         True
     """
-    evaluator = with_timeout(None, timeout)  # checked before anything is evaluated
+    # every argument is checked before the model is called (ImputerGame probes it on x)
+    evaluator = with_timeout(None, timeout)
+    seed = resolve_seed(seed, random_state)
+    estimator = resolve_index_method(method, dict(method_options or {}), index)
+    if budget is not None:
+        check_budget(budget)
     fn = model_predict(model, output=None, predict=predict)
-    game = ImputerGame(fn, background, x, output=output, max_rows=max_rows, feature_names=feature_names)
+    game = ImputerGame(fn, background, x, output=output, max_rows=max_rows, feature_names=feature_names,
+                       game_id=game_id)
+    if store is not None and game_id is None:
+        opaque = opaque_parts(game.identity())
+        if opaque:
+            raise GameError(f"explain cannot tell this model apart from others in the evaluation store: {opaque} "
+                            f"(e.g. explain(..., game_id='my-model-v1'))")
     p = game.n_players
     full = 1 << p if p < 63 else None
-    estimator = resolve_index_method(method, dict(method_options or {}), index)
-    seed = resolve_seed(seed, random_state)
     if budget is None:
         budget = full if estimator.name == "exact" or full is None else min(full, 8 * p)
         budget = budget if budget is not None else 8 * p
     budget = check_budget(budget)
     # budget >= 2^d: every method enumerates (exact values, std 0; info["message"] says so)
     kwargs = {"progress": progress} if _accepts_progress(estimator) else {}
-    est = estimator.estimate(BudgetedGame(game, budget, store=store, evaluator=evaluator), budget, seed=seed, **kwargs)
+    try:
+        est = estimator.estimate(BudgetedGame(game, budget, store=store, evaluator=evaluator), budget, seed=seed,
+                                 **kwargs)
+    finally:
+        if evaluator is not None:
+            evaluator.close()  # the worker process of a timed run
     calls = game.calls
     # v(empty) and v(N): one more model call on 1 + n_bg rows (cheap next to any coalition batch)
     ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))

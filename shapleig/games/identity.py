@@ -64,10 +64,11 @@ _READS_ALL_GLOBALS = frozenset({"globals", "vars", "eval", "exec"})
 # reads of an attribute whose name may be built at run time (``getattr(config, "W" + k)``): a function
 # using them depends on every attribute of the user modules it reads
 _READS_ANY_ATTRIBUTE = frozenset({"getattr", "vars", "__dict__", "attrgetter", "methodcaller"})
-# dict methods that fill a cache: a global (or closure) dict the function fills is its own output
-_CACHE_WRITES = frozenset({"setdefault", "update", "__setitem__"})
-# what a cache the function fills is recorded as (its contents are the function's own results)
-CACHE_MARK = "<a cache the function fills: not part of the identity>"
+# methods that fill a container: a global (or closure) dict, list or set the function fills is
+# its own output (a memo, a log of calls), not an input
+_CACHE_WRITES = frozenset({"setdefault", "update", "__setitem__", "append", "extend", "add", "appendleft"})
+# what such a container is recorded as (its contents are the function's own results)
+CACHE_MARK = "<a container the function fills (a cache or log): not part of the identity>"
 # loggers never change a game's values and reach every handler (and its lock): type and name only
 _INERT_TYPES: tuple[type, ...] = (logging.Logger, logging.LoggerAdapter)
 
@@ -83,7 +84,7 @@ def _is_library_module(name: str) -> bool:
     return path.startswith(_LIBRARY_ROOTS)
 
 
-def _is_library(fn: Any) -> bool:
+def is_library(fn: Any) -> bool:
     """True for a function or class defined in the standard library or an installed package.
 
     Those are identified by name and the package's version (:func:`package_version`); user code
@@ -206,7 +207,7 @@ class _Digest:
             self._class(obj, depth, where)
             return
         if isinstance(obj, (types.BuiltinFunctionType, types.MethodWrapperType, np.ufunc)):
-            self.text("named", _qualname(obj))
+            self.text("named", qualname(obj))
             self.text("version", package_version(getattr(obj, "__module__", None) or type(obj).__module__))
             owner = getattr(obj, "__self__", None)  # a bound built-in method: its object counts
             if owner is not None and not isinstance(owner, types.ModuleType):
@@ -225,7 +226,7 @@ class _Digest:
             self.feed(obj.func, depth, where)
             return
         if isinstance(obj, _INERT_TYPES):
-            self.text("inert", _qualname(type(obj)) + ":" + str(getattr(obj, "name", "")))
+            self.text("inert", qualname(type(obj)) + ":" + str(getattr(obj, "name", "")))
             return
         if isinstance(obj, np.random.Generator):
             self.text("Generator")
@@ -275,22 +276,22 @@ class _Digest:
         """A class by name and version if it comes from a library; else by the body of every
         user class in its MRO (methods' code, class-level attributes), so an edited method or a
         changed ``Config.W`` is another game."""
-        self.text("class", _qualname(cls))
-        if _is_library(cls):
+        self.text("class", qualname(cls))
+        if is_library(cls):
             self.text("version", package_version(cls.__module__))
             return
         for klass in cls.__mro__:
-            if _is_library(klass):
-                self.text("base", _qualname(klass))
+            if is_library(klass):
+                self.text("base", qualname(klass))
                 continue
-            self.text("body", _qualname(klass))
+            self.text("body", qualname(klass))
             for name in sorted(k for k in klass.__dict__ if k not in _CLASS_SKIP):
                 self.feed(name, depth, where)
                 self.feed(klass.__dict__[name], depth, f"{where}.{name}")
 
     def _function(self, fn: types.FunctionType, depth: int, where: str) -> None:
-        self.text("function", _qualname(fn))
-        if _is_library(fn):
+        self.text("function", qualname(fn))
+        if is_library(fn):
             self.text("version", package_version(fn.__module__))
             return
         self._code(fn.__code__, depth, where)
@@ -311,8 +312,8 @@ class _Digest:
 
     def _object(self, obj: Any, depth: int, where: str) -> None:
         cls = type(obj)
-        self.text("object", _qualname(cls))
-        if not _is_library(cls):  # its methods and class attributes compute its values too
+        self.text("object", qualname(cls))
+        if not is_library(cls):  # its methods and class attributes compute its values too
             self.feed(cls, depth, where + ".__class__")
         if callable(getattr(obj, "identity", None)) and not isinstance(obj, type):
             self.feed(obj.identity(), depth, where)
@@ -324,10 +325,10 @@ class _Digest:
         try:  # an object without inspectable state: its pickle (never unpickled) says what it is
             self.text("pickle", pickle.dumps(obj, protocol=4))
         except Exception:  # noqa: BLE001 - any refusal to pickle makes it opaque
-            self.opaque.append(f"{where or 'game'} ({_qualname(cls)})")
+            self.opaque.append(f"{where or 'game'} ({qualname(cls)})")
 
 
-def _qualname(obj: Any) -> str:
+def qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', None) or '?'}.{getattr(obj, '__qualname__', None) or type(obj).__name__}"
 
 
@@ -341,7 +342,7 @@ def object_state(obj: Any) -> dict[str, Any] | None:
     really hold."""
     cls = type(obj)
     owner = next((k for k in cls.__mro__ if "__getstate__" in vars(k)), object)
-    if owner is not object and _is_library(owner):
+    if owner is not object and is_library(owner):
         try:
             state = obj.__getstate__()
         except Exception:  # noqa: BLE001 - fall back to the attributes
@@ -419,13 +420,15 @@ def global_values(fn: types.FunctionType) -> dict[str, Any]:
 
 
 def cache_names(fn: types.FunctionType) -> set[str]:
-    """Names of the globals and closure variables the function (or code nested in it) fills as a
-    cache: ``D[key] = value``, ``D.setdefault(...)``, ``D.update(...)``, ``D.__setitem__(...)``.
+    """Names of the globals and closure variables the function (or code nested in it) fills:
+    ``D[key] = value``, ``D.setdefault``/``update``/``__setitem__``, ``L.append``/``extend``,
+    ``S.add``.
 
-    A dict the function fills holds its own results, not its inputs: it is left out of the
-    identity (:data:`CACHE_MARK`), so a memo filled by a run does not make the same game look
-    different when it is bound again. A dict that is written into *and* changes the values
-    (``W["scale"] = 2`` inside the game) is therefore not seen: such a game needs ``game_id``.
+    A dict, list or set the function fills holds its own results (a memo, a log of calls), not
+    its inputs: it is left out of the identity (:data:`CACHE_MARK`), so a memo filled by a run
+    does not make the same game look different when it is bound again. A game whose values read
+    such a container back as an input (``W["scale"] = 2`` inside the game, a counter) is stateful:
+    the identity does not see it, and it needs ``game_id``.
     """
     return _written_containers(fn.__code__)
 
@@ -459,7 +462,9 @@ def _written_containers(code: types.CodeType) -> set[str]:
 
 
 def _is_cache(name: str, value: Any, caches: set[str]) -> bool:
-    return name in caches and isinstance(value, dict)
+    import collections
+
+    return name in caches and isinstance(value, (dict, list, set, collections.deque))
 
 
 def digest_value(value: Any, where: str = "", opaque: list[str] | None = None) -> str:
@@ -501,9 +506,9 @@ def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, s
         out = function_identity(fn.func, f"{prefix}.func")
         out[f"{prefix}.args"] = show_value(fn.args, f"{prefix}.args", opaque)
         out[f"{prefix}.keywords"] = show_value(fn.keywords, f"{prefix}.keywords", opaque)
-    elif isinstance(fn, types.FunctionType) and not _is_library(fn):
+    elif isinstance(fn, types.FunctionType) and not is_library(fn):
         out = {
-            f"{prefix}.code": f"{_qualname(fn)} #{digest_value(fn.__code__)[:12]}",
+            f"{prefix}.code": f"{qualname(fn)} #{digest_value(fn.__code__)[:12]}",
             f"{prefix}.defaults": show_value(fn.__defaults__, prefix, opaque),
         }
         if fn.__kwdefaults__:
@@ -521,32 +526,32 @@ def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, s
                 out[f"{prefix}.global.{name}"] = CACHE_MARK
             else:
                 out[f"{prefix}.global.{name}"] = show_value(value, f"{prefix}.{name}", opaque)
-    elif isinstance(fn, type) and not _is_library(fn):  # a user class used as the function
-        out = {f"{prefix}.name": _qualname(fn), f"{prefix}.code": show_value(fn, prefix, opaque)}
+    elif isinstance(fn, type) and not is_library(fn):  # a user class used as the function
+        out = {f"{prefix}.name": qualname(fn), f"{prefix}.code": show_value(fn, prefix, opaque)}
     elif isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, types.MethodWrapperType, np.ufunc, type)):
-        out = {f"{prefix}.name": _qualname(fn),
+        out = {f"{prefix}.name": qualname(fn),
                f"{prefix}.version": package_version(getattr(fn, "__module__", None) or type(fn).__module__)}
         owner = getattr(fn, "__self__", None)
         if not isinstance(fn, (types.FunctionType, type)) and owner is not None and not isinstance(owner, types.ModuleType):
             out[f"{prefix}.self"] = show_value(owner, f"{prefix}.self", opaque)
-    elif _is_library(type(fn)) and _is_library(fn) and isinstance(getattr(fn, "__qualname__", None), str):
+    elif is_library(type(fn)) and is_library(fn) and isinstance(getattr(fn, "__qualname__", None), str):
         # a library's function wrapped in a callable object (numpy's dispatchers): name and version
-        out = {f"{prefix}.name": _qualname(fn), f"{prefix}.version": package_version(fn.__module__)}
+        out = {f"{prefix}.name": qualname(fn), f"{prefix}.version": package_version(fn.__module__)}
     else:
-        out = {f"{prefix}.class": _qualname(type(fn))}
-        out.update(_class_code(type(fn), f"{prefix}.", opaque))
+        out = {f"{prefix}.class": qualname(type(fn))}
+        out.update(class_code_identity(type(fn), f"{prefix}.", opaque))
         out.update(_components(fn, f"{prefix}.", opaque))
     if opaque:
         out["opaque"] = "; ".join(opaque)
     return out
 
 
-def _class_code(cls: type, prefix: str, opaque: list[str]) -> dict[str, str]:
+def class_code_identity(cls: type, prefix: str, opaque: list[str]) -> dict[str, str]:
     """``{prefix + "class.code": digest}`` of a user class's body (methods, class attributes), or
     ``{prefix + "class.version": ...}`` for a library class."""
-    if _is_library(cls):
+    if is_library(cls):
         return {f"{prefix}class.version": package_version(cls.__module__)}
-    return {f"{prefix}class.code": f"{_qualname(cls)} #{digest_value(cls, prefix + 'class', opaque)[:12]}"}
+    return {f"{prefix}class.code": f"{qualname(cls)} #{digest_value(cls, prefix + 'class', opaque)[:12]}"}
 
 
 def _components(obj: Any, prefix: str, opaque: list[str]) -> dict[str, str]:
@@ -563,7 +568,7 @@ def game_identity(game: Any, game_id: str | None = None) -> dict[str, str]:
     ``state.*`` components, ``class.code`` (or ``class.version``) for games without their own
     ``identity()``/``fingerprint()``; ``opaque`` lists parts that could not be digested.
     """
-    out = {"class": _qualname(type(game)), "n_players": str(getattr(game, "n_players", "?"))}
+    out = {"class": qualname(type(game)), "n_players": str(getattr(game, "n_players", "?"))}
     opaque: list[str] = []
     if callable(getattr(game, "identity", None)):
         for k, v in game.identity().items():
@@ -580,7 +585,7 @@ def game_identity(game: Any, game_id: str | None = None) -> dict[str, str]:
     else:
         out.update(_components(game, "state.", opaque))
     if not callable(getattr(game, "identity", None)) and not callable(getattr(game, "fingerprint", None)):
-        out.update(_class_code(type(game), "", opaque))  # the methods that compute the values
+        out.update(class_code_identity(type(game), "", opaque))  # the methods that compute the values
     if opaque:
         out["opaque"] = "; ".join(filter(None, [out.get("opaque", ""), *opaque]))
     if game_id is not None:
@@ -626,7 +631,9 @@ def identity_differences(stored: dict[str, str], current: dict[str, str], limit:
 
 def _label(key: str) -> str:
     for prefix, word in (("param.", "parameter "), ("state.", "attribute "), ("fn.closure.", "closure variable "),
-                         ("fn.global.", "global "), ("fn.", "fn ")):
+                         ("fn.global.", "global "), ("fn.", "fn "), ("model.param.", "model parameter "),
+                         ("model.fitted.", "model fitted "), ("model.state_dict.", "model state_dict "),
+                         ("model.buffer.", "model buffer "), ("model.", "model ")):
         if key.startswith(prefix):
             return word + key[len(prefix):]
     return {"store.game_id": "store game_id"}.get(key, key)

@@ -238,6 +238,9 @@ class SerialEvaluator(_RetryingEvaluator):
                 worker.close()
         return state.finish()
 
+    def close(self) -> None:
+        """End the worker process (nothing to do without a timeout)."""
+
     def __repr__(self) -> str:
         extra = f", timeout={self.timeout}" if self.timeout is not None else ""
         return f"SerialEvaluator(chunk_size={self.chunk_size}, max_retries={self.max_retries}{extra})"
