@@ -46,7 +46,7 @@ def per_call_seconds(game, coalitions: np.ndarray, timeout: float | None) -> tup
             values.append(evaluator.evaluate(game, row[None, :].copy(), max_retries=0)[0])
             seconds.append(time.perf_counter() - start)
     finally:
-        evaluator.close()
+        getattr(evaluator, "close", lambda: None)()  # (also runs on versions without a persistent worker)
     return seconds, np.array(values)
 
 
