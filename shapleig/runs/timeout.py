@@ -19,7 +19,10 @@ sent to it serialised with cloudpickle: lambdas, closures and functions of a scr
 ``__main__`` are sent by value, functions of importable modules by reference (the worker mirrors
 the parent's ``sys.path`` and working directory), and the user's script is not run again. The
 worker loads the game before the first timed call, so importing LightGBM or torch there does not
-count against the timeout. A game that cannot be serialised (it holds a lock, an open file or
+count against the timeout. Imported modules start from their files in a fresh interpreter, so
+the worker digests its copy of the game and refuses it, naming the difference, unless its
+identity (:mod:`shapleig.games.identity`) equals the parent's game's: a module global or class
+attribute changed at run time would otherwise be evaluated with its old value. A game that cannot be serialised (it holds a lock, an open file or
 connection) is refused with a :class:`~shapleig.errors.GameError` naming what failed, before any
 evaluation; ``start_method="fork"`` (POSIX) inherits the game instead of serialising it, for games
 whose libraries are fork-safe. A worker dies with its parent (Linux ``PR_SET_PDEATHSIG``; it also
@@ -150,14 +153,18 @@ def _serve(game: Any, inbox: Connection, outbox: Connection) -> None:
 
 
 def _load_and_serve(inbox: Connection, outbox: Connection, parent: int) -> None:
-    """A fresh worker: load the game sent by the parent, say ready (or why not), then serve."""
+    """A fresh worker: load the game sent by the parent, reply ``("ready", its identity)`` (or
+    ``("error", why)``), then serve."""
     _die_with_parent(parent)
     try:
         game = pickle.loads(inbox.recv_bytes())
+        from shapleig.games.identity import game_identity
+
+        identity = game_identity(game)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         outbox.send(("error", f"{type(exc).__name__}: {exc}"))
         return
-    outbox.send(("ready", os.getpid()))
+    outbox.send(("ready", identity))
     _serve(game, inbox, outbox)
 
 
@@ -168,7 +175,7 @@ def _serve_forked(game: Any, inbox: Connection, outbox: Connection, parent_ends:
     for conn in parent_ends:
         conn.close()
     _die_with_parent(parent)
-    outbox.send(("ready", os.getpid()))
+    outbox.send(("ready", None))
     _serve(game, inbox, outbox)
 
 
@@ -185,22 +192,33 @@ class WorkerProcess:
     """One killable process evaluating ``game``; :meth:`call` returns ``(output, seconds, error)``
     and kills the process when the call exceeds ``timeout`` seconds (``error`` then says so).
 
+    A worker that is not forked loads its copy of the game in a fresh interpreter, where imported
+    modules start from their files: state the parent changed at run time (``config.W = 2`` on an
+    imported module, a class attribute) would be missing. The worker therefore digests its copy
+    (:func:`~shapleig.games.identity.game_identity`) and the copy is refused unless its identity
+    equals the parent's game's, naming what differs.
+
     Args:
         game: the game; sent to the worker once (see the module docstring).
         start_method: ``"subprocess"``, ``"spawn"``, ``"forkserver"`` or ``"fork"`` (None: the
             platform's default, :func:`check_start_method`).
-        payload: the game already serialised (a replacement worker reuses its predecessor's).
+        payload: ``(serialised game, its identity)`` of a predecessor (a replacement reuses them).
         start_timeout: seconds the worker may take to load the game.
 
     Raises:
-        GameError: the game cannot be serialised, or the worker could not load it (naming why).
+        GameError: the game cannot be serialised, the worker could not load it, or its copy is
+            another game (naming why).
     """
 
-    def __init__(self, game: Any, start_method: str | None = None, payload: bytes | None = None,
+    def __init__(self, game: Any, start_method: str | None = None, payload: tuple[bytes, dict] | None = None,
                  start_timeout: float = START_SECONDS):
         self.method = check_start_method(start_method)
         self.game = game
-        self.payload = None if self.method == "fork" else (payload if payload is not None else serialise_game(game))
+        self.payload: tuple[bytes, dict] | None = None
+        if self.method != "fork":
+            from shapleig.games.identity import game_identity
+
+            self.payload = payload if payload is not None else (serialise_game(game), game_identity(game))
         self._popen: subprocess.Popen | None = None
         self._process: Any = None
         if self.method == "subprocess":
@@ -233,7 +251,7 @@ class WorkerProcess:
             child_out.close()
         try:
             if self.payload is not None:
-                self._out.send_bytes(self.payload)
+                self._out.send_bytes(self.payload[0])
             reply = self._in.recv() if self._in.poll(start_timeout) else ("error", f"not ready after {start_timeout:g} s")
         except (EOFError, OSError) as exc:
             reply = ("error", f"the process exited while loading the game ({type(exc).__name__}; exit code "
@@ -244,6 +262,21 @@ class WorkerProcess:
         if reply[0] != "ready":
             self.kill()
             raise GameError(f"the evaluation worker process ({self.method}) could not load the game: {reply[1]}")
+        if self.payload is not None:
+            self._check_copy(self.payload[1], reply[1])
+
+    def _check_copy(self, expected: dict, copy: dict) -> None:
+        """Refuse a worker whose copy of the game is not the parent's game (see the class doc)."""
+        from shapleig.games.identity import identity_differences
+
+        if copy == expected or "opaque" in expected:  # an opaque game cannot be compared
+            return
+        self.kill()
+        raise GameError(
+            f"the evaluation worker's copy of the game differs from the game in this process: "
+            f"{'; '.join(identity_differences(expected, copy))} (a fresh worker imports modules from their files, so "
+            f"state changed at run time is missing there). Set that state where the module is defined, pass it to "
+            f"the game, or on POSIX use SerialEvaluator(timeout=..., start_method='fork')")
 
     @property
     def pid(self) -> int:

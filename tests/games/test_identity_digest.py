@@ -52,6 +52,7 @@ def test_a_dict_digest_does_not_depend_on_insertion_order():
     backward = {k: forward[k] for k in reversed(keys)}
     assert digest_value(forward) == digest_value(backward)
     assert digest_value({"a": 1.0, "b": 2.0}) != digest_value({"a": 2.0, "b": 1.0})  # values stay with their keys
+    assert digest_value({"a": 1.0, "b": 1.0}) != digest_value({"a": 1.0, "c": 1.0})  # the keys count
 
 
 def test_nesting_beyond_the_depth_limit_is_opaque_not_truncated():
