@@ -118,6 +118,8 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
     ("timed worker started per evaluate call", "shapleig/runs/evaluators.py",
      "        if worker is not None and worker.game is game and worker.alive:", "        if False:",
      ["tests/runs/test_timeout.py::test_the_worker_is_reused_across_evaluations_and_closes_cleanly"]),
+    ("workers started from the calling thread", "shapleig/runs/timeout.py", "    return _LAUNCHER.submit(start).result()",
+     "    return start()", ["tests/runs/test_timeout.py::test_a_worker_started_from_a_short_lived_thread_outlives_it"]),
     ("verify re-evaluates in-process", "shapleig/runs/store.py", "now = as_value_vector((evaluate or game)(Z.copy())",
      "now = as_value_vector(game(Z.copy())", ["tests/runs/test_timeout.py::test_verify_re_evaluates_through_the_timeout"]),
     ("seeds >= 2**63 accepted", "shapleig/seeding.py", "    if value >= SEED_LIMIT:", "    if False:",

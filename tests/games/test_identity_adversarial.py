@@ -802,3 +802,25 @@ def test_a_global_memo_filled_by_the_game_does_not_refuse_its_own_store(tmp_path
     _write(FunctionGame(mod.fn, P), tmp_path / "s.sqlite")
     assert len(mod._MEMO) == 3  # the run filled the memo
     _accepted(FunctionGame(mod.fn, P), tmp_path / "s.sqlite")
+
+
+def test_a_module_imported_by_a_run_time_name_needs_a_game_id(tmp_path):
+    """A module the function reaches through a name built at run time (``importlib.import_module``)
+    is not among its globals: the identity cannot see it (docs/integrity.md §1.2). The documented
+    remedies work: a ``game_id`` naming the version, or ``verify=True``."""
+    config = _module(tmp_path, "W = 1.0\n")
+    user = _module(tmp_path, f"""
+        import importlib
+        import numpy as np
+        NAME = "{config.__name__[:-2]}"
+        def fn(Z):
+            return np.asarray(Z, float).sum(axis=1) * importlib.import_module(NAME + "{config.__name__[-2:]}").W
+        """)
+    _write(FunctionGame(user.fn, P, game_id="config-1"), tmp_path / "s.sqlite")
+    _write(FunctionGame(user.fn, P), tmp_path / "v.sqlite")
+    config.W = 2.0
+    assert "game_id: config-1 vs config-2" in _refused(FunctionGame(user.fn, P, game_id="config-2"),
+                                                      tmp_path / "s.sqlite")
+    _accepted(FunctionGame(user.fn, P), tmp_path / "v.sqlite")  # the door: served without game_id or verify
+    with pytest.raises(StoreMismatchError, match=r"the game now returns"):
+        BudgetedGame(FunctionGame(user.fn, P), 5, store=EvaluationStore(tmp_path / "v.sqlite", verify=True))

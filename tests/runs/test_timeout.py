@@ -285,6 +285,23 @@ def test_the_worker_is_reused_across_evaluations_and_closes_cleanly(tmp_path):
     assert not worker.alive and worker._exitcode(0) == 0  # exited by itself, not SIGKILLed (-9)
 
 
+def test_a_worker_started_from_a_short_lived_thread_outlives_it(tmp_path):
+    """Linux's parent-death signal fires when the *thread* that started the worker ends: workers are
+    started from one long-lived launcher thread, so a run in a thread that ends keeps its worker."""
+    log = tmp_path / "pids"
+    evaluator = SerialEvaluator(chunk_size=1, timeout=30)
+    game = PidGame(P, str(log))
+    thread = threading.Thread(target=lambda: evaluator.evaluate(game, ROWS[:1].copy(), max_retries=0))
+    thread.start()
+    thread.join()
+    time.sleep(0.5)  # (a worker tied to that thread would have been killed by now)
+    try:
+        evaluator.evaluate(game, ROWS[1:2].copy(), max_retries=0)
+    finally:
+        evaluator.close()
+    assert len(set(log.read_text().split())) == 1
+
+
 def test_a_worker_that_timed_out_is_replaced_and_the_retry_succeeds(tmp_path):
     game = HangsOnceGame(P, str(tmp_path / "hung"))
     records = []
