@@ -23,8 +23,11 @@ unless an explicit ``game_id`` names the model. torch is imported only for a tor
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
+
+import numpy as np
 
 from shapleig.games.identity import (
     class_code_identity,
@@ -61,14 +64,23 @@ def is_torch_module(obj: Any) -> bool:
 def _owner(predict: Any) -> tuple[Any, str | None]:
     """The object whose state computes ``predict``'s values and the method called on it (None for a
     plain function): a bound method's object, the module of a ``TorchPredict``, or ``predict``."""
-    module = getattr(predict, "torch_module", None)
-    if module is not None:
-        return module, "forward"
+    from shapleig.explanation.imputer import TorchPredict
+
+    if isinstance(predict, TorchPredict):
+        return predict.torch_module, "forward"
     owner = getattr(predict, "__self__", None)
     if isinstance(predict, (types.MethodType, types.BuiltinMethodType)) and owner is not None \
             and not isinstance(owner, types.ModuleType):
         return owner, getattr(predict, "__name__", "?")
     return predict, None
+
+
+def _is_code(obj: Any) -> bool:
+    """A function rather than a fitted object: a Python function, a partial, a class, a built-in,
+    a ufunc, or a library's function wrapped in a callable object (numpy's dispatchers)."""
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, functools.partial, type, np.ufunc)):
+        return True
+    return isinstance(getattr(obj, "__qualname__", None), str) and is_library(obj)  # instances have none
 
 
 def predictor_identity(predict: Any) -> dict[str, str]:
@@ -79,7 +91,7 @@ def predictor_identity(predict: Any) -> dict[str, str]:
     with ``fn.`` for Python code; ``opaque`` says what could not be read.
     """
     owner, method = _owner(predict)
-    if isinstance(owner, (types.FunctionType, types.BuiltinFunctionType, type)) or not is_library(type(owner)):
+    if _is_code(owner) or not is_library(type(owner)):
         return function_identity(predict)  # Python code (or a library's plain function): by content
     opaque: list[str] = []
     out = {f"{PREFIX}class": qualname(type(owner)), f"{PREFIX}version": package_version(type(owner).__module__)}

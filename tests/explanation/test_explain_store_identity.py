@@ -166,3 +166,36 @@ def test_the_explain_command_refuses_another_model_background_or_row(tmp_path, c
         assert info.value.code == 2 and differs in err and "another --store file" in err, err
     assert main(run("m1.txt")) == 0  # the same model file again: served
     assert "0 model calls" in capsys.readouterr().out
+
+
+def test_plain_functions_partials_and_library_functions_are_read_as_code(tmp_path):
+    """A predict function that is Python code (a partial of a user function, numpy's own
+    functions) is digested by content or by name and version, never taken for an unreadable model."""
+    import functools
+
+    from shapleig.explanation.imputer import ImputerGame
+    from shapleig.explanation.model_identity import predictor_identity
+
+    def scaled(rows, scale=1.0):
+        return scale * np.asarray(rows) @ np.arange(1.0, D + 1)
+
+    for fn in (functools.partial(scaled, scale=2.0), np.linalg.norm, np.add.reduce):
+        assert "opaque" not in predictor_identity(fn), fn
+    game = ImputerGame(functools.partial(scaled, scale=2.0), BACKGROUND, ROW)
+    other = ImputerGame(functools.partial(scaled, scale=3.0), BACKGROUND, ROW)
+    assert game.identity() != other.identity() and game.identity() == ImputerGame(
+        functools.partial(scaled, scale=2.0), BACKGROUND, ROW).identity()
+
+
+def test_an_object_with_a_torch_module_attribute_is_not_taken_for_the_torch_wrapper():
+    from shapleig.explanation.model_identity import predictor_identity
+
+    class Scorer:  # user code that happens to name an attribute like the wrapper's
+        def __init__(self, w):
+            self.torch_module = None
+            self.w = w
+
+        def __call__(self, rows):
+            return np.asarray(rows) @ self.w
+
+    assert predictor_identity(Scorer(np.ones(D))) != predictor_identity(Scorer(np.zeros(D)))
