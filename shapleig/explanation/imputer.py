@@ -19,7 +19,8 @@ def model_predict(model: Any, output: int | None = None, predict: Callable | Non
     ``predict`` wins when given. Otherwise a classifier (a model with ``predict_proba`` and
     ``classes_``, e.g. scikit-learn's or LightGBM's) uses ``predict_proba``; a binary classifier
     explains the positive class (column 1) unless ``output`` picks another column. Any other model
-    uses ``predict``, a torch ``nn.Module`` is called on tensors (:class:`TorchPredict`), and a plain
+    uses ``predict``, a torch ``nn.Module`` is called on tensors
+    (:class:`~shapleig.explanation.torch_predict.TorchPredict`), and a plain
     callable is called as it is. Multi-output predictions need ``output`` (checked by
     :class:`ImputerGame` on the explained row).
     """
@@ -31,7 +32,7 @@ def model_predict(model: Any, output: int | None = None, predict: Callable | Non
         return model.predict_proba
     if hasattr(model, "predict"):
         return model.predict
-    from shapleig.explanation.model_identity import is_torch_module
+    from shapleig.explanation.torch_predict import TorchPredict, is_torch_module
 
     if is_torch_module(model):
         return TorchPredict(model)
@@ -41,29 +42,6 @@ def model_predict(model: Any, output: int | None = None, predict: Callable | Non
         f"cannot explain a {type(model).__name__}: pass a model with predict / predict_proba, "
         "a callable float[n, d] -> float[n], or predict=..."
     )
-
-
-class TorchPredict:
-    """A torch ``nn.Module`` as ``float[n, d] -> float[n, ...]``: rows converted to the dtype and
-    device of its parameters, called without gradients, the output returned as a float64 array.
-    The module is called as it is (its ``training`` flag is left alone; call ``module.eval()``
-    first for dropout or batch-norm layers). Picklable when the module is."""
-
-    def __init__(self, module: Any) -> None:
-        self.torch_module = module
-
-    def __call__(self, rows: np.ndarray) -> np.ndarray:
-        import torch
-
-        first = next(iter(self.torch_module.parameters()), None)
-        dtype = first.dtype if first is not None else torch.get_default_dtype()
-        device = first.device if first is not None else torch.device("cpu")
-        with torch.no_grad():
-            out = self.torch_module(torch.as_tensor(np.asarray(rows, dtype=np.float64)).to(dtype=dtype, device=device))
-        return out.detach().cpu().numpy().astype(np.float64)
-
-    def __repr__(self) -> str:
-        return f"TorchPredict({type(self.torch_module).__name__})"
 
 
 class ImputerGame:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from shapleig.explanation.torch_predict import TorchPredict, from_package, is_torch_module
 from shapleig.games.identity import (
     class_code_identity,
     digest_value,
@@ -47,25 +48,9 @@ def _package(obj: Any) -> str:
     return (type(obj).__module__ or "").split(".")[0]
 
 
-def _from(obj: Any, package: str) -> bool:
-    """Whether a class of ``package`` is in ``obj``'s MRO (its module starts with ``package.``)."""
-    return any((k.__module__ or "").split(".")[0] == package for k in type(obj).__mro__)
-
-
-def is_torch_module(obj: Any) -> bool:
-    """True for a ``torch.nn.Module`` (torch is imported only if the object comes from torch)."""
-    if not _from(obj, "torch"):
-        return False
-    import torch
-
-    return isinstance(obj, torch.nn.Module)
-
-
 def _owner(predict: Any) -> tuple[Any, str | None]:
     """The object whose state computes ``predict``'s values and the method called on it (None for a
     plain function): a bound method's object, the module of a ``TorchPredict``, or ``predict``."""
-    from shapleig.explanation.imputer import TorchPredict
-
     if isinstance(predict, TorchPredict):
         return predict.torch_module, "forward"
     owner = getattr(predict, "__self__", None)
@@ -97,9 +82,9 @@ def predictor_identity(predict: Any) -> dict[str, str]:
     out = {f"{PREFIX}class": qualname(type(owner)), f"{PREFIX}version": package_version(type(owner).__module__)}
     if method is not None:
         out[f"{PREFIX}method"] = method
-    if _from(owner, "lightgbm") and callable(getattr(owner, "model_to_string", None)):
+    if from_package(owner, "lightgbm") and callable(getattr(owner, "model_to_string", None)):
         out.update(_booster(owner, opaque))
-    elif _from(owner, "sklearn") and callable(getattr(owner, "get_params", None)):
+    elif from_package(owner, "sklearn") and callable(getattr(owner, "get_params", None)):
         out.update(_estimator(owner, opaque))
     elif is_torch_module(owner):
         out.update(_torch(owner, opaque))
@@ -129,7 +114,7 @@ def _estimator(estimator: Any, opaque: list[str]) -> dict[str, str]:
     for key, value in sorted(state.items(), key=lambda kv: str(kv[0])):
         if key in params:
             continue
-        if _from(value, "lightgbm") and callable(getattr(value, "model_to_string", None)):
+        if from_package(value, "lightgbm") and callable(getattr(value, "model_to_string", None)):
             out.update(_booster(value, opaque))
             continue
         out[f"{PREFIX}fitted.{key}"] = show_value(value, f"model fitted {key}", opaque)

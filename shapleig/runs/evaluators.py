@@ -23,6 +23,7 @@ processes must be picklable (define them at module level).
 from __future__ import annotations
 
 import copy
+import threading
 import time
 import uuid
 import weakref
@@ -214,7 +215,8 @@ class SerialEvaluator(_RetryingEvaluator):
     def _start_worker_slot(self) -> None:
         # the worker lives in a holder shared with a finalizer: collecting the evaluator (or the
         # interpreter's exit) ends the worker without the finalizer keeping the evaluator alive
-        self._slot: dict[str, WorkerProcess | None] = {"worker": None}
+        # (the lock: threads sharing this evaluator take turns on its one worker's pipe)
+        self._slot: dict[str, Any] = {"worker": None, "lock": threading.Lock()}
         weakref.finalize(self, _close_slot, self._slot)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -241,7 +243,8 @@ class SerialEvaluator(_RetryingEvaluator):
 
     def close(self) -> None:
         """End the worker process, if one runs (a later timed evaluation starts a new one)."""
-        _close_slot(self._slot)
+        with self._slot["lock"]:
+            _close_slot(self._slot)
 
     def evaluate(
         self,
@@ -259,7 +262,8 @@ class SerialEvaluator(_RetryingEvaluator):
             start = time.perf_counter()
             output, error, exc = None, None, None
             if self.timeout is not None:  # in a worker process that is killed if it hangs
-                output, seconds, error = self._worker_for(game).call(coalitions[rows].copy(), self.timeout)
+                with self._slot["lock"]:
+                    output, seconds, error = self._worker_for(game).call(coalitions[rows].copy(), self.timeout)
             else:
                 try:
                     output = game(coalitions[rows].copy())
