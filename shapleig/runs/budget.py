@@ -78,7 +78,7 @@ class BudgetedGame:
         if evaluator is None:
             evaluator = SerialEvaluator(chunk_size=1 if store is not None else None)
         self.evaluator = evaluator
-        # a store's verification re-evaluates through the evaluator (its timeout, its retries)
+        # a store's verification re-evaluates through the evaluator when it has a timeout
         self.fingerprint: str | None = store.bind(game, evaluate=self._verification_values) if store is not None \
             else None
         self._cache: dict[bytes, float] = {}
@@ -197,8 +197,11 @@ class BudgetedGame:
         return step, float(timeout) * calls + 1.0
 
     def _verification_values(self, coalitions: np.ndarray) -> np.ndarray:
-        """Values of stored coalitions re-evaluated for ``EvaluationStore(verify=True)``: through the
-        evaluator, not recorded in the store nor charged to the budget."""
+        """Values of stored coalitions re-evaluated for ``EvaluationStore(verify=True)``, neither
+        recorded in the store nor charged to the budget: with an evaluation timeout through the
+        evaluator (a game that now hangs is abandoned), else in one call of the game."""
+        if getattr(self.evaluator, "timeout", None) is None:
+            return self.game(coalitions)
         return self.evaluator.evaluate(self.game, coalitions, max_retries=self.max_retries)
 
     def _evaluate_into(

@@ -48,7 +48,8 @@ import numpy as np
 
 from shapleig.errors import GameError
 
-START_METHODS = ("subprocess", "spawn", "forkserver", "fork")
+# (not "forkserver": its workers are children of the fork server, which outlives a killed parent)
+START_METHODS = ("subprocess", "spawn", "fork")
 # seconds a new worker may take to import the game's libraries and load it (torch: a few seconds)
 START_SECONDS = 300.0
 
@@ -200,8 +201,8 @@ class WorkerProcess:
 
     Args:
         game: the game; sent to the worker once (see the module docstring).
-        start_method: ``"subprocess"``, ``"spawn"``, ``"forkserver"`` or ``"fork"`` (None: the
-            platform's default, :func:`check_start_method`).
+        start_method: ``"subprocess"``, ``"spawn"`` or ``"fork"`` (None: the platform's default,
+            :func:`check_start_method`).
         payload: ``(serialised game, its identity)`` of a predecessor (a replacement reuses them).
         start_timeout: seconds the worker may take to load the game.
 
