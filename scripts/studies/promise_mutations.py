@@ -42,7 +42,7 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
     ("identity ignores class bodies", "shapleig/games/identity.py", "    if is_library(cls):\n        return {f\"{prefix}class.version\"",
      "    if True:\n        return {f\"{prefix}class.version\"", ["tests/games/test_identity_adversarial.py -k class_call_code"]),
     ("identity ignores reads through modules", "shapleig/games/identity.py",
-     "            for attr, inner in _module_values(value, names | strings).items():",
+     "            for attr, inner in _module_values(value, None if any_attribute else names | strings).items():",
      "            for attr, inner in {}.items():", ["tests/games/test_identity_adversarial.py -k module_attribute"]),
     ("identity ignores package versions", "shapleig/games/identity.py",
      '        out = {f"{prefix}.name": qualname(fn),\n               f"{prefix}.version": package_version(',

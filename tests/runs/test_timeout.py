@@ -70,7 +70,7 @@ def test_a_hung_call_is_killed_retried_and_reported(chunk_size, tmp_path):
                       store=tmp_path / "s.sqlite")
     with pytest.raises(EvaluationFailedError, match=r"coalition \{0, 1\} failed in 2 attempts.*timed out after "
                                                     r"0\.5 s \(the evaluation was abandoned and its worker process"):
-        _within(60, lambda: bg(ROWS))
+        _within(30, lambda: bg(ROWS))
     # the value before the hung coalition was stored; the hung one twice as an error (the run
     # stops at the final failure, as for any failure)
     rows = EvaluationStore(tmp_path / "s.sqlite").records()
