@@ -93,9 +93,25 @@ def is_library(fn: Any) -> bool:
     return _is_library_module(getattr(fn, "__module__", None) or "")
 
 
-@functools.cache
+_DISTRIBUTIONS: dict[str, list[str]] = {}  # top-level module -> distributions, read once per process
+
+
 def _distributions() -> dict[str, list[str]]:
-    return importlib.metadata.packages_distributions()
+    if not _DISTRIBUTIONS:  # scanning every installed distribution's metadata takes up to a second
+        _DISTRIBUTIONS.update(importlib.metadata.packages_distributions())
+    return _DISTRIBUTIONS
+
+
+def installed_distributions() -> dict[str, list[str]]:
+    """``{top-level module: [distributions providing it]}`` of this environment (read once)."""
+    return dict(_distributions())
+
+
+def adopt_distributions(mapping: dict[str, list[str]]) -> None:
+    """Use ``mapping`` (another process's :func:`installed_distributions` in the same environment)
+    instead of scanning: an evaluation worker digests its copy of the game without that second."""
+    _DISTRIBUTIONS.clear()
+    _DISTRIBUTIONS.update(mapping)
 
 
 @functools.cache

@@ -78,13 +78,14 @@ def check_start_method(method: Any) -> str:
     return str(method)
 
 
-def serialise_game(game: Any) -> bytes:
-    """``game`` as cloudpickle bytes for a worker process; :class:`GameError` naming the problem
-    (and the ways out) when it cannot be serialised."""
+def serialise_game(game: Any, distributions: dict[str, list[str]] | None = None) -> bytes:
+    """``(distributions, game)`` as cloudpickle bytes for a worker process (``distributions``: the
+    installed distributions, so the worker need not scan them); :class:`GameError` naming the
+    problem (and the ways out) when the game cannot be serialised."""
     import cloudpickle
 
     try:
-        return cloudpickle.dumps(game, protocol=pickle.HIGHEST_PROTOCOL)
+        return cloudpickle.dumps((distributions or {}, game), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # noqa: BLE001 - pickling raises many types
         raise GameError(
             f"timeout= evaluates the game in a worker process, which needs a copy of the game, but "
@@ -158,9 +159,11 @@ def _load_and_serve(inbox: Connection, outbox: Connection, parent: int) -> None:
     ``("error", why)``), then serve."""
     _die_with_parent(parent)
     try:
-        game = pickle.loads(inbox.recv_bytes())
-        from shapleig.games.identity import game_identity
+        distributions, game = pickle.loads(inbox.recv_bytes())
+        from shapleig.games.identity import adopt_distributions, game_identity
 
+        if distributions:
+            adopt_distributions(distributions)  # the parent's scan of the same environment
         identity = game_identity(game)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         outbox.send(("error", f"{type(exc).__name__}: {exc}"))
@@ -217,9 +220,12 @@ class WorkerProcess:
         self.game = game
         self.payload: tuple[bytes, dict] | None = None
         if self.method != "fork":
-            from shapleig.games.identity import game_identity
+            from shapleig.games.identity import game_identity, installed_distributions
 
-            self.payload = payload if payload is not None else (serialise_game(game), game_identity(game))
+            if payload is None:
+                identity = game_identity(game)  # (reads the installed distributions, sent along)
+                payload = (serialise_game(game, installed_distributions()), identity)
+            self.payload = payload
         self._popen: subprocess.Popen | None = None
         self._process: Any = None
         if self.method == "subprocess":
