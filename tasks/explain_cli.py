@@ -91,7 +91,14 @@ def feature_frame(df: Any, model: Any, drop: list[str]) -> Any:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     import shapleig
-    from shapleig.errors import ShapleigError
+    from shapleig.errors import (
+        BudgetError,
+        CoalitionError,
+        EvaluationFailedError,
+        GameError,
+        StoreError,
+        StoreMismatchError,
+    )
     from shapleig.estimation.enumeration import BudgetCoversGameWarning
     from shapleig.runs.timeout import check_timeout
     from shapleig.seeding import resolve_seed
@@ -128,6 +135,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
             out = check_results_path(args.out)
         except ValueError as exc:
             raise UsageError(f"--out: {exc}") from exc
+    plot = None
+    if args.plot:  # a format matplotlib cannot write is refused now, not after the run
+        from shapleig.explanation.plot import check_figure_path
+
+        try:
+            plot = check_output_path(check_figure_path(args.plot))
+        except ValueError as exc:
+            raise UsageError(f"--plot: {exc}") from exc
     model = load_model(Path(args.model))
     data = feature_frame(load_table(Path(args.data)), model, args.drop or [])
     if args.row >= len(data):
@@ -139,19 +154,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
     # pandas' own integer seeds stop at 2**32, the project's at 2**63: a Generator beyond that
     state = seed if seed < 2**32 else np.random.default_rng(seed)
     background = source.sample(min(args.background, len(source)), random_state=state)
-    plot = None
-    if args.plot:
-        try:
-            plot = check_output_path(args.plot)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from exc
     try:
         with warnings.catch_warnings():  # a budget covering the game is said on stdout below
             warnings.simplefilter("ignore", BudgetCoversGameWarning)
             est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=seed,
                                    method=estimator, index=index, output=args.output, store=args.store,
-                                   timeout=timeout)
-    except ShapleigError as exc:  # raised by validation before any coalition is evaluated
+                                   timeout=timeout, game_id=args.game_id)
+    except EvaluationFailedError as exc:  # the run failed (exit 1), the input was fine
+        if "TimeoutError" in str(exc):
+            raise EvaluationFailedError(f"{exc}; a model evaluation may take at most --eval-timeout {timeout:g} s: "
+                                        f"raise it if the model is that slow") from exc
+        raise
+    except (GameError, BudgetError, CoalitionError, StoreError, StoreMismatchError) as exc:  # bad input
         raise UsageError(cli_store_advice(exc, "give another --store file")) from exc
     est.info["row"] = args.row
     # one row per feature (SV, BV) or per term of an interaction index ("a x b" for a pair)
@@ -196,7 +210,11 @@ def add_explain_parser(sub: Any) -> None:
                    help="any method listed by 'shapleig methods' (default shapleig), e.g. exact, kernelshap, "
                         "shapiq:KernelSHAP; options as name:key=value, e.g. kernelshap:paired=true")
     p.add_argument("--store", default=None,
-                   help="evaluation store (SQLite file): records every coalition value; a rerun resumes from it")
+                   help="evaluation store (SQLite file): records every coalition value; a rerun resumes from it "
+                        "(another model, background or row is refused)")
+    p.add_argument("--game-id", default=None,
+                   help="a name for the model's version in the store; needed for a pickled model whose fitted "
+                        "state shapleig cannot read (not LightGBM, scikit-learn or torch)")
     p.add_argument("--out", default=None, help="write the values as parquet (.parquet)")
     p.add_argument("--background", type=int, default=100, help="background rows sampled from the data (100)")
     p.add_argument("--background-data", default=None, help="sample the background from this file instead")
@@ -205,7 +223,8 @@ def add_explain_parser(sub: Any) -> None:
     p.add_argument("--index", default="SV",
                    help="SV (default), BV, or a pairwise interaction index k-SII, SII, STII, FSII "
                         "(the ShaplEIG arms, exact and shapiq:<Approximator>)")
-    p.add_argument("--plot", default=None, help="also draw the explanation to this file (.png, .pdf, .svg)")
+    p.add_argument("--plot", default=None,
+                   help="also draw the explanation to this file (.png, .pdf, .svg, ...: a format matplotlib writes)")
     p.add_argument("--kind", choices=("bar", "waterfall"), default="bar", help="plot kind (bar)")
     p.set_defaults(func=cmd_explain)
 

@@ -42,6 +42,11 @@ Two more campaigns (issue 20), run with ``--creation-trials`` and ``--hang-trial
 
 Run: ``PYTHONPATH=. python scripts/studies/fault_injection.py --trials 60`` (about a minute on 2 cores);
 ``--trials 0 --creation-trials 50 --hang-trials 10`` runs only the two new campaigns.
+
+*Model swaps* (issue 27), run with ``--swap-trials``: ``explain(A, store=s)`` then
+``explain(B, store=s)`` where B is another LightGBM, scikit-learn or torch model, another
+background or another row (must be refused naming the difference: 0 wrong values served), or A
+rebuilt (reloaded from its model string, refitted identically: must be served with 0 model calls).
 ``tests/runs/test_fault_injection.py`` runs the same campaigns as slow tests.
 """
 
@@ -486,6 +491,97 @@ def run_hang_campaign(trials: int = 10, seed: int = 0, timeout: float = 1.0, lea
     return out
 
 
+# -- model swaps (issue 27, item 1): explain never serves another model's values -------------------
+
+def _swap_models(kind: str, rng: np.random.Generator) -> tuple[Any, Any, dict[str, Any], dict[str, Any], bool]:
+    """``(model A, model B, explain arguments of A, of B, same)`` for one kind of swap; ``same``:
+    B is A rebuilt (a control that must be served)."""
+    d = 5
+    X = rng.normal(size=(150, d))
+    y = X @ rng.normal(size=d) + np.sin(X[:, 0])
+    bg, row = X[:12], X[int(rng.integers(100, 150))]
+    a_kw: dict[str, Any] = {"background": bg, "x": row}
+    b_kw = dict(a_kw)
+    if kind.startswith("lightgbm"):
+        import lightgbm as lgb
+
+        def booster(target: np.ndarray, rounds: int = 6) -> Any:
+            return lgb.train({"verbose": -1, "num_threads": 1, "seed": 0}, lgb.Dataset(X, target), rounds)
+
+        a = booster(y)
+        b = {"lightgbm-retrained": lambda: booster(y * (1 + rng.random())), "lightgbm-more-trees": lambda: booster(y, 7),
+             "lightgbm-reloaded": lambda: lgb.Booster(model_str=a.model_to_string())}[kind]()
+        return a, b, a_kw, b_kw, kind == "lightgbm-reloaded"
+    if kind.startswith("ridge"):
+        from sklearn.linear_model import Ridge
+
+        a = Ridge(alpha=1.0).fit(X, y)
+        b = {"ridge-alpha": lambda: Ridge(alpha=2.0).fit(X, y), "ridge-refit": lambda: Ridge(alpha=1.0).fit(X, y + 1.0),
+             "ridge-rebuilt": lambda: Ridge(alpha=1.0).fit(X, y)}[kind]()
+        return a, b, a_kw, b_kw, kind == "ridge-rebuilt"
+    if kind.startswith("torch"):
+        import torch
+
+        def linear(seed: int) -> Any:
+            torch.manual_seed(seed)
+            return torch.nn.Linear(d, 1).double()
+
+        seed = int(rng.integers(1000))
+        return linear(seed), linear(seed + (kind == "torch-weights")), a_kw, b_kw, kind == "torch-rebuilt"
+    from sklearn.linear_model import Ridge
+
+    model = Ridge().fit(X, y)
+    if kind == "background":
+        b_kw["background"] = X[12:24]
+    elif kind == "row":
+        b_kw["x"] = X[99]
+    return model, model, a_kw, b_kw, False
+
+
+SWAP_KINDS = ("lightgbm-retrained", "lightgbm-more-trees", "lightgbm-reloaded", "ridge-alpha", "ridge-refit",
+              "ridge-rebuilt", "torch-weights", "torch-rebuilt", "background", "row")
+
+
+def run_model_swap_campaign(trials: int = 30, seed: int = 0, log: Any = None) -> dict[str, Any]:
+    """Each trial explains model A with a new store, then asks the same store for B: another
+    model (LightGBM retrained or with one more tree, Ridge with another alpha or refitted, torch
+    with other weights), another background or row (B must be refused, naming what differed), or A
+    rebuilt (reloaded from its model string, refitted identically: B must be served, evaluating
+    nothing). Counted: swaps refused, wrong values served, controls served, spurious refusals."""
+    import warnings
+
+    import shapleig
+    from shapleig.errors import StoreMismatchError
+
+    rng = np.random.default_rng(seed)
+    out = {"trials": trials, "swaps": 0, "swaps refused naming the difference": 0, "wrong values served": 0,
+           "controls": 0, "controls served": 0, "spurious refusals": 0}
+    for t in range(trials):
+        kind = SWAP_KINDS[t % len(SWAP_KINDS)]
+        a, b, a_kw, b_kw, same = _swap_models(kind, rng)
+        with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            store = str(Path(folder) / "s.sqlite")
+            kw = {"budget": 32, "method": "exact", "progress": False}
+            first = shapleig.explain(a, store=store, **a_kw, **kw)
+            fresh = shapleig.explain(b, **b_kw, **kw)
+            out["controls" if same else "swaps"] += 1
+            try:
+                second = shapleig.explain(b, store=store, **b_kw, **kw)
+            except StoreMismatchError as exc:
+                verdict = f"refused: {str(exc).split('What differs: ')[1].split('. Use')[0][:80]}"
+                out["spurious refusals" if same else "swaps refused naming the difference"] += 1
+            else:
+                verdict = f"served ({second.info['model_calls']} model calls)"
+                wrong = not np.allclose(second.values, fresh.values, rtol=1e-9, atol=1e-12)
+                out["wrong values served"] += int(wrong)
+                out["controls served"] += int(same and not wrong and second.info["model_calls"] == 0)
+            del first
+        if log is not None:
+            log(f"swap {t + 1:2d} {kind:20s} {verdict}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=60)
@@ -494,6 +590,8 @@ def main() -> None:
     parser.add_argument("--creation-processes", type=int, default=4)
     parser.add_argument("--hang-trials", type=int, default=0,
                         help="also: this many trials of a real hung evaluation (timeout 1 s) on a shared store")
+    parser.add_argument("--swap-trials", type=int, default=0,
+                        help="also: this many model swaps under explain(store=...) (another model, background or row)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--configs", nargs="+", default=None, choices=sorted(CONFIGS))
     parser.add_argument("--json", default=None, help="also write the summary and every trial to this file")
@@ -517,6 +615,11 @@ def main() -> None:
         summary["hung evaluations"] = run_hang_campaign(args.hang_trials, args.seed, log=print)
         print("\nhung evaluations on a shared store:")
         for key, value in summary["hung evaluations"].items():
+            print(f"  {key}: {value}")
+    if args.swap_trials > 0:
+        summary["model swaps"] = run_model_swap_campaign(args.swap_trials, args.seed, log=print)
+        print("\nmodel swaps under explain(store=...):")
+        for key, value in summary["model swaps"].items():
             print(f"  {key}: {value}")
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": summary, "trials": [asdict(t) for t in campaign.trials]},

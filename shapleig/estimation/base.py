@@ -130,6 +130,7 @@ class BaseEstimator(abc.ABC):
                 f"{self.name} needs budget >= {minimum} for p = {p} "
                 f"({self.min_budget_reason(p)}); got budget {budget}"
             )
+        owned = None
         if isinstance(game, BudgetedGame):
             if check_timeout(timeout) is not None:
                 raise ValueError("timeout applies to a game estimate() wraps itself; for a BudgetedGame "
@@ -141,8 +142,10 @@ class BaseEstimator(abc.ABC):
                     f"fewer than budget {budget}"
                 )
         else:
-            evaluator = with_timeout(evaluator, timeout, store is not None)
-            budgeted = BudgetedGame(game, budget, store=store, evaluator=evaluator, max_retries=max_retries)
+            configured = with_timeout(evaluator, timeout, store is not None)
+            # an evaluator configured here for the timeout is this run's: its worker process ends with it
+            owned = configured if configured is not evaluator else None
+            budgeted = BudgetedGame(game, budget, store=store, evaluator=configured, max_retries=max_retries)
         message = enumeration_message(p, budget) if exact else ""
         if exact and budget > (1 << p):
             warnings.warn(message, BudgetCoversGameWarning, stacklevel=2)
@@ -157,6 +160,8 @@ class BaseEstimator(abc.ABC):
                       if exact else self._estimate(budgeted, seed))
         finally:
             budgeted.budget = own_cap
+            if owned is not None and callable(getattr(owned, "close", None)):
+                owned.close()
             if bar is not None:
                 budgeted.progress_bar = None
                 bar.close()

@@ -52,6 +52,7 @@ class BaselineImputerGame(ImputerGame):
         output: column of a multi-output prediction (as for :class:`~shapleig.explanation.imputer.ImputerGame`).
         max_rows: imputed rows per model call.
         feature_names: names of the d features.
+        game_id: a name for the model's version, part of the store identity (see :class:`~shapleig.explanation.imputer.ImputerGame`).
 
     Examples:
         >>> import numpy as np
@@ -63,14 +64,16 @@ class BaselineImputerGame(ImputerGame):
     imputer = "baseline"
 
     def __init__(self, predict: Callable, reference: Any, x: Any, *, output: int | None = None,
-                 max_rows: int = DEFAULT_MAX_ROWS, feature_names: list[str] | None = None) -> None:
+                 max_rows: int = DEFAULT_MAX_ROWS, feature_names: list[str] | None = None,
+                 game_id: str | None = None) -> None:
         if getattr(reference, "ndim", None) == 1 and not hasattr(reference, "columns"):
             reference = reference.to_frame().T if hasattr(reference, "to_frame") else np.asarray(reference)[None, :]
         elif getattr(reference, "ndim", None) is None:
             reference = np.asarray(reference)[None, :]
         if getattr(reference, "shape", (0,))[0] != 1:
             raise GameError(f"the reference must be one row, got shape {reference.shape}")
-        super().__init__(predict, reference, x, output=output, max_rows=max_rows, feature_names=feature_names)
+        super().__init__(predict, reference, x, output=output, max_rows=max_rows, feature_names=feature_names,
+                         game_id=game_id)
 
     def __repr__(self) -> str:
         return f"BaselineImputerGame(n_players={self.n_players})"

@@ -38,6 +38,7 @@ class ConditionalImputerGame(ImputerGame):
         output: column of a multi-output prediction (as for :class:`~shapleig.explanation.imputer.ImputerGame`).
         max_rows: imputed rows per model call.
         feature_names: names of the d features.
+        game_id: a name for the model's version, part of the store identity (see :class:`~shapleig.explanation.imputer.ImputerGame`).
 
     Examples:
         >>> import numpy as np
@@ -51,8 +52,9 @@ class ConditionalImputerGame(ImputerGame):
 
     def __init__(self, predict: Callable, background: Any, x: Any, *, k: int = DEFAULT_NEIGHBOURS,
                  output: int | None = None, max_rows: int = DEFAULT_MAX_ROWS,
-                 feature_names: list[str] | None = None) -> None:
-        super().__init__(predict, background, x, output=output, max_rows=max_rows, feature_names=feature_names)
+                 feature_names: list[str] | None = None, game_id: str | None = None) -> None:
+        super().__init__(predict, background, x, output=output, max_rows=max_rows, feature_names=feature_names,
+                         game_id=game_id)
         if self.background.dtype == object or self.x.dtype == object:
             raise GameError("the conditional imputer needs numeric features (its distances standardise each column)")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:

@@ -33,6 +33,7 @@ from shapleig.explanation.cheap_exact import enumeration_decision, is_gp_method
 from shapleig.explanation.choose_imputer import imputer_game
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
 from shapleig.games.game import check_budget
+from shapleig.games.identity import opaque_parts
 from shapleig.games.indices import EFFICIENT_INDICES, check_index
 from shapleig.runs.budget import BudgetedGame
 from shapleig.runs.evaluators import with_timeout
@@ -98,6 +99,7 @@ def explain(
     feature_names: list[str] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     timeout: float | None = None,
+    game_id: str | None = None,
     progress: bool = True,
     imputer: str = "interventional",
     imputer_options: Mapping[str, Any] | None = None,
@@ -129,13 +131,19 @@ def explain(
             ``"STII"``, ``"FSII"``; docs/math.md §14): the GP arms, ``"exact"`` and
             ``"shapiq:<Approximator>"`` estimate it; other methods give the Shapley value only.
         store: an :class:`~shapleig.runs.store.EvaluationStore` (or a path) that records every
-            coalition value, so a killed run resumes without re-evaluating the model.
+            coalition value, so a killed run resumes without re-evaluating the model. A store
+            belongs to one model, background and row: another is refused naming what differed
+            (the model's fitted state counts: docs/integrity.md §1).
         output: column of a multi-output prediction.
         predict: how to call the model (overrides the recognised method).
         feature_names: names for ``info["feature_names"]`` and plots (default: the frame's columns).
         max_rows: imputed rows per model call (caps one batch's memory).
-        timeout: seconds per coalition evaluation; a longer one is abandoned (its worker process
-            killed) and retried once, then the call fails naming the coalition.
+        timeout: seconds per coalition evaluation; the model is then called in a worker process
+            (started once per call of ``explain``), a longer evaluation is abandoned (the worker
+            killed and replaced) and retried once, then the call fails naming the coalition.
+        game_id: a name for the model's version, part of the store's identity. Needed with a store
+            for a model whose fitted state shapleig cannot read (anything but LightGBM,
+            scikit-learn, torch and Python code); give a new one whenever that model changes.
         progress: a tqdm bar of the evaluations once the run has lasted a few seconds.
         imputer: how absent features are filled (:mod:`shapleig.explanation.choose_imputer`):
             ``"interventional"`` (default, every background row), ``"baseline"`` (one reference row,
@@ -167,15 +175,37 @@ def explain(
         >>> bool(np.allclose(est.values, [1.0, 2.0, 0.0, -1.0] * (x - background.mean(axis=0))))
         True
     """
-    evaluator = with_timeout(None, timeout)  # checked before anything is evaluated
+    # every argument is checked before the model is called (ImputerGame probes it on x)
+    evaluator = with_timeout(None, timeout)
+    seed = resolve_seed(seed, random_state)
+    estimator = resolve_index_method(method, dict(method_options or {}), index)
+    if budget is not None:
+        check_budget(budget)
     fn = model_predict(model, output=None, predict=predict)
     game = imputer_game(fn, background, x, imputer=imputer, imputer_options=imputer_options, output=output,
-                        max_rows=max_rows, feature_names=feature_names)
-    estimator = resolve_index_method(method, dict(method_options or {}), index)
-    seed = resolve_seed(seed, random_state)
+                        max_rows=max_rows, feature_names=feature_names, game_id=game_id)
+    check_readable_identity(game, store, game_id)
     budget = default_budget(estimator, game.n_players) if budget is None else check_budget(budget)
-    return explain_game(game, estimator, budget, seed, store=store, evaluator=evaluator, progress=progress,
-                        exact_if_cheap=exact_if_cheap)
+    try:
+        return explain_game(game, estimator, budget, seed, store=store, evaluator=evaluator, progress=progress,
+                            exact_if_cheap=exact_if_cheap)
+    finally:
+        if evaluator is not None:
+            evaluator.close()  # the worker process of a timed run
+
+
+def check_readable_identity(game: ImputerGame, store: Any, game_id: str | None) -> None:
+    """With a store, refuse a model whose fitted state shapleig cannot read unless ``game_id`` names it.
+
+    Raises:
+        GameError: naming the unreadable parts (docs/integrity.md §1).
+    """
+    if store is None or game_id is not None:
+        return
+    opaque = opaque_parts(game.identity())
+    if opaque:
+        raise GameError(f"explain cannot tell this model apart from others in the evaluation store: {opaque} "
+                        f"(e.g. explain(..., game_id='my-model-v1'))")
 
 
 def default_budget(estimator: Any, p: int) -> int:
@@ -192,7 +222,7 @@ def explain_game(game: ImputerGame, estimator: Any, budget: int, seed: Any, *, s
 
     One model call on the explained row and the background gives f(x) and the baseline, and its
     time decides ``exact_if_cheap``; then the run (budget >= 2^p: every method enumerates); then the
-    efficient indices are conditioned on ``f(x) - baseline``.
+    efficient indices are conditioned on ``f(x) - baseline``. The caller closes ``evaluator``.
     """
     p = game.n_players
     # v(empty) and v(N): one model call on 1 + n_bg rows (about one coalition's work: timed for exact_if_cheap)
@@ -218,4 +248,4 @@ def explain_game(game: ImputerGame, estimator: Any, budget: int, seed: Any, *, s
     return est
 
 
-__all__ = ["ImputerGame", "condition_on_total", "default_budget", "explain", "explain_game", "model_predict"]
+__all__ = ["ImputerGame", "check_readable_identity", "condition_on_total", "default_budget", "explain", "explain_game", "model_predict"]

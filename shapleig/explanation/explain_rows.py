@@ -29,7 +29,7 @@ import numpy as np
 from shapleig.errors import GameError
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.explanation.choose_imputer import imputer_game
-from shapleig.explanation.explain import default_budget, explain_game, resolve_index_method
+from shapleig.explanation.explain import check_readable_identity, default_budget, explain_game, resolve_index_method
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, _as_matrix, _frame_layout, model_predict
 from shapleig.games.game import check_budget
 from shapleig.runs.evaluators import with_timeout
@@ -211,6 +211,7 @@ def explain_X(
     feature_names: list[str] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     timeout: float | None = None,
+    game_id: str | None = None,
     progress: bool = True,
     imputer: str = "interventional",
     imputer_options: Mapping[str, Any] | None = None,
@@ -234,6 +235,8 @@ def explain_X(
         feature_names: names of the d features (default: the background's columns).
         max_rows: imputed rows per model call.
         timeout: seconds per coalition evaluation.
+        game_id: a name for the model's version, as for :func:`shapleig.explain` (needed with a store
+            for a model whose fitted state shapleig cannot read).
         imputer: "interventional" (default), "baseline" or "conditional".
         imputer_options: the imputer's options (``reference``, ``k``).
         exact_if_cheap: enumerate a cheap small game instead of running the GP (per row).
@@ -269,22 +272,28 @@ def explain_X(
         return X_rows.iloc[[r]] if columns is not None else rows[r]
 
     games = [imputer_game(fn, background, row(0), imputer=imputer, imputer_options=imputer_options, output=output,
-                          max_rows=max_rows, feature_names=feature_names)]  # checks the model and shapes first
+                          max_rows=max_rows, feature_names=feature_names, game_id=game_id)]  # checks model, shapes
+    check_readable_identity(games[0], store, game_id)
     budget = default_budget(estimator, games[0].n_players) if budget is None else check_budget(budget)
     from tqdm.auto import tqdm
 
     estimates = []
-    with tqdm(total=rows.shape[0], unit="row", desc="explain_X", disable=not progress) as bar:
-        for r in range(rows.shape[0]):
-            game = games.pop() if games else imputer_game(fn, background, row(r), imputer=imputer,
-                                                          imputer_options=imputer_options, output=output,
-                                                          max_rows=max_rows, feature_names=feature_names)
-            path = None if folder is None else folder / ROW_STORE.format(r)
-            est = explain_game(game, estimator, budget, seeds[r], store=path, evaluator=evaluator, progress=False,
-                               exact_if_cheap=exact_if_cheap)
-            est.info["row"] = r
-            estimates.append(est)
-            bar.update(1)
+    try:
+        with tqdm(total=rows.shape[0], unit="row", desc="explain_X", disable=not progress) as bar:
+            for r in range(rows.shape[0]):
+                game = games.pop() if games else imputer_game(fn, background, row(r), imputer=imputer,
+                                                              imputer_options=imputer_options, output=output,
+                                                              max_rows=max_rows, feature_names=feature_names,
+                                                              game_id=game_id)
+                path = None if folder is None else folder / ROW_STORE.format(r)
+                est = explain_game(game, estimator, budget, seeds[r], store=path, evaluator=evaluator,
+                                   progress=False, exact_if_cheap=exact_if_cheap)
+                est.info["row"] = r
+                estimates.append(est)
+                bar.update(1)
+    finally:
+        if evaluator is not None:
+            evaluator.close()  # the worker process of a timed run
     first = estimates[0]
     return RowsExplanation(estimates, rows, list(first.info["feature_names"]), index=first.index,
                            terms=list(first.terms or []))

@@ -19,8 +19,10 @@ def model_predict(model: Any, output: int | None = None, predict: Callable | Non
     ``predict`` wins when given. Otherwise a classifier (a model with ``predict_proba`` and
     ``classes_``, e.g. scikit-learn's or LightGBM's) uses ``predict_proba``; a binary classifier
     explains the positive class (column 1) unless ``output`` picks another column. Any other model
-    uses ``predict``, and a plain callable is called as it is. Multi-output predictions need
-    ``output`` (checked by :class:`ImputerGame` on the explained row).
+    uses ``predict``, a torch ``nn.Module`` is called on tensors
+    (:class:`~shapleig.explanation.torch_predict.TorchPredict`), and a plain
+    callable is called as it is. Multi-output predictions need ``output`` (checked by
+    :class:`ImputerGame` on the explained row).
     """
     if predict is not None:
         if not callable(predict):
@@ -30,6 +32,10 @@ def model_predict(model: Any, output: int | None = None, predict: Callable | Non
         return model.predict_proba
     if hasattr(model, "predict"):
         return model.predict
+    from shapleig.explanation.torch_predict import TorchPredict, is_torch_module
+
+    if is_torch_module(model):
+        return TorchPredict(model)
     if callable(model):
         return model
     raise GameError(
@@ -49,6 +55,8 @@ class ImputerGame:
                 defaults to column 1, the positive class).
     max_rows:   imputed rows per model call; coalitions are batched so one call sees at most this
                 many rows (at least one coalition, i.e. ``n_bg`` rows).
+    game_id:    a name for the model's version, part of the identity in evaluation stores; needed
+                when the model's fitted state cannot be read (:mod:`shapleig.explanation.model_identity`).
 
     ``game(Z)`` for ``Z: bool[m, d]`` returns ``float64[m]``: ``v(S) = mean_b f(x_S, b_{-S})``.
     The output is validated once on ``x`` at construction, before any coalition is evaluated.
@@ -63,10 +71,12 @@ class ImputerGame:
         output: int | None = None,
         max_rows: int = DEFAULT_MAX_ROWS,
         feature_names: list[str] | None = None,
+        game_id: str | None = None,
     ) -> None:
         if not callable(predict):
             raise GameError(f"predict must be callable, got {type(predict).__name__}")
         self.predict = predict
+        self.game_id = None if game_id is None else str(game_id)
         self._columns, self._dtypes = _frame_layout(background)
         self.background = _as_matrix(background, "background")
         n_bg, d = self.background.shape
@@ -76,7 +86,8 @@ class ImputerGame:
         self.n_players = check_n_players(d)
         self.max_rows = max(int(max_rows), n_bg)
         self.calls = 0
-        names = feature_names if feature_names is not None else self._columns
+        names = feature_names if feature_names is not None else (
+            _display_names(list(self._columns)) if self._columns is not None else None)
         if names is not None and len(names) != d:
             raise GameError(f"{len(names)} feature names for {d} features")
         self.feature_names = [str(n) for n in names] if names is not None else [f"x{j}" for j in range(d)]
@@ -107,7 +118,10 @@ class ImputerGame:
             return rows
         import pandas as pd  # only when the background was a DataFrame
 
-        return pd.DataFrame(rows, columns=self._columns).astype(self._dtypes)
+        # dtypes by position (a dict keyed by labels would merge 1 and 1.0), then the labels as they were
+        frame = pd.DataFrame(rows).astype(dict(enumerate(self._dtypes)))
+        frame.columns = self._columns
+        return frame
 
     def predict_rows(self, rows: np.ndarray) -> np.ndarray:
         """The explained output of the model on ``rows`` (``[n, d]``): ``float64[n]``."""
@@ -134,24 +148,51 @@ class ImputerGame:
             out[start:start + z.shape[0]] = pred.reshape(z.shape[0], n_bg).mean(axis=1)
         return out
 
+    # counters the evaluation worker adds back when the game runs in another process
+    # (``SerialEvaluator(timeout=...)``), so ``calls`` counts the model calls made there too
+    process_counters = ("calls",)
+
     def identity(self) -> dict[str, str]:
-        """Identity components for evaluation stores (:mod:`shapleig.games.identity`): the model's class,
-        the output read, the background rows and the instance explained."""
+        """Identity components for evaluation stores (:mod:`shapleig.games.identity`): the model's
+        fitted state and the method called (:func:`~shapleig.explanation.model_identity.predictor_identity`),
+        the output read, the background rows, the instance explained, the frame's column labels and
+        dtypes, and the ``game_id``."""
+        from shapleig.explanation.model_identity import predictor_identity
         from shapleig.games.identity import digest_value
 
-        model = getattr(self.predict, "__self__", self.predict)
-        return {"model": f"{type(model).__module__}.{type(model).__qualname__}", "output": str(self.output),
-                "background": digest_value(self.background, "background"), "x": digest_value(self.x, "x")}
+        out = predictor_identity(self.predict)
+        out.update({"output": str(self.output), "background": digest_value(self.background, "background"),
+                    "x": digest_value(self.x, "x")})
+        if self._columns is not None:
+            out["columns"] = repr(list(self._columns))
+            out["dtypes"] = repr([repr(t) for t in self._dtypes])
+        if self.game_id is not None:
+            out["game_id"] = self.game_id
+        return out
 
     def __repr__(self) -> str:
         return f"ImputerGame(n_players={self.n_players}, n_background={self.background.shape[0]})"
 
 
-def _frame_layout(data: Any) -> tuple[list[str] | None, dict | None]:
-    """Column names and dtypes of a pandas DataFrame (None, None for anything else)."""
+def _frame_layout(data: Any) -> tuple[Any, list | None]:
+    """The column labels (a pandas ``Index``, labels as they are) and dtypes of a DataFrame;
+    ``(None, None)`` for anything else. Duplicate labels are refused: pandas treats equal labels
+    (``"a"`` twice, or ``0`` and ``0.0``) as one column, so the model would be fed the wrong one."""
     if hasattr(data, "columns") and hasattr(data, "dtypes") and getattr(data, "ndim", 0) == 2:
-        return [str(c) for c in data.columns], data.dtypes.to_dict()
+        if data.columns.has_duplicates:
+            labels = list(data.columns)
+            twice = [labels[i] for i in np.flatnonzero(data.columns.duplicated())]
+            raise GameError(f"the background has duplicate column labels {twice!r} (pandas takes equal labels such "
+                            f"as 0 and 0.0 for one column): give every feature a distinct label")
+        return data.columns, list(data.dtypes)
     return None, None
+
+
+def _display_names(labels: list[Any]) -> list[str]:
+    """Feature names for results and plots: ``str(label)``, or ``repr`` for all when two labels
+    would read the same (``1`` and ``"1"``)."""
+    names = [str(c) for c in labels]
+    return names if len(set(names)) == len(names) else [repr(c) for c in labels]
 
 
 def _as_matrix(data: Any, what: str) -> np.ndarray:
@@ -174,12 +215,22 @@ def _as_matrix(data: Any, what: str) -> np.ndarray:
     return arr
 
 
-def _as_row(x: Any, d: int, columns: list[str] | None) -> np.ndarray:
+def _aligned(x: Any, labels: Any, columns: Any) -> Any:
+    """``x`` (a Series or a one-row DataFrame, whose labels are ``labels``) in the background's column order."""
+    if labels.has_duplicates:
+        raise GameError(f"x has duplicate labels {list(labels[labels.duplicated()])!r}: give every feature a distinct label")
+    missing = [c for c in columns if c not in labels]
+    if missing:
+        raise GameError(f"x lacks the background's columns {missing!r}")
+    return x[columns]
+
+
+def _as_row(x: Any, d: int, columns: Any) -> np.ndarray:
     if hasattr(x, "index") and getattr(x, "ndim", 0) == 1:  # pandas Series: align on the columns
-        x = x[columns] if columns is not None else x
+        x = _aligned(x, x.index, columns) if columns is not None else x
         x = x.to_numpy()
     elif getattr(x, "ndim", 0) == 2 and hasattr(x, "columns"):
-        x = x[columns].to_numpy() if columns is not None else x.to_numpy()
+        x = _aligned(x, x.columns, columns).to_numpy() if columns is not None else x.to_numpy()
     arr = np.asarray(x)
     if arr.dtype != object:
         arr = arr.astype(np.float64)

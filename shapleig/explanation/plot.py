@@ -73,6 +73,8 @@ def plot_explanation(
     """
     if kind not in PLOT_KINDS:
         raise ValueError(f"kind must be one of {PLOT_KINDS}, got {kind!r}")
+    if out is not None:
+        check_figure_path(out)
     if int(max_display) < 1:
         raise ValueError(f"max_display must be >= 1, got {max_display}")
     p = est.n_players
@@ -128,6 +130,26 @@ def default_title(est: ShapleyEstimate) -> str:
     return (": ".join(parts) + f" ({run})") if parts else run
 
 
+def figure_formats() -> dict[str, str]:
+    """The file formats matplotlib writes, ``{suffix without the dot: description}``."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return dict(FigureCanvasBase.get_supported_filetypes())
+
+
+def check_figure_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` if its suffix is a format matplotlib writes; ``ValueError`` listing them otherwise
+    (checked before a run, so a typo such as ``.docx`` or ``.bmpx`` does not waste it)."""
+    out = Path(path)
+    suffix = out.suffix.lower().lstrip(".")
+    formats = figure_formats()
+    if suffix not in formats:
+        given = f"suffix {out.suffix!r}" if out.suffix else "no suffix"
+        raise ValueError(f"figure {out}: {given} is not a format matplotlib writes; use one of "
+                         f"{', '.join('.' + k for k in sorted(formats))}")
+    return out
+
+
 def save_figure(fig: Any, out: str | os.PathLike[str] | None, dpi: int = 130) -> Any:
     """Write ``fig`` to ``out`` (parent folders created) when a path is given; return ``fig``."""
     if out is not None:
@@ -137,4 +159,4 @@ def save_figure(fig: Any, out: str | os.PathLike[str] | None, dpi: int = 130) ->
     return fig
 
 
-__all__ = ["PLOT_KINDS", "plot_explanation", "save_figure"]
+__all__ = ["PLOT_KINDS", "check_figure_path", "figure_formats", "plot_explanation", "save_figure"]

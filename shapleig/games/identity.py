@@ -31,6 +31,7 @@ docs/guide.md §2). Nothing here unpickles anything.
 
 from __future__ import annotations
 
+import dis
 import functools
 import hashlib
 import importlib.metadata
@@ -60,6 +61,14 @@ _CLASS_SKIP = frozenset({"__dict__", "__weakref__", "__module__", "__doc__", "__
                          "__orig_bases__", "__slotnames__"})
 # built-ins that read module state instead of naming it: a function calling them depends on every global
 _READS_ALL_GLOBALS = frozenset({"globals", "vars", "eval", "exec"})
+# reads of an attribute whose name may be built at run time (``getattr(config, "W" + k)``): a function
+# using them depends on every attribute of the user modules it reads
+_READS_ANY_ATTRIBUTE = frozenset({"getattr", "vars", "__dict__", "attrgetter", "methodcaller"})
+# methods that fill a container: a global (or closure) dict, list or set the function fills is
+# its own output (a memo, a log of calls), not an input
+_CACHE_WRITES = frozenset({"setdefault", "update", "__setitem__", "append", "extend", "add", "appendleft"})
+# what such a container is recorded as (its contents are the function's own results)
+CACHE_MARK = "<a container the function fills (a cache or log): not part of the identity>"
 # loggers never change a game's values and reach every handler (and its lock): type and name only
 _INERT_TYPES: tuple[type, ...] = (logging.Logger, logging.LoggerAdapter)
 
@@ -75,7 +84,7 @@ def _is_library_module(name: str) -> bool:
     return path.startswith(_LIBRARY_ROOTS)
 
 
-def _is_library(fn: Any) -> bool:
+def is_library(fn: Any) -> bool:
     """True for a function or class defined in the standard library or an installed package.
 
     Those are identified by name and the package's version (:func:`package_version`); user code
@@ -84,9 +93,25 @@ def _is_library(fn: Any) -> bool:
     return _is_library_module(getattr(fn, "__module__", None) or "")
 
 
-@functools.cache
+_DISTRIBUTIONS: dict[str, list[str]] = {}  # top-level module -> distributions, read once per process
+
+
 def _distributions() -> dict[str, list[str]]:
-    return importlib.metadata.packages_distributions()
+    if not _DISTRIBUTIONS:  # scanning every installed distribution's metadata takes up to a second
+        _DISTRIBUTIONS.update(importlib.metadata.packages_distributions())
+    return _DISTRIBUTIONS
+
+
+def installed_distributions() -> dict[str, list[str]]:
+    """``{top-level module: [distributions providing it]}`` of this environment (read once)."""
+    return dict(_distributions())
+
+
+def adopt_distributions(mapping: dict[str, list[str]]) -> None:
+    """Use ``mapping`` (another process's :func:`installed_distributions` in the same environment)
+    instead of scanning: an evaluation worker digests its copy of the game without that second."""
+    _DISTRIBUTIONS.clear()
+    _DISTRIBUTIONS.update(mapping)
 
 
 @functools.cache
@@ -156,7 +181,9 @@ class _Digest:
             return
         if isinstance(obj, (dict, types.MappingProxyType)):
             self.text("dict", str(len(obj)))
-            for k, v in sorted(obj.items(), key=lambda kv: _sort_key(kv[0])):
+            # keys in the order of their own digests: independent of insertion order and of
+            # PYTHONHASHSEED (a frozenset's repr, and so a repr-based order, follows the hash seed)
+            for k, v in sorted(obj.items(), key=lambda kv: digest_value(kv[0])):
                 self.feed(k, depth, where)
                 self.feed(v, depth, f"{where}[{k!r}]")
             return
@@ -196,7 +223,7 @@ class _Digest:
             self._class(obj, depth, where)
             return
         if isinstance(obj, (types.BuiltinFunctionType, types.MethodWrapperType, np.ufunc)):
-            self.text("named", _qualname(obj))
+            self.text("named", qualname(obj))
             self.text("version", package_version(getattr(obj, "__module__", None) or type(obj).__module__))
             owner = getattr(obj, "__self__", None)  # a bound built-in method: its object counts
             if owner is not None and not isinstance(owner, types.ModuleType):
@@ -215,7 +242,7 @@ class _Digest:
             self.feed(obj.func, depth, where)
             return
         if isinstance(obj, _INERT_TYPES):
-            self.text("inert", _qualname(type(obj)) + ":" + str(getattr(obj, "name", "")))
+            self.text("inert", qualname(type(obj)) + ":" + str(getattr(obj, "name", "")))
             return
         if isinstance(obj, np.random.Generator):
             self.text("Generator")
@@ -240,9 +267,16 @@ class _Digest:
             return
         pandas = sys.modules.get("pandas")
         if pandas is not None and isinstance(obj, (pandas.DataFrame, pandas.Series, pandas.Index)):
+            # the hashes are of the values only (int8 and int64 100 hash alike): dtypes, labels and
+            # the name count too (a model may read them: categories, column names)
             self.text(type(obj).__name__)
             self.feed(np.asarray(pandas.util.hash_pandas_object(obj, index=True)), depth, where)
-            self.feed([str(c) for c in getattr(obj, "columns", [])], depth, where)
+            dtypes = obj.dtypes if isinstance(obj, pandas.DataFrame) else [obj.dtype]
+            self.feed([repr(t) for t in dtypes], depth, where)
+            self.feed([repr(c) for c in getattr(obj, "columns", [])], depth, where)
+            self.feed(repr(getattr(obj, "name", None)), depth, where)
+            if not isinstance(obj, pandas.Index):
+                self.feed(repr(obj.index.dtype), depth, where)
             return
         self._object(obj, depth, where)
 
@@ -258,41 +292,44 @@ class _Digest:
         """A class by name and version if it comes from a library; else by the body of every
         user class in its MRO (methods' code, class-level attributes), so an edited method or a
         changed ``Config.W`` is another game."""
-        self.text("class", _qualname(cls))
-        if _is_library(cls):
+        self.text("class", qualname(cls))
+        if is_library(cls):
             self.text("version", package_version(cls.__module__))
             return
         for klass in cls.__mro__:
-            if _is_library(klass):
-                self.text("base", _qualname(klass))
+            if is_library(klass):
+                self.text("base", qualname(klass))
                 continue
-            self.text("body", _qualname(klass))
+            self.text("body", qualname(klass))
             for name in sorted(k for k in klass.__dict__ if k not in _CLASS_SKIP):
                 self.feed(name, depth, where)
                 self.feed(klass.__dict__[name], depth, f"{where}.{name}")
 
     def _function(self, fn: types.FunctionType, depth: int, where: str) -> None:
-        self.text("function", _qualname(fn))
-        if _is_library(fn):
+        self.text("function", qualname(fn))
+        if is_library(fn):
             self.text("version", package_version(fn.__module__))
             return
         self._code(fn.__code__, depth, where)
         self.feed(fn.__defaults__, depth, where)
         self.feed(fn.__kwdefaults__, depth, where)
+        caches = cache_names(fn)
         for name, value in closure_values(fn).items():
             self.feed(name, depth, where)
-            self.feed(value, depth, f"{where}.{name}")
+            self.feed(CACHE_MARK if _is_cache(name, value, caches) else value, depth, f"{where}.{name}")
         for name, value in global_values(fn).items():
             self.feed(name, depth, where)
             if isinstance(value, types.ModuleType):  # its attributes read are listed as "module.attr"
                 self.text("module", value.__name__)
+                if _is_library_module(value.__name__):  # ``pkg.f`` may change with an upgrade
+                    self.text("version", package_version(value.__name__))
                 continue
-            self.feed(value, depth, f"{where}.{name}")
+            self.feed(CACHE_MARK if _is_cache(name, value, caches) else value, depth, f"{where}.{name}")
 
     def _object(self, obj: Any, depth: int, where: str) -> None:
         cls = type(obj)
-        self.text("object", _qualname(cls))
-        if not _is_library(cls):  # its methods and class attributes compute its values too
+        self.text("object", qualname(cls))
+        if not is_library(cls):  # its methods and class attributes compute its values too
             self.feed(cls, depth, where + ".__class__")
         if callable(getattr(obj, "identity", None)) and not isinstance(obj, type):
             self.feed(obj.identity(), depth, where)
@@ -304,23 +341,24 @@ class _Digest:
         try:  # an object without inspectable state: its pickle (never unpickled) says what it is
             self.text("pickle", pickle.dumps(obj, protocol=4))
         except Exception:  # noqa: BLE001 - any refusal to pickle makes it opaque
-            self.opaque.append(f"{where or 'game'} ({_qualname(cls)})")
+            self.opaque.append(f"{where or 'game'} ({qualname(cls)})")
 
 
-def _qualname(obj: Any) -> str:
+def qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', None) or '?'}.{getattr(obj, '__qualname__', None) or type(obj).__name__}"
 
 
-def _sort_key(key: Any) -> str:
-    return f"{type(key).__name__}:{key!r}"
-
-
 def object_state(obj: Any) -> dict[str, Any] | None:
-    """The attributes that make up ``obj``: its own ``__getstate__`` if its class defines one
-    (e.g. LightGBM, scikit-learn), else ``vars(obj)`` plus ``__slots__``; None if it has none."""
+    """The attributes that make up ``obj``: the ``__getstate__`` of a library class that defines
+    one (LightGBM's Booster returns its model string instead of a C handle; scikit-learn), else
+    ``vars(obj)`` plus ``__slots__``; None if it has none.
+
+    A ``__getstate__`` written in user code is not trusted: it says what to pickle, and may leave
+    out what computes the values (a model reloaded elsewhere), so user objects count by what they
+    really hold."""
     cls = type(obj)
-    getstate = getattr(cls, "__getstate__", None)
-    if getstate is not None and getstate is not getattr(object, "__getstate__", None):
+    owner = next((k for k in cls.__mro__ if "__getstate__" in vars(k)), object)
+    if owner is not object and is_library(owner):
         try:
             state = obj.__getstate__()
         except Exception:  # noqa: BLE001 - fall back to the attributes
@@ -385,14 +423,64 @@ def global_values(fn: types.FunctionType) -> dict[str, Any]:
     strings = _code_strings(fn.__code__)
     if names & _READS_ALL_GLOBALS and not names & _READS_ALL_GLOBALS & set(g):
         names |= {k for k in g if not (k.startswith("__") and k.endswith("__"))}
+    # an attribute name built at run time cannot be read from the code: every attribute counts
+    any_attribute = bool(names & _READS_ANY_ATTRIBUTE)
     out: dict[str, Any] = {}
     for name in sorted(n for n in names if n in g):
         value = g[name]
         out[name] = value
         if isinstance(value, types.ModuleType) and not _is_library_module(value.__name__):
-            for attr, inner in _module_values(value, names | strings).items():
+            for attr, inner in _module_values(value, None if any_attribute else names | strings).items():
                 out[f"{name}.{attr}"] = inner
     return out
+
+
+def cache_names(fn: types.FunctionType) -> set[str]:
+    """Names of the globals and closure variables the function (or code nested in it) fills:
+    ``D[key] = value``, ``D.setdefault``/``update``/``__setitem__``, ``L.append``/``extend``,
+    ``S.add``.
+
+    A dict, list or set the function fills holds its own results (a memo, a log of calls), not
+    its inputs: it is left out of the identity (:data:`CACHE_MARK`), so a memo filled by a run
+    does not make the same game look different when it is bound again. A game whose values read
+    such a container back as an input (``W["scale"] = 2`` inside the game, a counter) is stateful:
+    the identity does not see it, and it needs ``game_id``.
+    """
+    return _written_containers(fn.__code__)
+
+
+def _written_containers(code: types.CodeType) -> set[str]:
+    out: set[str] = set()
+    ins = list(dis.get_instructions(code))
+    loads = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF")
+    for i, inst in enumerate(ins):
+        if inst.opname in loads and i + 1 < len(ins):
+            after = ins[i + 1]
+            if after.opname in ("LOAD_METHOD", "LOAD_ATTR") and after.argval in _CACHE_WRITES:
+                out.add(str(inst.argval))
+        if inst.opname == "STORE_SUBSCR":  # container[key] = value: find what pushed the container
+            height = 0
+            for k in range(i - 1, -1, -1):
+                prev = ins[k]
+                effect = dis.stack_effect(prev.opcode, prev.arg if prev.opcode >= dis.HAVE_ARGUMENT else None,
+                                          jump=False)
+                if height == 1 and effect == 1:  # the key is complete: this pushed the container
+                    if prev.opname in loads:
+                        out.add(str(prev.argval))
+                    break
+                height += effect
+                if height > 1:  # not a plain store (e.g. ``D[k] += 1`` reorders the stack): not a cache
+                    break
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _written_containers(const)
+    return out
+
+
+def _is_cache(name: str, value: Any, caches: set[str]) -> bool:
+    import collections
+
+    return name in caches and isinstance(value, (dict, list, set, collections.deque))
 
 
 def digest_value(value: Any, where: str = "", opaque: list[str] | None = None) -> str:
@@ -434,44 +522,52 @@ def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, s
         out = function_identity(fn.func, f"{prefix}.func")
         out[f"{prefix}.args"] = show_value(fn.args, f"{prefix}.args", opaque)
         out[f"{prefix}.keywords"] = show_value(fn.keywords, f"{prefix}.keywords", opaque)
-    elif isinstance(fn, types.FunctionType) and not _is_library(fn):
+    elif isinstance(fn, types.FunctionType) and not is_library(fn):
         out = {
-            f"{prefix}.code": f"{_qualname(fn)} #{digest_value(fn.__code__)[:12]}",
+            f"{prefix}.code": f"{qualname(fn)} #{digest_value(fn.__code__)[:12]}",
             f"{prefix}.defaults": show_value(fn.__defaults__, prefix, opaque),
         }
         if fn.__kwdefaults__:
             out[f"{prefix}.kwdefaults"] = show_value(fn.__kwdefaults__, prefix, opaque)
+        caches = cache_names(fn)
         for name, value in closure_values(fn).items():
-            out[f"{prefix}.closure.{name}"] = show_value(value, f"{prefix}.{name}", opaque)
+            out[f"{prefix}.closure.{name}"] = CACHE_MARK if _is_cache(name, value, caches) else show_value(
+                value, f"{prefix}.{name}", opaque)
         for name, value in global_values(fn).items():
-            shown = f"module {value.__name__}" if isinstance(value, types.ModuleType) else None
-            out[f"{prefix}.global.{name}"] = shown or show_value(value, f"{prefix}.{name}", opaque)
-    elif isinstance(fn, type) and not _is_library(fn):  # a user class used as the function
-        out = {f"{prefix}.name": _qualname(fn), f"{prefix}.code": show_value(fn, prefix, opaque)}
+            if isinstance(value, types.ModuleType):
+                out[f"{prefix}.global.{name}"] = f"module {value.__name__}"
+                if _is_library_module(value.__name__):  # ``pkg.f`` may change with an upgrade
+                    out[f"{prefix}.global.{name}.version"] = package_version(value.__name__)
+            elif _is_cache(name, value, caches):
+                out[f"{prefix}.global.{name}"] = CACHE_MARK
+            else:
+                out[f"{prefix}.global.{name}"] = show_value(value, f"{prefix}.{name}", opaque)
+    elif isinstance(fn, type) and not is_library(fn):  # a user class used as the function
+        out = {f"{prefix}.name": qualname(fn), f"{prefix}.code": show_value(fn, prefix, opaque)}
     elif isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, types.MethodWrapperType, np.ufunc, type)):
-        out = {f"{prefix}.name": _qualname(fn),
+        out = {f"{prefix}.name": qualname(fn),
                f"{prefix}.version": package_version(getattr(fn, "__module__", None) or type(fn).__module__)}
         owner = getattr(fn, "__self__", None)
         if not isinstance(fn, (types.FunctionType, type)) and owner is not None and not isinstance(owner, types.ModuleType):
             out[f"{prefix}.self"] = show_value(owner, f"{prefix}.self", opaque)
-    elif _is_library(type(fn)) and _is_library(fn) and isinstance(getattr(fn, "__qualname__", None), str):
+    elif is_library(type(fn)) and is_library(fn) and isinstance(getattr(fn, "__qualname__", None), str):
         # a library's function wrapped in a callable object (numpy's dispatchers): name and version
-        out = {f"{prefix}.name": _qualname(fn), f"{prefix}.version": package_version(fn.__module__)}
+        out = {f"{prefix}.name": qualname(fn), f"{prefix}.version": package_version(fn.__module__)}
     else:
-        out = {f"{prefix}.class": _qualname(type(fn))}
-        out.update(_class_code(type(fn), f"{prefix}.", opaque))
+        out = {f"{prefix}.class": qualname(type(fn))}
+        out.update(class_code_identity(type(fn), f"{prefix}.", opaque))
         out.update(_components(fn, f"{prefix}.", opaque))
     if opaque:
         out["opaque"] = "; ".join(opaque)
     return out
 
 
-def _class_code(cls: type, prefix: str, opaque: list[str]) -> dict[str, str]:
+def class_code_identity(cls: type, prefix: str, opaque: list[str]) -> dict[str, str]:
     """``{prefix + "class.code": digest}`` of a user class's body (methods, class attributes), or
     ``{prefix + "class.version": ...}`` for a library class."""
-    if _is_library(cls):
+    if is_library(cls):
         return {f"{prefix}class.version": package_version(cls.__module__)}
-    return {f"{prefix}class.code": f"{_qualname(cls)} #{digest_value(cls, prefix + 'class', opaque)[:12]}"}
+    return {f"{prefix}class.code": f"{qualname(cls)} #{digest_value(cls, prefix + 'class', opaque)[:12]}"}
 
 
 def _components(obj: Any, prefix: str, opaque: list[str]) -> dict[str, str]:
@@ -488,7 +584,7 @@ def game_identity(game: Any, game_id: str | None = None) -> dict[str, str]:
     ``state.*`` components, ``class.code`` (or ``class.version``) for games without their own
     ``identity()``/``fingerprint()``; ``opaque`` lists parts that could not be digested.
     """
-    out = {"class": _qualname(type(game)), "n_players": str(getattr(game, "n_players", "?"))}
+    out = {"class": qualname(type(game)), "n_players": str(getattr(game, "n_players", "?"))}
     opaque: list[str] = []
     if callable(getattr(game, "identity", None)):
         for k, v in game.identity().items():
@@ -505,7 +601,7 @@ def game_identity(game: Any, game_id: str | None = None) -> dict[str, str]:
     else:
         out.update(_components(game, "state.", opaque))
     if not callable(getattr(game, "identity", None)) and not callable(getattr(game, "fingerprint", None)):
-        out.update(_class_code(type(game), "", opaque))  # the methods that compute the values
+        out.update(class_code_identity(type(game), "", opaque))  # the methods that compute the values
     if opaque:
         out["opaque"] = "; ".join(filter(None, [out.get("opaque", ""), *opaque]))
     if game_id is not None:
@@ -551,7 +647,9 @@ def identity_differences(stored: dict[str, str], current: dict[str, str], limit:
 
 def _label(key: str) -> str:
     for prefix, word in (("param.", "parameter "), ("state.", "attribute "), ("fn.closure.", "closure variable "),
-                         ("fn.global.", "global "), ("fn.", "fn ")):
+                         ("fn.global.", "global "), ("fn.", "fn "), ("model.param.", "model parameter "),
+                         ("model.fitted.", "model fitted "), ("model.state_dict.", "model state_dict "),
+                         ("model.buffer.", "model buffer "), ("model.", "model ")):
         if key.startswith(prefix):
             return word + key[len(prefix):]
     return {"store.game_id": "store game_id"}.get(key, key)

@@ -75,14 +75,12 @@ class BudgetedGame:
 
             store = open_store(store)
         self.store = store
-        self.fingerprint: str | None = store.bind(game) if store is not None else None
         if evaluator is None:
-            from shapleig.runs.evaluators import (
-                SerialEvaluator,  # lazy: evaluate.py imports this module
-            )
-
             evaluator = SerialEvaluator(chunk_size=1 if store is not None else None)
         self.evaluator = evaluator
+        # a store's verification re-evaluates through the evaluator when it has a timeout
+        self.fingerprint: str | None = store.bind(game, evaluate=self._verification_values) if store is not None \
+            else None
         self._cache: dict[bytes, float] = {}
         self._rows: list[np.ndarray] = []
         self._values: list[float] = []
@@ -197,6 +195,14 @@ class BudgetedGame:
         attempts = (self.max_retries if own is None else own) + 1
         calls = 1 + (step or 1) * attempts  # a failed chunk call is split into single calls
         return step, float(timeout) * calls + 1.0
+
+    def _verification_values(self, coalitions: np.ndarray) -> np.ndarray:
+        """Values of stored coalitions re-evaluated for ``EvaluationStore(verify=True)``, neither
+        recorded in the store nor charged to the budget: with an evaluation timeout through the
+        evaluator (a game that now hangs is abandoned), else in one call of the game."""
+        if getattr(self.evaluator, "timeout", None) is None:
+            return self.game(coalitions)
+        return self.evaluator.evaluate(self.game, coalitions, max_retries=self.max_retries)
 
     def _evaluate_into(
         self, fresh: np.ndarray, todo: np.ndarray, values: np.ndarray, known: np.ndarray

@@ -23,8 +23,10 @@ processes must be picklable (define them at module level).
 from __future__ import annotations
 
 import copy
+import threading
 import time
 import uuid
+import weakref
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass
@@ -35,7 +37,7 @@ import numpy as np
 from shapleig.errors import EvaluationFailedError, NonFiniteValueError
 from shapleig.games.coalitions import format_coalition
 from shapleig.games.game import Game, as_value_vector
-from shapleig.runs.timeout import WorkerProcess, check_timeout
+from shapleig.runs.timeout import WorkerProcess, check_start_method, check_timeout
 
 
 @dataclass(frozen=True)
@@ -195,14 +197,54 @@ class SerialEvaluator(_RetryingEvaluator):
     ``BudgetedGame``'s), so retries can be configured wherever an evaluator is accepted.
     ``timeout`` (seconds per game call): each call runs in a worker process
     (:mod:`shapleig.runs.timeout`) that is killed when the call takes longer; the attempt then counts
-    as failed ("timed out") and is retried like any other failure.
+    as failed ("timed out") and is retried like any other failure. The worker is started at the
+    first timed evaluation of a game and kept for the next ones (a copy of the game taken then:
+    changes made to the game object afterwards are not seen by it); another game, :meth:`close`,
+    or the evaluator's collection ends it. ``start_method`` chooses how the worker starts
+    (:func:`~shapleig.runs.timeout.check_start_method`; default a fresh interpreter).
     """
 
     def __init__(self, chunk_size: int | None = None, max_retries: int | None = None,
-                 timeout: float | None = None):
+                 timeout: float | None = None, start_method: str | None = None):
         self.chunk_size = _check_chunk_size(chunk_size, allow_none=True)
         self.max_retries = _check_retries(max_retries)
         self.timeout = check_timeout(timeout)
+        self.start_method = check_start_method(start_method)
+        self._start_worker_slot()
+
+    def _start_worker_slot(self) -> None:
+        # the worker lives in a holder shared with a finalizer: collecting the evaluator (or the
+        # interpreter's exit) ends the worker without the finalizer keeping the evaluator alive
+        # (the lock: threads sharing this evaluator take turns on its one worker's pipe)
+        self._slot: dict[str, Any] = {"worker": None, "lock": threading.Lock()}
+        weakref.finalize(self, _close_slot, self._slot)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy (``copy.copy``, pickling) gets a worker slot of its own, never the original's worker
+        state = dict(self.__dict__)
+        state.pop("_slot", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._start_worker_slot()
+
+    def _worker_for(self, game: Game) -> WorkerProcess:
+        """The live worker holding ``game`` (started, or restarted after a kill, on demand)."""
+        worker = self._slot["worker"]
+        if worker is not None and worker.game is game and worker.alive:
+            return worker
+        payload = worker.payload if worker is not None and worker.game is game else None  # a replacement
+        if worker is not None:
+            worker.close()
+        self._slot["worker"] = None
+        self._slot["worker"] = WorkerProcess(game, self.start_method, payload=payload)
+        return self._slot["worker"]
+
+    def close(self) -> None:
+        """End the worker process, if one runs (a later timed evaluation starts a new one)."""
+        with self._slot["lock"]:
+            _close_slot(self._slot)
 
     def evaluate(
         self,
@@ -215,32 +257,32 @@ class SerialEvaluator(_RetryingEvaluator):
         """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``)."""
         state = self._attempts(coalitions, max_retries, on_result)
         queue = deque((rows, 1) for rows in _chunks(coalitions.shape[0], self.chunk_size))
-        worker: WorkerProcess | None = None
-        try:
-            while queue and state.failure is None:
-                rows, attempt = queue.popleft()
-                start = time.perf_counter()
-                output, error, exc = None, None, None
-                if self.timeout is not None:  # in a worker process that is killed if it hangs
-                    if worker is None or not worker.alive:
-                        worker = WorkerProcess(game)
-                    output, seconds, error = worker.call(coalitions[rows].copy(), self.timeout)
-                else:
-                    try:
-                        output = game(coalitions[rows].copy())
-                    except Exception as e:  # any failure of the game is retried; interrupts are not
-                        error, exc = _describe(e), e
-                    seconds = time.perf_counter() - start
-                # retries go first, so a coalition's attempts are consecutive
-                queue.extendleft(reversed(state.outcome(rows, attempt, output, seconds, error, exc)))
-        finally:
-            if worker is not None:
-                worker.close()
+        while queue and state.failure is None:
+            rows, attempt = queue.popleft()
+            start = time.perf_counter()
+            output, error, exc = None, None, None
+            if self.timeout is not None:  # in a worker process that is killed if it hangs
+                with self._slot["lock"]:
+                    output, seconds, error = self._worker_for(game).call(coalitions[rows].copy(), self.timeout)
+            else:
+                try:
+                    output = game(coalitions[rows].copy())
+                except Exception as e:  # any failure of the game is retried; interrupts are not
+                    error, exc = _describe(e), e
+                seconds = time.perf_counter() - start
+            # retries go first, so a coalition's attempts are consecutive
+            queue.extendleft(reversed(state.outcome(rows, attempt, output, seconds, error, exc)))
         return state.finish()
 
     def __repr__(self) -> str:
         extra = f", timeout={self.timeout}" if self.timeout is not None else ""
         return f"SerialEvaluator(chunk_size={self.chunk_size}, max_retries={self.max_retries}{extra})"
+
+
+def _close_slot(slot: dict[str, Any]) -> None:
+    worker, slot["worker"] = slot.get("worker"), None
+    if worker is not None:
+        worker.close()
 
 
 def _evaluate_chunk(game: Game, coalitions: np.ndarray, token: str) -> tuple[Any, float, str | None]:

@@ -388,13 +388,15 @@ class EvaluationStore(ClaimsProtocol):
         """Fingerprint of the game this store belongs to, or None if none is bound yet."""
         return self.meta().get("fingerprint")
 
-    def bind(self, game: Any) -> str:
+    def bind(self, game: Any, evaluate: Any = None) -> str:
         """Claim the store for ``game`` (first use) or check that it belongs to it.
 
         Returns the store's fingerprint. Raises :class:`StoreMismatchError` naming what differs
         when the store was written for a different game (unless ``accept_game_change``), and
         :class:`GameError` when the game's identity cannot be digested and no ``game_id`` is set.
-        With ``verify``, re-evaluates a random sample of stored coalitions the first time (see the class doc).
+        With ``verify``, re-evaluates a random sample of stored coalitions the first time (see the class doc),
+        through ``evaluate`` (``bool[k, p] -> float64[k]``) when given: ``BudgetedGame`` passes its
+        evaluator's, so a verification honours the run's timeout and retries.
         """
         p = check_game(game)
         identity = game_identity(game, self.game_id)
@@ -448,10 +450,10 @@ class EvaluationStore(ClaimsProtocol):
             logger.warning("evaluation store %s: reusing values of a different game identity (%s)",
                            self.path, "; ".join(diffs))
         if self.verify and not self._verified:
-            self._verify_sample(game)
+            self._verify_sample(game, evaluate)
         return stored
 
-    def _verify_sample(self, game: Any) -> None:
+    def _verify_sample(self, game: Any, evaluate: Any = None) -> None:
         """Re-evaluate up to ``verify_count`` stored coalitions drawn at random (so a store doctored
         anywhere, not only in its first row, can be caught); :class:`StoreMismatchError` listing
         every coalition whose value changed."""
@@ -466,7 +468,7 @@ class EvaluationStore(ClaimsProtocol):
         pick = np.random.default_rng().choice(len(rows), size=min(self.verify_count, len(rows)), replace=False)
         chosen = [rows[i] for i in sorted(pick)]
         Z = np.stack([decode_coalition(code) for code, _ in chosen])
-        now = as_value_vector(game(Z.copy()), len(chosen))
+        now = as_value_vector((evaluate or game)(Z.copy()), len(chosen))
         differ = [f"{format_coalition(Z[k])}: stored {float(stored)!r}, now {float(now[k])!r}"
                   for k, (_, stored) in enumerate(chosen)
                   if not np.isclose(now[k], float(stored), rtol=self.verify_rtol, atol=self.verify_rtol * 1e-3)]

@@ -669,3 +669,162 @@ def test_an_environment_variable_is_outside_the_identity_and_game_id_covers_it(t
     monkeypatch.setenv("ADV_SCALE", "3")
     with pytest.raises(StoreMismatchError, match=r"the game now returns"):
         BudgetedGame(FunctionGame(fn, P), 5, store=EvaluationStore(tmp_path / "v.sqlite", verify=True))
+
+
+# -- the third pass's doors (issue 27, item 3) ------------------------------------------------------
+
+def module_attribute_runtime_name(tmp_path):
+    """``getattr(config, "W" + suffix)``: the attribute's name is built at run time, so it is in
+    neither the code's names nor its strings; every attribute of the module counts instead."""
+    config = _module(tmp_path, "W1 = 1.0\nW2 = 5.0\n")
+    user = _module(tmp_path, f"""
+        import numpy as np
+        import {config.__name__} as config
+        def fn(Z, k=1):
+            return np.asarray(Z, float).sum(axis=1) * getattr(config, "W" + str(k))
+        """)
+
+    def b():
+        config.W1 = 2.0
+        return FunctionGame(user.fn, P)
+    return FunctionGame(user.fn, P), b, r"global config\.W1: 1\.0 vs 2\.0"
+
+
+def getstate_drops_the_model(tmp_path):
+    """A game whose ``__getstate__`` (written for pickling) leaves its model out: the identity reads
+    the attributes the object really has, not what it chooses to pickle."""
+    mod = _module(tmp_path, """
+        import numpy as np
+        class G:
+            n_players = 4
+            def __init__(self, w):
+                self.model = np.full(4, w)
+            def __getstate__(self):
+                return {"kind": "G"}
+            def __call__(self, Z):
+                return np.asarray(Z, float) @ self.model
+        """)
+    return mod.G(1.0), lambda: mod.G(2.0), r"attribute model: ndarray float64\[4\] #"
+
+
+def series_dtype(tmp_path):
+    """The same numbers as int8 and int64: a model may treat them differently (here they overflow)."""
+    def make(s):
+        return lambda Z: (np.asarray(Z, np.int64) @ s.to_numpy()).astype(s.dtype) * 1.0
+
+    return (FunctionGame(make(pd.Series([100, 100, 100, 100], dtype=np.int8)), P),
+            lambda: FunctionGame(make(pd.Series([100, 100, 100, 100], dtype=np.int64)), P),
+            r"closure variable s: Series #")
+
+
+DOORS: list[Callable] = [module_attribute_runtime_name, getstate_drops_the_model, series_dtype]
+
+
+@pytest.mark.parametrize("scenario", DOORS, ids=[s.__name__ for s in DOORS])
+def test_the_third_pass_doors_are_closed(scenario, tmp_path):
+    test_a_game_with_other_values_is_refused_naming_the_difference(scenario, tmp_path)
+
+
+def test_an_upgraded_package_read_as_module_attribute_is_another_game(tmp_path):
+    """``lambda Z: fakepkg.score(Z)`` names the module and reads ``score`` from it: the module's
+    package version is part of the identity, so an upgrade is refused naming both versions."""
+    site = tmp_path / "site"
+    site.mkdir()
+    code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        import shapleig.games.identity as identity
+        identity._LIBRARY_ROOTS = identity._LIBRARY_ROOTS + (sys.argv[1],)
+        import numpy as np
+        import fakepkg_shapleig
+        from shapleig import BudgetedGame, FunctionGame
+        from shapleig.errors import StoreMismatchError
+        game = FunctionGame(lambda Z: fakepkg_shapleig.score(Z), 4)
+        try:
+            BudgetedGame(game, 5, store=sys.argv[2])(np.eye(4, dtype=bool)[:3])
+        except StoreMismatchError as exc:
+            print("REFUSED", exc)
+        else:
+            print("SERVED")
+        """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run() -> str:
+        out = subprocess.run([sys.executable, "-c", code, str(site), str(tmp_path / "s.sqlite")], check=False, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    _install_fake(site, "1.0", 1.0)
+    assert run() == "SERVED"
+    _install_fake(site, "2.0", 2.0)
+    out = run()
+    assert out.startswith("REFUSED") and "fakepkg-shapleig 1.0 vs fakepkg-shapleig 2.0" in out, out
+
+
+def test_frozenset_keys_digest_the_same_under_every_hash_seed(tmp_path):
+    """A dict keyed by frozensets of strings (whose iteration order and repr follow PYTHONHASHSEED):
+    two interpreters with different hash seeds must give the same identity, or a resumed run in a
+    new process would be refused for nothing (keys of 3-5 strings: an order taken from their repr
+    would differ between the two seeds)."""
+    code = textwrap.dedent("""
+        import numpy as np
+        from shapleig import FunctionGame
+        from shapleig.runs.budget import game_fingerprint
+        W = {frozenset({"alpha", "beta", "gamma", "omega", "psi"}): 1.0, frozenset({"delta", "eps", "chi", "phi"}): 2.0,
+             frozenset({"zeta", "nu", "xi"}): 3.0, frozenset({"eta", "theta", "iota", "kappa", "mu"}): 4.0}
+        g = FunctionGame(lambda Z: np.asarray(Z, float).sum(axis=1) * sum(W.values()), 4)
+        print(game_fingerprint(g), sorted(W.values(), key=lambda v: repr(next(k for k in W if W[k] == v))))
+        """)
+    fingerprints, repr_orders = set(), set()
+    for seed in ("1", "3"):  # two seeds under which the keys' reprs sort differently (checked below)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True,
+                             timeout=120)
+        fingerprint, order = out.stdout.strip().split(" ", 1)
+        fingerprints.add(fingerprint)
+        repr_orders.add(order)
+    assert len(repr_orders) == 2, "the seeds must order the keys' reprs differently for the test to mean anything"
+    assert len(fingerprints) == 1, fingerprints
+
+
+def test_a_global_memo_filled_by_the_game_does_not_refuse_its_own_store(tmp_path):
+    """A module-level cache the function writes into (``_MEMO[key] = value``) is the function's own
+    output, not an input: after the run filled it, binding the same game again is served."""
+    mod = _module(tmp_path, """
+        import numpy as np
+        _MEMO = {}
+        def fn(Z):
+            out = []
+            for row in np.asarray(Z, bool):
+                key = row.tobytes()
+                if key not in _MEMO:
+                    _MEMO[key] = float(row.sum()) ** 2
+                out.append(_MEMO[key])
+            return np.array(out)
+        """)
+    _write(FunctionGame(mod.fn, P), tmp_path / "s.sqlite")
+    assert len(mod._MEMO) == 3  # the run filled the memo
+    _accepted(FunctionGame(mod.fn, P), tmp_path / "s.sqlite")
+
+
+def test_a_module_imported_by_a_run_time_name_needs_a_game_id(tmp_path):
+    """A module the function reaches through a name built at run time (``importlib.import_module``)
+    is not among its globals: the identity cannot see it (docs/integrity.md §1.2). The documented
+    remedies work: a ``game_id`` naming the version, or ``verify=True``."""
+    config = _module(tmp_path, "W = 1.0\n")
+    user = _module(tmp_path, f"""
+        import importlib
+        import numpy as np
+        NAME = "{config.__name__[:-2]}"
+        def fn(Z):
+            return np.asarray(Z, float).sum(axis=1) * importlib.import_module(NAME + "{config.__name__[-2:]}").W
+        """)
+    _write(FunctionGame(user.fn, P, game_id="config-1"), tmp_path / "s.sqlite")
+    _write(FunctionGame(user.fn, P), tmp_path / "v.sqlite")
+    config.W = 2.0
+    assert "game_id: config-1 vs config-2" in _refused(FunctionGame(user.fn, P, game_id="config-2"),
+                                                      tmp_path / "s.sqlite")
+    _accepted(FunctionGame(user.fn, P), tmp_path / "v.sqlite")  # the door: served without game_id or verify
+    with pytest.raises(StoreMismatchError, match=r"the game now returns"):
+        BudgetedGame(FunctionGame(user.fn, P), 5, store=EvaluationStore(tmp_path / "v.sqlite", verify=True))

@@ -1,0 +1,47 @@
+"""A torch ``nn.Module`` as the prediction function of :func:`~shapleig.explanation.explain`.
+
+torch is imported only when the object explained comes from torch (:func:`is_torch_module`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def from_package(obj: Any, package: str) -> bool:
+    """Whether a class of ``package`` is in ``obj``'s MRO (its module is ``package`` or below)."""
+    return any((k.__module__ or "").split(".")[0] == package for k in type(obj).__mro__)
+
+
+def is_torch_module(obj: Any) -> bool:
+    """True for a ``torch.nn.Module`` (torch is imported only if the object comes from torch)."""
+    if not from_package(obj, "torch"):
+        return False
+    import torch
+
+    return isinstance(obj, torch.nn.Module)
+
+
+class TorchPredict:
+    """A torch ``nn.Module`` as ``float[n, d] -> float[n, ...]``: rows converted to the dtype and
+    device of its parameters, called without gradients, the output returned as a float64 array.
+    The module is called as it is (its ``training`` flag is left alone; call ``module.eval()``
+    first for dropout or batch-norm layers). Picklable when the module is."""
+
+    def __init__(self, module: Any) -> None:
+        self.torch_module = module
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        import torch
+
+        first = next(iter(self.torch_module.parameters()), None)
+        dtype = first.dtype if first is not None else torch.get_default_dtype()
+        device = first.device if first is not None else torch.device("cpu")
+        with torch.no_grad():
+            out = self.torch_module(torch.as_tensor(np.asarray(rows, dtype=np.float64)).to(dtype=dtype, device=device))
+        return out.detach().cpu().numpy().astype(np.float64)
+
+    def __repr__(self) -> str:
+        return f"TorchPredict({type(self.torch_module).__name__})"
