@@ -159,7 +159,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
             warnings.simplefilter("ignore", BudgetCoversGameWarning)
             est = shapleig.explain(model, background, data.iloc[args.row], budget=args.budget, seed=seed,
                                    method=estimator, index=index, output=args.output, store=args.store,
-                                   timeout=timeout, game_id=args.game_id)
+                                   timeout=timeout, game_id=args.game_id, imputer=args.imputer,
+                                   exact_if_cheap=not args.no_exact_if_cheap)
     except EvaluationFailedError as exc:  # the run failed (exit 1), the input was fine
         if "TimeoutError" in str(exc):
             raise EvaluationFailedError(f"{exc}; a model evaluation may take at most --eval-timeout {timeout:g} s: "
@@ -215,6 +216,10 @@ def add_explain_parser(sub: Any) -> None:
     p.add_argument("--game-id", default=None,
                    help="a name for the model's version in the store; needed for a pickled model whose fitted "
                         "state shapleig cannot read (not LightGBM, scikit-learn or torch)")
+    p.add_argument("--imputer", default="interventional", choices=("interventional", "baseline", "conditional"),
+                   help="how absent features are filled: interventional (default), baseline or conditional")
+    p.add_argument("--no-exact-if-cheap", action="store_true",
+                   help="keep the method even where enumerating every coalition would cost less")
     p.add_argument("--out", default=None, help="write the values as parquet (.parquet)")
     p.add_argument("--background", type=int, default=100, help="background rows sampled from the data (100)")
     p.add_argument("--background-data", default=None, help="sample the background from this file instead")

@@ -58,7 +58,7 @@ def parse_rows(text: str, n: int) -> list[int]:
 
 def cmd_explain_rows(args: argparse.Namespace) -> int:
     import shapleig
-    from shapleig.errors import ShapleigError
+    from shapleig.errors import EvaluationFailedError, ShapleigError
     from shapleig.estimation.enumeration import BudgetCoversGameWarning
     from shapleig.explanation.choose_imputer import IMPUTERS
     from shapleig.games.indices import check_index
@@ -106,7 +106,12 @@ def cmd_explain_rows(args: argparse.Namespace) -> int:
             res = shapleig.explain_X(model, background, data.iloc[rows], budget=args.budget, seed=seed,
                                      method=estimator, index=index, output=args.output, store=args.store,
                                      timeout=timeout, imputer=args.imputer, exact_if_cheap=not args.no_exact_if_cheap,
-                                     progress=not args.quiet)
+                                     progress=not args.quiet, game_id=args.game_id)
+    except EvaluationFailedError as exc:  # the run failed (exit 1), the input was fine
+        if "TimeoutError" in str(exc):
+            raise EvaluationFailedError(f"{exc}; a model evaluation may take at most --eval-timeout {timeout:g} s: "
+                                        f"raise it if the model is that slow") from exc
+        raise
     except ShapleigError as exc:
         raise UsageError(cli_store_advice(exc, "give another --store folder")) from exc
     for est, position in zip(res.estimates, rows):
@@ -148,6 +153,9 @@ def add_explain_rows_parser(sub: Any) -> None:
     p.add_argument("--no-exact-if-cheap", action="store_true",
                    help="keep the method even where enumerating every coalition would cost less")
     p.add_argument("--store", default=None, help="a folder: one evaluation store per row; a rerun resumes from it")
+    p.add_argument("--game-id", default=None,
+                   help="a name for the model's version in the stores; needed for a pickled model whose fitted "
+                        "state shapleig cannot read (not LightGBM, scikit-learn or torch)")
     p.add_argument("--out", default=None, help="per-row values as parquet (.parquet)")
     p.add_argument("--summary", default=None, help="the global importance table (.csv or .parquet)")
     p.add_argument("--background", type=int, default=100, help="background rows sampled from the data (100)")

@@ -408,3 +408,22 @@ def test_the_executor_timeout_abandons_a_task_at_the_timeout_not_later():
     with ThreadPoolExecutor(1) as ex:
         with pytest.raises(EvaluationFailedError, match=r"timed out after 0\.5 s"):
             ExecutorEvaluator(ex, timeout=0.5).evaluate(FunctionGame(sleeps, P), ROWS[:1], max_retries=0)
+
+
+@pytest.mark.parametrize("command", ["explain", "explain-rows"])
+def test_the_explain_commands_report_a_timeout_as_a_failed_run(tmp_path, capsys, command):
+    """Both explain commands: a timed-out model evaluation is a failed run (exit 1), not a usage error."""
+    import joblib
+    import pandas as pd
+
+    from shapleig_tasks.cli import main
+
+    X, _ = _linear_data()
+    pd.DataFrame(X, columns=list("abcd")).to_csv(tmp_path / "X.csv", index=False)
+    joblib.dump(HangsInWorkers([1.0, 2.0, 3.0, 4.0]), tmp_path / "m.joblib")
+    where = ["--row", "0"] if command == "explain" else ["--rows", "0", "--quiet"]
+    code = _within(60, lambda: main([command, "--model", str(tmp_path / "m.joblib"), "--data", str(tmp_path / "X.csv"),
+                                     *where, "--budget", "8", "--background", "5", "--eval-timeout", "0.5",
+                                     "--no-exact-if-cheap"]))
+    err = capsys.readouterr().err
+    assert code == 1 and "timed out after 0.5 s" in err and "--eval-timeout" in err, err
