@@ -85,8 +85,12 @@ def package_versions(method: str = "") -> str:
 
 # --------------------------------------------------------------------------------------------
 # parsing and validation
+MAX_BUDGET = 2**63 - 1  # the results table's int64 budget column
+
+
 def parse_budgets(items: Iterable[str | int]) -> list[str]:
-    """Budget specs: integers (``'32'``) or multiples of p (``'2p'``, ``'0.5p'``); commas allowed."""
+    """Budget specs: integers (``'32'``) or multiples of p (``'2p'``, ``'0.5p'``); commas allowed.
+    A budget beyond int64 (``MAX_BUDGET``) is refused naming it."""
     out: list[str] = []
     for item in items:
         for part in filter(None, (s.strip() for s in str(item).split(","))):
@@ -96,6 +100,10 @@ def parse_budgets(items: Iterable[str | int]) -> list[str]:
                 raise ValueError(f"bad budget {part!r}: write an integer (32) or a multiple of p (4p)")
             if float(part.rstrip("p")) == 0:
                 raise ValueError(f"budget {part}: budgets must be positive, e.g. 32 or 4p")
+            size = float(part[:-1]) if part.endswith("p") else int(part)
+            if size > MAX_BUDGET:
+                raise ValueError(f"budget {part} is too large: budgets count evaluations as 64-bit integers "
+                                 f"(at most 2^63 - 1 = {MAX_BUDGET}); no game can use that many")
             if part not in out:
                 out.append(part)
     if not out:
@@ -416,6 +424,9 @@ def build_plan(
         for b, n in resolved:
             if n < 1:
                 raise ValueError(f"budget {b} is {n} for task {task.name!r} (p = {p}); need >= 1")
+            if n > MAX_BUDGET:
+                raise ValueError(f"budget {b} is {n} for task {task.name!r} (p = {p}): too large, budgets count "
+                                 f"evaluations as 64-bit integers (at most 2^63 - 1)")
             if p <= 62 and n > (1 << p) and not covers_game(p, n):
                 raise ValueError(
                     f"budget {b} = {n} exceeds the 2^{p} = {1 << p} distinct coalitions of task {task.name!r}"
@@ -447,6 +458,11 @@ def _fitting_budgets(
     min_players = int(getattr(est, "min_players", 1))
     if p < min_players:
         raise ValueError(f"method {spec.label!r} needs at least {min_players} players; task {task.name!r} has {p}")
+    max_players = getattr(est, "max_players", None)
+    if max_players is not None and p > max_players:
+        why = f" ({est.min_budget_reason(p)})" if hasattr(est, "min_budget_reason") else ""
+        raise ValueError(f"method {spec.label!r} handles at most {max_players} players{why}; "
+                         f"task {task.name!r} has p = {p}")
     if not hasattr(est, "min_budget"):
         return list(budgets)
     minimum = int(est.min_budget(p))
