@@ -174,12 +174,24 @@ def test_a_store_file_with_two_hard_links_is_refused_by_two_processes(tmp_path):
 
 
 # -- item 6: hangs ------------------------------------------------------------------------------
+class _FakeClock:
+    """This process's monotonic clock for leases, advanced by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @pytest.mark.parametrize("host, pid", [("elsewhere", 1), ("here", "parent")])
-def test_a_claim_whose_owner_clock_runs_ahead_is_taken_over_after_the_lease(tmp_path, host, pid):
+def test_a_claim_whose_owner_clock_runs_ahead_is_taken_over_after_the_lease(tmp_path, monkeypatch, host, pid):
     """The owner wrote its heartbeat with a wall clock one hour ahead, then stopped refreshing it
     (it died on another host, or hangs here): the claim is taken over once this process has seen
-    it unchanged for ``lease_seconds`` of its own monotonic clock."""
+    it unchanged for ``lease_seconds`` of its own monotonic clock (simulated here), and not before."""
     import socket
+
+    from shapleig.runs.claims import ClaimTable
 
     path = tmp_path / "s.sqlite"
     _stored(path, n=1)
@@ -187,42 +199,54 @@ def test_a_claim_whose_owner_clock_runs_ahead_is_taken_over_after_the_lease(tmp_
     pid = os.getppid() if pid == "parent" else pid  # a live process that is not this one
     _sql(path, f"INSERT INTO claims (coalition, owner, host, pid, heartbeat) VALUES "
                f"('11000', 'skewed:1:x', '{host}', {pid}, {time.time() + 3600.0})")
-    store = EvaluationStore(path, lease_seconds=0.5)
-    game = QuadraticGame(P, seed=0)
-    start = time.monotonic()
-    values = _within(20, lambda: BudgetedGame(game, 8, store=store)(ROWS[[1]]))
-    assert time.monotonic() - start >= 0.5  # not before the lease has passed unchanged
-    np.testing.assert_array_equal(values, game.values(ROWS[[1]]))
+    clock = _FakeClock()
+    monkeypatch.setattr(ClaimTable, "clock", clock)
+    store = EvaluationStore(path, lease_seconds=60.0)
+    for advance in (0.0, 30.0, 29.9):  # 59.9 s unchanged: still the owner's
+        clock.now += advance
+        found, _, mine, busy = store.claim(ROWS[[1]])
+        assert busy.tolist() == [True] and not mine.any() and not found.any()
+    clock.now += 0.2  # 60.1 s unchanged: taken over
+    found, _, mine, busy = store.claim(ROWS[[1]])
+    assert mine.tolist() == [True] and not busy.any()
+    store.release(ROWS[[1]])
     store.close()
 
 
-def test_a_refreshed_claim_of_a_skewed_clock_is_waited_for(tmp_path):
-    """Control: a claim whose heartbeat keeps changing is live whatever its owner's clock says."""
+def test_a_run_waiting_for_a_skewed_dead_claim_finishes(tmp_path):
+    """End to end, real clocks: a run needing the coalition waits one lease (0.5 s), then
+    evaluates it (before: it waited for ever)."""
+    path = tmp_path / "s.sqlite"
+    _stored(path, n=1)
+    _sql(path, "INSERT INTO claims (coalition, owner, host, pid, heartbeat) VALUES "
+               f"('11000', 'skewed:1:x', 'elsewhere', 1, {time.time() + 3600.0})")
+    store = EvaluationStore(path, lease_seconds=0.5)
+    game = QuadraticGame(P, seed=0)
+    budgeted = BudgetedGame(game, 8, store=store)
+    values = _within(20, lambda: budgeted(ROWS[[1]]))
+    np.testing.assert_array_equal(values, game.values(ROWS[[1]]))
+    assert budgeted.n_game_evaluations == 1
+    store.close()
+
+
+def test_a_refreshed_claim_of_a_skewed_clock_is_waited_for(tmp_path, monkeypatch):
+    """Control: a claim whose heartbeat keeps changing is live whatever its owner's clock says
+    (before, a heartbeat an hour behind was taken over at once, although refreshed)."""
+    from shapleig.runs.claims import ClaimTable
+
     path = tmp_path / "s.sqlite"
     _stored(path, n=1)
     _sql(path, "INSERT INTO claims (coalition, owner, host, pid, heartbeat) VALUES "
                f"('11000', 'skewed:1:x', 'elsewhere', 1, {time.time() - 3600.0})")
-    store = EvaluationStore(path, lease_seconds=0.6)
-    stop = threading.Event()
-
-    def beat() -> None:  # the owner's heartbeat, one hour behind, every lease / 4
-        con = sqlite3.connect(path)
-        while not stop.wait(0.15):
-            con.execute("UPDATE claims SET heartbeat = ?", (time.time() - 3600.0,))
-            con.commit()
-        con.close()
-
-    thread = threading.Thread(target=beat, daemon=True)
-    thread.start()
-    try:
-        for _ in range(8):  # 1.6 s, well past the lease: still busy every time
-            found, _, mine, busy = store.claim(ROWS[[1]])
-            assert busy.tolist() == [True] and not mine.any() and not found.any()
-            time.sleep(0.2)
-    finally:
-        stop.set()
-        thread.join()
-        store.close()
+    clock = _FakeClock()
+    monkeypatch.setattr(ClaimTable, "clock", clock)
+    store = EvaluationStore(path, lease_seconds=60.0)
+    for k in range(6):  # 6 minutes, refreshed every 30 s (lease / 2): still busy every time
+        found, _, mine, busy = store.claim(ROWS[[1]])
+        assert busy.tolist() == [True] and not mine.any() and not found.any()
+        _sql(path, f"UPDATE claims SET heartbeat = {time.time() - 3600.0 + k + 1}")
+        clock.now += 30.0
+    store.close()
 
 
 def test_a_fifo_or_other_non_regular_file_is_refused_without_blocking(tmp_path):
