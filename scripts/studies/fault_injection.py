@@ -500,53 +500,63 @@ def run_hang_campaign(trials: int = 10, seed: int = 0, timeout: float = 1.0, lea
 _OPEN_THROUGH = """
 import sys
 sys.path.insert(0, sys.argv[1])
+import numpy as np
 from _games_for_parallel import QuadraticGame
 from shapleig import BudgetedGame, EvaluationStore
 from shapleig.errors import StoreError
-import numpy as np
-rows = np.tril(np.ones((6, 6), dtype=bool))
+from shapleig.games.coalitions import all_coalitions
+rows = all_coalitions(10)[int(sys.argv[3])::2][:250]  # this process's half: 250 values, one commit each
 try:
-    BudgetedGame(QuadraticGame(6, seed=0), 64, store=EvaluationStore(sys.argv[2]))(rows)
+    BudgetedGame(QuadraticGame(10, seed=0), 1024, store=EvaluationStore(sys.argv[2]))(rows)
 except StoreError as exc:
     print("REFUSED", "hard links" in str(exc), flush=True)
 else:
-    print("OPENED", flush=True)
+    print("OPENED", len(rows), flush=True)
 """
 
 
 def run_hard_link_campaign(trials: int = 5) -> dict[str, Any]:
     """Each trial: a store with 3 values gets a second hard link; two processes started at once
-    write through the two names. Counted: opens refused naming the hard links (must be all),
-    opens that went through, and stores damaged or missing a value afterwards (must be 0)."""
+    write 250 values each, one through each name. Counted: opens refused naming the hard links
+    (must be all), opens that went through, stores damaged afterwards (``PRAGMA integrity_check``)
+    and values committed by a process but missing from the file (both must be 0)."""
     import sqlite3
     import subprocess
 
     from _games_for_parallel import QuadraticGame
 
     from shapleig import BudgetedGame, EvaluationStore
+    from shapleig.games.coalitions import all_coalitions
 
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     out = {"trials": trials, "opens": 0, "refused naming the links": 0, "opened": 0, "stores damaged": 0,
            "values lost": 0}
-    rows = np.tril(np.ones((6, 6), dtype=bool))
     for _ in range(trials):
         with tempfile.TemporaryDirectory() as folder:
             path, link = Path(folder) / "s.sqlite", Path(folder) / "link.sqlite"
             with EvaluationStore(path) as store:
-                BudgetedGame(QuadraticGame(6, seed=0), 64, store=store)(rows[:3])
+                BudgetedGame(QuadraticGame(10, seed=0), 1024, store=store)(all_coalitions(10)[-3:])
             os.link(path, link)
-            procs = [subprocess.Popen([sys.executable, "-c", _OPEN_THROUGH, str(REPO / "tests"), str(name)],
+            procs = [subprocess.Popen([sys.executable, "-c", _OPEN_THROUGH, str(REPO / "tests"), str(name), str(k)],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                     for name in (path, link)]
+                     for k, name in enumerate((path, link))]
+            committed = 3
             for proc in procs:
-                text, _ = proc.communicate(timeout=120)
+                text, _ = proc.communicate(timeout=300)
                 out["opens"] += 1
                 out["refused naming the links"] += int(text.startswith("REFUSED True"))
-                out["opened"] += int(text.startswith("OPENED"))
+                if text.startswith("OPENED"):
+                    out["opened"] += 1
+                    committed += int(text.split()[1])
             con = sqlite3.connect(path)
-            out["stores damaged"] += int(con.execute("PRAGMA integrity_check").fetchone()[0] != "ok")
-            out["values lost"] += 3 - con.execute("SELECT COUNT(*) FROM evaluations WHERE status='ok'").fetchone()[0]
+            try:
+                damaged = con.execute("PRAGMA integrity_check").fetchone()[0] != "ok"
+                left = con.execute("SELECT COUNT(DISTINCT coalition) FROM evaluations WHERE status='ok'").fetchone()[0]
+            except sqlite3.DatabaseError:
+                damaged, left = True, 0
             con.close()
+            out["stores damaged"] += int(damaged)
+            out["values lost"] += max(0, committed - left)
     return out
 
 
@@ -575,13 +585,13 @@ def run_clock_skew_campaign(trials: int = 5, skew: float = 3600.0, lease: float 
     leases were read as heartbeat tokens on B's own clock, B waited ``skew`` seconds."""
     import subprocess
 
-    from _games_for_parallel import QuadraticGame
+    from _games_for_parallel import HangingGame, QuadraticGame
 
     from shapleig import BudgetedGame, EvaluationStore
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "SHAPLEIG_TEST_HANG": "1"}
     out = {"trials": trials, "skew s": skew, "lease s": lease, "B finished": 0, "B max wait s": 0.0,
-           "wrong values served": 0}
+           "B failed": 0, "wrong values served": 0}
     code = "110100"
     rows = np.array([[c == "1" for c in code]])
     for _ in range(trials):
@@ -597,14 +607,19 @@ def run_clock_skew_campaign(trials: int = 5, skew: float = 3600.0, lease: float 
             result: dict[str, Any] = {}
 
             def b_run() -> None:
-                store = EvaluationStore(store_path, lease_seconds=lease)
-                result["values"] = BudgetedGame(QuadraticGame(6), 4, store=store)(rows)
-                store.close()
+                try:
+                    store = EvaluationStore(store_path, lease_seconds=lease)
+                    game = HangingGame(6, hang=[code], started_file=os.devnull)  # A's game (hangs only in A)
+                    result["values"] = BudgetedGame(game, 4, store=store)(rows)
+                    store.close()
+                except Exception as exc:  # noqa: BLE001 - counted
+                    result["error"] = f"{type(exc).__name__}: {exc}"
 
             begin = time.perf_counter()
             worker = threading.Thread(target=b_run, daemon=True)
             worker.start()
             worker.join(patience)
+            out["B failed"] += int("error" in result)
             if "values" in result:
                 out["B finished"] += 1
                 out["B max wait s"] = round(max(out["B max wait s"], time.perf_counter() - begin), 2)
