@@ -55,13 +55,18 @@ def _shapiq_members() -> list[str]:
         return []
 
 
+_registered = False
+
+
 def register_methods() -> None:
     """Register the baselines and the ``shapiq:`` family (the ``shapleig.methods`` entry point)."""
+    global _registered
     for method in METHODS:
         registry.register(method)
     registry.register_prefix(Prefix(SHAPIQ_PREFIX, _build_shapiq,
                                     "shapiq's approximators, with the extra shapleig[shapiq]", _shapiq_members,
                                     indices=True))
+    _registered = True
 
 
 def estimator_class(name: str) -> type:
@@ -77,7 +82,8 @@ def get(name: str, **options: Any):
     ``shapiq:<Approximator>`` builds :class:`shapleig_baselines.shapiq_methods.ShapiqMethod`; without
     shapiq that raises ``ImportError`` naming the extra ``shapleig[shapiq]``.
     """
-    register_methods()  # also when the package is used from a checkout without its entry points
+    if not _registered:  # once: also when the package is used from a checkout without its entry points
+        register_methods()
     return registry.build(name, **options)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.numeric import power_of_two_scale
 from shapleig.runs.budget import BudgetedGame
 
 from .sampling import Draws, draw_within_budget
@@ -82,11 +83,14 @@ class DrawEstimator(BaseEstimator):
             max_draws=target,
             support_size=self.support_size(p),
         )
-        coef_in, coef_const = coefficients(d.coalitions, d.values - v0)
+        # on v / 2^k (exact): sums of values near 1e308 would overflow, near 1e-308 underflow
+        scale = power_of_two_scale(v0, vn, d.values)
+        coef_in, coef_const = coefficients(d.coalitions, d.values / scale - v0 / scale)
         values, trace = linear_estimate(
-            d.coalitions, coef_in, coef_const, (vn - v0) / p, evaluations_after_each_draw(before, d)
+            d.coalitions, coef_in, coef_const, (vn / scale - v0 / scale) / p, evaluations_after_each_draw(before, d)
         )
-        return self.result(values, game, v0, d, trace=trace or None, extra={"draws_target": target})
+        trace = [(e, scale * phi) for e, phi in trace]
+        return self.result(scale * values, game, v0, d, trace=trace or None, extra={"draws_target": target})
 
     def result(
         self,

@@ -25,6 +25,7 @@ import scipy.linalg
 
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.coalitions import border_layers, coalitions_of_size
+from shapleig.games.numeric import power_of_two_scale
 from shapleig.runs.budget import BudgetedGame
 
 from .draws import DrawEstimator, evaluations_after_each_draw
@@ -132,11 +133,20 @@ class KernelSHAP(DrawEstimator):
         self.paired = bool(paired)
         self.border = bool(border)
 
+    @staticmethod
+    def _enumerated(z: np.ndarray, v: np.ndarray, v0: float, scale: float, q: np.ndarray,
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """The exact-weight system of the enumerated layers on the centred values ``(v - v0) /
+        scale``; zeros when none are enumerated."""
+        p = z.shape[1]
+        if z.shape[0] == 0:
+            return np.zeros((p, p)), np.zeros(p)
+        return enumerated_system(z, v / scale - v0 / scale, q)
+
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         p = game.n_players
         rng = np.random.default_rng(seed)
         v0, vn = self.endpoints(game)
-        total = vn - v0
         q = size_distribution(p, "kernel")
         target = self.planned_draws(game) if self.accounting == "draws" else self.draws
         # draws mode: enumerated layers count as draws, and must still fit the BudgetedGame
@@ -150,13 +160,11 @@ class KernelSHAP(DrawEstimator):
             layers = border_layers(p, room, q)
         else:
             layers = []
-        gram = np.zeros((p, p))
-        b = np.zeros(p)
         n_enum = 0
+        z_enum, v_enum = np.zeros((0, p), dtype=bool), np.zeros(0)
         if layers:
             z_enum = np.concatenate([coalitions_of_size(p, s) for s in layers])
-            v_enum = game(z_enum) - v0  # fits: the layers were chosen within the remaining budget
-            gram, b = enumerated_system(z_enum, v_enum, q)
+            v_enum = game(z_enum)  # fits: the layers were chosen within the remaining budget
             n_enum = z_enum.shape[0]
 
         q_rest = q.copy()
@@ -192,9 +200,12 @@ class KernelSHAP(DrawEstimator):
                 block=2 if self.paired else 1,
             )
             tau = draws.n_draws
+            # on v / 2^k (exact; results unchanged): sums near 1e308 would overflow, 1e-308 underflow
+            scale = power_of_two_scale(v0, vn, v_enum, draws.values)
+            gram, b = self._enumerated(z_enum, v_enum, v0, scale, q)
             if tau:
                 zf = draws.coalitions.astype(np.float64)
-                v = draws.values - v0
+                v = draws.values / scale - v0 / scale
                 evals = evaluations_after_each_draw(before, draws)
                 # anytime checkpoints from 2p draws on (fewer draws rarely span R^p)
                 first = min(tau, 2 * p)
@@ -211,12 +222,14 @@ class KernelSHAP(DrawEstimator):
                     b_acc += seg.T @ v[start:end]
                     # importance weight of a sampled draw: (mass of the sampled layers) / draws
                     system = combine_systems(gram, b, g_acc, b_acc, end, mass_rest)
-                    phi, solver = constrained_solve(*system, total)
-                    trace.append((int(evals[end - 1]), phi))
+                    phi, solver = constrained_solve(*system, vn / scale - v0 / scale)
+                    trace.append((int(evals[end - 1]), scale * phi))
                     start = end
         if not trace:
-            phi, solver = constrained_solve(gram, b, total)
-            trace.append((game.evaluations, phi))
+            scale = power_of_two_scale(v0, vn, v_enum)
+            gram, b = self._enumerated(z_enum, v_enum, v0, scale, q)
+            phi, solver = constrained_solve(gram, b, vn / scale - v0 / scale)
+            trace.append((game.evaluations, scale * phi))
         values = trace[-1][1].copy()
         n_draws = (0 if draws is None else draws.n_draws) + n_enum
         return self.result(

@@ -35,6 +35,7 @@ import numpy as np
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.coalitions import all_coalitions, coalition_keys
+from shapleig.games.numeric import power_of_two_scale
 from shapleig.runs.budget import BudgetedGame
 
 from .sampling import random_subsets_containing, uniform_subsets_of_size
@@ -244,7 +245,11 @@ class LeverageSHAP(BaseEstimator):
             for s, qs in zip(reps.tolist(), q.tolist()):
                 weight_layer[s] = weight_layer[n - s] = float(comb(n, s)) * qs
             info.update(oversampling_2c=two_c, thinned_pairs=thinned)
-        values = game(np.concatenate([ends, sample]))
+        raw = game(np.concatenate([ends, sample]))
+        # on v / 2^k (exact): near 1e307 the centred values overflow and LAPACK rescales b by
+        # factors that are not powers of two; the estimate is scaled back at the end
+        scale = power_of_two_scale(raw)
+        values = raw / scale
         v0 = values[0]
         grand = values[1] - v0
         phi = np.full(n, grand / n)
@@ -262,9 +267,10 @@ class LeverageSHAP(BaseEstimator):
             gram = a.T @ (a * w[:, None])
             phi_perp, *_ = np.linalg.lstsq(gram, a.T @ (w * b), rcond=None)
             phi += phi_perp - phi_perp.mean()  # remove round-off drift along 1
+        phi = scale * phi
         info["n_sampled"] = int(sample.shape[0])
         return ShapleyEstimate(
-            values=phi, trace=[(game.evaluations, phi.copy())], baseline=float(v0), info=info
+            values=phi, trace=[(game.evaluations, phi.copy())], baseline=float(raw[0]), info=info
         )
 
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.coalitions import random_subsets
+from shapleig.games.numeric import power_of_two_scale
 from shapleig.runs.budget import BudgetedGame
 
 from .draws import DrawEstimator, linear_estimate
@@ -163,12 +164,13 @@ class StratifiedLSS(DrawEstimator):
         sched.extend_to(tau)
         stratum = sched.players[:tau] * (n - 1) + (sched.sizes[:tau] - 1)
         counts = np.bincount(stratum, minlength=n * (n - 1)).reshape(n, n - 1)
-        sums = np.bincount(stratum, weights=d.values - v0, minlength=n * (n - 1)).reshape(n, n - 1)
+        scale = power_of_two_scale(v0, vn, d.values)  # on v / 2^k (exact): no overflow near 1e308
+        sums = np.bincount(stratum, weights=d.values / scale - v0 / scale, minlength=n * (n - 1)).reshape(n, n - 1)
         if (counts == 0).any():
             # cannot happen above the minimum budget; refuse rather than return a biased answer
             raise RuntimeError(f"S-LSS left {(counts == 0).sum()} strata without a draw")
         a_hat = sums / (counts * (n - np.arange(1, n, dtype=np.float64))[None, :])
-        values = combine_strata(a_hat, vn - v0)
+        values = scale * combine_strata(a_hat, vn / scale - v0 / scale)
         return self.result(
             values, game, v0, d, extra={"draws_target": target, "min_stratum_draws": int(counts.min())}
         )
@@ -234,13 +236,9 @@ class SRSLSS(DrawEstimator):
         v0, vn = self.endpoints(game)
         target = self.planned_draws(game) if self.accounting == "draws" else self.draws
         wz, wown, wsizes = srs_warmup(rng, n)
-        wv = game(wz) - v0  # warm-up blocks are distinct proper coalitions: fits by min_budget
+        w_raw = game(wz)  # warm-up blocks are distinct proper coalitions: fits by min_budget
         a_tilde = np.zeros((n, n - 1))
         tau_hat = np.ones((n, n - 1))
-        # each player owns exactly one block per size: a~_{i,s} = v(its block)
-        blk, player = np.nonzero(wown)
-        a_tilde[player, wsizes[blk] - 1] = wv[blk]
-
         tau_star = wz.shape[0]
         if self.accounting == "draws":
             # the warm-up's tau* draws count towards T (paper: tau_s = ceil((T - tau*)/(n-1)))
@@ -255,8 +253,12 @@ class SRSLSS(DrawEstimator):
             return random_subsets(rng, n, sizes)
 
         d = draw_within_budget(game, sampler, max_draws=max_draws, support_size=self.support_size(n))
+        scale = power_of_two_scale(v0, vn, w_raw, d.values)  # on v / 2^k (exact): no overflow near 1e308
+        # each player owns exactly one block per size: a~_{i,s} = v(its block)
+        blk, player = np.nonzero(wown)
+        a_tilde[player, wsizes[blk] - 1] = (w_raw / scale - v0 / scale)[blk]
         sz = d.coalitions.sum(axis=1)
-        v = d.values - v0
+        v = d.values / scale - v0 / scale
         for s in range(1, n):
             rows = np.flatnonzero(sz == s)
             if rows.size:
@@ -264,7 +266,7 @@ class SRSLSS(DrawEstimator):
                 a_tilde[:, s - 1] += zs.T @ v[rows]
                 tau_hat[:, s - 1] += zs.sum(axis=0)
         a_hat = a_tilde / (tau_hat * (n - np.arange(1, n, dtype=np.float64))[None, :])
-        values = combine_strata(a_hat, vn - v0)
+        values = scale * combine_strata(a_hat, vn / scale - v0 / scale)
         extra = {
             "n_draws": tau_star + d.n_draws,
             "warmup_draws": tau_star,

@@ -39,6 +39,7 @@ from shapleig.games.coalitions import (
     coalition_keys,
     sample_paired_uniform_size,
 )
+from shapleig.games.numeric import power_of_two_scale
 from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import spawn_generators, spawn_seeds
 
@@ -127,7 +128,12 @@ class RegressionMSR(BaseEstimator):
             sample = sample_paired_uniform_size(rng, n, room, exclude=coalition_keys(ends))
         z = np.concatenate([ends, sample])
         values = game(z)
-        centred = values - values[0]
+        # LightGBM fits in float32 with absolute thresholds: targets near 1e-50 make no split and
+        # near 1e50 overflow. Fit on the centred values divided by a power of two (exact) bringing
+        # them into [-1, 1), and scale the trees' values back: the estimate is then the same at
+        # every scale (bit for bit under powers of two).
+        scale = power_of_two_scale(values - values[0])
+        centred = values / scale - values[0] / scale
 
         model = self._surrogate(lgbm_seed)
         x = z.astype(np.float64)
@@ -137,7 +143,7 @@ class RegressionMSR(BaseEstimator):
         phi_model = lightgbm_shapley_values(model, n)
         residual = centred - fitted
         phi_residual = msr_residual_shapley(sample, residual[2:], float(residual[1]))
-        phi = phi_model + phi_residual
+        phi = scale * (phi_model + phi_residual)
         info = {
             "n_sampled": int(sample.shape[0]),
             "surrogate": "lightgbm",

@@ -16,6 +16,7 @@ so the core never imports them. ``baselines`` registers the model-free estimator
 from __future__ import annotations
 
 import importlib
+import threading
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping
@@ -75,6 +76,11 @@ class Prefix:
 _METHODS: dict[str, Method] = {}
 _PREFIXES: dict[str, Prefix] = {}
 _providers_loaded = False
+# Loading is guarded: threads calling build() on first use all wait for the complete registry (a
+# flag set before loading let them see it half filled: "unknown method"). Re-entrant, so a
+# provider that reads the registry while registering does not deadlock.
+_LOCK = threading.RLock()
+_loading = False
 
 _CORE = (
     Method("shapleig", "shapleig.design.estimators:ShaplEIG",
@@ -98,27 +104,38 @@ _CORE = (
 
 def register(method: Method, *, replace: bool = False) -> None:
     """Add ``method``; a name taken by another target raises ``ValueError`` unless ``replace``."""
-    old = _METHODS.get(method.name)
-    if old is not None and old != method and not replace:
-        raise ValueError(f"method name {method.name!r} is already registered ({old.target})")
-    _METHODS[method.name] = method
+    with _LOCK:
+        old = _METHODS.get(method.name)
+        if old is not None and old != method and not replace:
+            raise ValueError(f"method name {method.name!r} is already registered ({old.target})")
+        _METHODS[method.name] = method
 
 
 def register_prefix(prefix: Prefix) -> None:
     """Add a family of methods named ``prefix.prefix + member``."""
-    _PREFIXES[prefix.prefix] = prefix
+    with _LOCK:
+        _PREFIXES[prefix.prefix] = prefix
 
 
 def _load_providers() -> None:
-    """Register the core's methods, then every installed provider's (entry points), once."""
-    global _providers_loaded
-    if _providers_loaded:
+    """Register the core's methods, then every installed provider's (entry points), once; other
+    threads wait until all are registered. A provider that fails raises here, and loading is tried
+    again on the next call (nothing is marked loaded half way)."""
+    global _providers_loaded, _loading
+    if _providers_loaded:  # the common case, without the lock
         return
-    _providers_loaded = True
-    for method in _CORE:
-        register(method)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        ep.load()()
+    with _LOCK:
+        if _providers_loaded or _loading:  # loaded meanwhile, or a provider reading the registry
+            return
+        _loading = True
+        try:
+            for method in _CORE:
+                register(method)
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                ep.load()()
+            _providers_loaded = True
+        finally:
+            _loading = False
 
 
 def names(family: str | None = None) -> list[str]:

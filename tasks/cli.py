@@ -10,7 +10,8 @@
     shapleig hpi [--model lightgbm] [--dataset diabetes] [--study tunability] [--budget 4p] [--quick]
 
 Bad input (unknown task or method, bad options, budgets below a method's minimum, an unwritable
-output path, a corrupt table) is reported before any evaluation, with exit status 2.
+output path, a corrupt table) is reported before any evaluation, with exit status 2 and one line
+on stderr (argparse's own errors too: no usage block).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from shapleig.errors import ShapleigError
 from shapleig_tasks.cli_common import UsageError, cli_store_advice, print_frame
@@ -280,6 +281,15 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars or notes")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr, ``shapleig run: error: ...; see
+    shapleig run --help``, with exit status 2 (argparse prints the whole usage block first).
+    Sub-command parsers are made of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {_one_line(message)}; see {self.prog} --help\n")
+
+
 def _version() -> str:
     from shapleig import __version__
 
@@ -287,7 +297,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="shapleig", description="Shapley values of expensive games under a small evaluation budget."
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")

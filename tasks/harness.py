@@ -22,10 +22,18 @@ List columns ``values``, ``std`` (None for methods without a posterior) and ``ex
 per-player estimate, its std and the exact values, so any new metric (e.g. interval coverage,
 :func:`shapleig_tasks.metrics.interval_coverage`) can be computed from a finished study; ``versions``
 (JSON) names the package versions that produced the row.
+
+Interrupted runs resume. With an output path, each finished run's rows are appended (and flushed
+to disk) to a journal beside it, ``<out>.partial.jsonl``, as soon as the run ends. A run stopped
+by Ctrl-C (or killed) keeps every finished run there; the same command started again reads the
+journal, runs only the jobs it does not hold (a job is identified by its task, method label,
+seed, budgets, index, ``live`` and evaluation timeout; rows that recorded an error are run
+again) and, once the table is written, deletes the journal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import math
@@ -77,8 +85,12 @@ def package_versions(method: str = "") -> str:
 
 # --------------------------------------------------------------------------------------------
 # parsing and validation
+MAX_BUDGET = 2**63 - 1  # the results table's int64 budget column
+
+
 def parse_budgets(items: Iterable[str | int]) -> list[str]:
-    """Budget specs: integers (``'32'``) or multiples of p (``'2p'``, ``'0.5p'``); commas allowed."""
+    """Budget specs: integers (``'32'``) or multiples of p (``'2p'``, ``'0.5p'``); commas allowed.
+    A budget beyond int64 (``MAX_BUDGET``) is refused naming it."""
     out: list[str] = []
     for item in items:
         for part in filter(None, (s.strip() for s in str(item).split(","))):
@@ -88,6 +100,10 @@ def parse_budgets(items: Iterable[str | int]) -> list[str]:
                 raise ValueError(f"bad budget {part!r}: write an integer (32) or a multiple of p (4p)")
             if float(part.rstrip("p")) == 0:
                 raise ValueError(f"budget {part}: budgets must be positive, e.g. 32 or 4p")
+            size = float(part[:-1]) if part.endswith("p") else int(part)
+            if size > MAX_BUDGET:
+                raise ValueError(f"budget {part} is too large: budgets count evaluations as 64-bit integers "
+                                 f"(at most 2^63 - 1 = {MAX_BUDGET}); no game can use that many")
             if part not in out:
                 out.append(part)
     if not out:
@@ -422,6 +438,9 @@ def build_plan(
         for b, n in resolved:
             if n < 1:
                 raise ValueError(f"budget {b} is {n} for task {task.name!r} (p = {p}); need >= 1")
+            if n > MAX_BUDGET:
+                raise ValueError(f"budget {b} is {n} for task {task.name!r} (p = {p}): too large, budgets count "
+                                 f"evaluations as 64-bit integers (at most 2^63 - 1)")
             if p <= 62 and n > (1 << p) and not covers_game(p, n):
                 raise ValueError(
                     f"budget {b} = {n} exceeds the 2^{p} = {1 << p} distinct coalitions of task {task.name!r}"
@@ -453,6 +472,11 @@ def _fitting_budgets(
     min_players = int(getattr(est, "min_players", 1))
     if p < min_players:
         raise ValueError(f"method {spec.label!r} needs at least {min_players} players; task {task.name!r} has {p}")
+    max_players = getattr(est, "max_players", None)
+    if max_players is not None and p > max_players:
+        why = f" ({est.min_budget_reason(p)})" if hasattr(est, "min_budget_reason") else ""
+        raise ValueError(f"method {spec.label!r} handles at most {max_players} players{why}; "
+                         f"task {task.name!r} has p = {p}")
     if not hasattr(est, "min_budget"):
         return list(budgets)
     minimum = int(est.min_budget(p))
@@ -632,26 +656,125 @@ def execute_plan(
                 log(f"ground truth of {task.name}: {1 << int(game.n_players)} coalitions in "
                     f"{notes['enumeration_s']:.1f} s ({notes['s_per_coalition']:.3f} s per coalition)")
     threads = None if int(n_jobs) == 1 else 1
+    journal = RunJournal(journal_path(out), live=live, eval_timeout=eval_timeout) if out is not None else None
+    done = journal.read(plan) if journal is not None else {}
+    if done and log is not None:
+        log(f"resuming: {len(done)} of {len(plan.jobs)} runs read from {journal.path}")
+    todo = [job for job in plan.jobs if job_key(plan, job, live, eval_timeout) not in done]
     calls = (
         delayed(run_job)(job, plan.tasks[job.task_index], served[job.task_index], plan.methods[job.method_index],
                          exacts[job.task_index], threads, errors, eval_timeout)
-        for job in plan.jobs
+        for job in todo
     )
-    rows: list[dict] = []
-    with tqdm(total=len(plan.jobs), desc="runs", unit="run", disable=not progress, file=sys.stderr) as bar:
-        if int(n_jobs) == 1:
-            for call in calls:
-                fn, args, kwargs = call
-                rows += fn(*args, **kwargs)
-                bar.update(1)
-        else:
-            for part in Parallel(n_jobs=int(n_jobs), return_as="generator_unordered")(calls):
-                rows += part
-                bar.update(1)
+    rows: list[dict] = [row for part in done.values() for row in part]
+    with tqdm(total=len(plan.jobs), initial=len(done), desc="runs", unit="run", disable=not progress,
+              file=sys.stderr) as bar:
+        try:
+            if int(n_jobs) == 1:
+                for call in calls:
+                    fn, args, kwargs = call
+                    part = fn(*args, **kwargs)
+                    rows += part
+                    _journal(journal, part)
+                    bar.update(1)
+            else:
+                for part in Parallel(n_jobs=int(n_jobs), return_as="generator_unordered")(calls):
+                    rows += part
+                    _journal(journal, part)
+                    bar.update(1)
+        except KeyboardInterrupt:
+            if journal is not None and log is not None:
+                log(f"interrupted: {journal.n_kept} of {len(plan.jobs)} runs are kept in {journal.path}; "
+                    f"run the same command again to resume")
+            raise
     df = results_frame(rows)
     if out is not None:
         write_parquet(df, out)
+        journal.remove()
     return df
+
+
+def journal_path(out: str | os.PathLike[str]) -> Path:
+    """The journal of finished runs beside the results file ``out``: ``<out>.partial.jsonl``."""
+    out = Path(out)
+    return out.with_name(out.name + ".partial.jsonl")
+
+
+def job_key(plan: Plan, job: Job, live: bool = False, eval_timeout: float | None = None) -> str:
+    """What identifies a job across runs of one command (the journal's key): task, method label
+    (options included), seed, budgets, index, ``live`` and the evaluation timeout."""
+    return _run_key(plan.tasks[job.task_index].name, plan.methods[job.method_index].label, job.seed, job.budgets,
+                    job.anytime, plan.index, live, eval_timeout)
+
+
+def _run_key(task: str, method: str, seed: int, budgets: Iterable[tuple[str, int]], anytime: bool, index: str,
+             live: bool, eval_timeout: float | None) -> str:
+    return json.dumps({"task": task, "method": method, "seed": int(seed),
+                       "budgets": sorted([str(b), int(n)] for b, n in budgets), "anytime": bool(anytime),
+                       "index": index, "live": bool(live), "eval_timeout": eval_timeout}, sort_keys=True)
+
+
+def _journal(journal: "RunJournal | None", rows: list[dict[str, Any]]) -> None:
+    if journal is not None:
+        journal.append(rows)
+
+
+class RunJournal:
+    """Finished runs of a results table being computed, one JSON line per run, flushed to disk
+    (``fsync``) before the next run starts, so an interrupted command loses no finished run."""
+
+    def __init__(self, path: Path, *, live: bool = False, eval_timeout: float | None = None):
+        self.path = Path(path)
+        self.live = bool(live)
+        self.eval_timeout = eval_timeout
+        self.n_kept = 0
+
+    def read(self, plan: Plan) -> dict[str, list[dict[str, Any]]]:
+        """``{job_key: rows}`` of the plan's jobs the journal holds (without errors); lines of
+        other plans, errors and a torn last line (the process died mid-write) are ignored."""
+        if not self.path.is_file():
+            return {}
+        wanted = {job_key(plan, job, self.live, self.eval_timeout) for job in plan.jobs}
+        done: dict[str, list[dict[str, Any]]] = {}
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    entry = json.loads(line)
+                    key, rows = entry["key"], entry["rows"]
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by the interruption
+                if key in wanted and rows and not any(r.get("error") for r in rows):
+                    done[key] = rows
+        self.n_kept = len(done)
+        return done
+
+    def append(self, rows: list[dict[str, Any]]) -> None:
+        """Record one finished run (its rows); a run that recorded an error is not kept."""
+        if not rows or any(r.get("error") for r in rows):
+            return
+        first = rows[0]
+        key = _run_key(first["task"], first["method"], first["seed"], [(r["budget_spec"], r["budget"]) for r in rows],
+                       first["anytime"], first.get("index", "SV"), self.live, self.eval_timeout)
+        line = json.dumps({"key": key, "rows": rows}, default=_json_default) + "\n"
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        self.n_kept += 1
+
+    def remove(self) -> None:
+        """Delete the journal (the table is written)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def _json_default(x: Any) -> Any:
+    """numpy scalars and arrays in a journal line as plain numbers and lists."""
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"cannot write {type(x).__name__} to the run journal")
 
 
 def results_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -681,6 +804,7 @@ __all__ = [
     "COLUMNS",
     "Job",
     "Plan",
+    "RunJournal",
     "TimedGame",
     "build_plan",
     "check_output_path",
@@ -688,6 +812,8 @@ __all__ = [
     "check_results_path",
     "execute_plan",
     "ground_truth",
+    "job_key",
+    "journal_path",
     "parse_budgets",
     "parse_seeds",
     "read_results",

@@ -4,7 +4,9 @@ Names, descriptions and the anytime flag come from :mod:`shapleig.registry` (the
 ``exact`` of the core, the baselines and ``shapiq:<Approximator>`` of the ``baselines`` package).
 
 A method is written ``name`` or ``name:key=value,key=value`` (e.g. ``shapleig:refit=decaying``).
-Values are parsed as ``int``, ``float``, ``true``/``false``, ``none`` or left as strings. The GP
+Values are parsed as ``int``, ``float``, ``true``/``false``, ``none`` or left as strings. An option
+the estimator declares ``bool`` takes exactly true/false, yes/no or 1/0 (any case); anything else
+(``paired=maybe``) is refused naming the option, instead of counting as true. The GP
 arms share ShaplEIG's GP, initial design, pool and read-out and differ only in the acquisition
 (docs/baselines.md §10): ``shapleig`` (Shapley EIG), ``shapleig-uncertainty`` (posterior variance of f)
 and ``shapleig-random`` (uniform pick from the pool). ``shapleig-leverage`` (GP+Leverage) fits the
@@ -13,6 +15,7 @@ same GP once on a fresh leverage sample per budget; it is not anytime.
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
@@ -73,6 +76,80 @@ def parse_value(text: str) -> Any:
     return text.strip()
 
 
+_TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
+
+
+def parse_bool(value: Any, option: str) -> bool:
+    """A boolean option's value, strictly: ``True``/``False``, ``1``/``0``, or the texts
+    true/false, yes/no, 1/0 (any case); ``ValueError`` naming ``option`` for anything else.
+
+    Args:
+        value: the value as parsed by :func:`parse_value` (or given in Python).
+        option: where it was given, for the message (``"kernelshap option paired"``).
+
+    Returns:
+        The boolean.
+
+    Examples:
+        >>> parse_bool("Yes", "paired"), parse_bool(0, "paired")
+        (True, False)
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"{option} takes a boolean: true/false, yes/no or 1/0; got {value!r}")
+
+
+def _boolean_options(name: str, factory: Callable[..., Any] | None) -> dict[str, bool]:
+    """Constructor parameters of method ``name`` (or ``factory``) annotated ``bool`` or
+    ``bool | None``, mapped to whether None is allowed: the options :func:`parse_bool` checks.
+    Empty for prefix families."""
+    if factory is None:
+        if registry.find_prefix(name) is not None or name not in registry.names():
+            return {}
+        method = registry.get(name)
+        cls = method.estimator_class()
+        targets: list[Any] = [getattr(cls, method.preset), cls] if method.preset else [cls]
+    else:
+        targets = [factory]
+    found: dict[str, bool] = {}
+    for target in targets:
+        try:
+            params = inspect.signature(target).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        for p in params:
+            annotation = str(p.annotation)
+            if annotation in ("bool", "<class 'bool'>"):
+                found.setdefault(p.name, False)
+            elif annotation in ("bool | None", "Optional[bool]"):
+                found.setdefault(p.name, True)
+    return found
+
+
+def check_boolean_options(name: str, options: dict[str, Any], factory: Callable[..., Any] | None = None,
+                          ) -> dict[str, Any]:
+    """``options`` with every boolean option of method ``name`` parsed strictly (:func:`parse_bool`).
+
+    Args:
+        name: the method's registry name.
+        options: its options as parsed from ``name:key=value``.
+        factory: a custom constructor (a :class:`MethodSpec`'s ``factory``), inspected instead.
+
+    Returns:
+        A new dict; ``ValueError`` naming the method and option for a value that is not a boolean.
+    """
+    checked = dict(options)
+    for key, allows_none in _boolean_options(name, factory).items():
+        if key not in options or (options[key] is None and allows_none):
+            continue  # a "bool | None" option keeps None (its default: decided by the method)
+        checked[key] = parse_bool(options[key], f"method {name!r}: option {key}")
+    return checked
+
+
 def parse_options(text: str, where: str = "") -> dict[str, Any]:
     """``'a=1,b=x' -> {'a': 1, 'b': 'x'}``; a malformed item raises ``ValueError``."""
     options: dict[str, Any] = {}
@@ -111,10 +188,11 @@ class MethodSpec:
 
     def build(self) -> Any:
         """A fresh estimator with these options; bad options raise ``ValueError`` naming them."""
+        options = check_boolean_options(self.name, self.options, self.factory)
         try:
             if self.factory is not None:
-                return self.factory(**self.options)
-            return registry.build(self.name, **self.options)
+                return self.factory(**options)
+            return registry.build(self.name, **options)
         except TypeError as exc:
             raise ValueError(f"method {self.label!r}: bad options {self.options}: {exc}") from exc
         except ImportError as exc:  # shapiq:<...> without the shapiq extra
@@ -181,6 +259,9 @@ def resolve_methods(
     if gp_options:
         specs = [s.with_options(**gp_options) if s.name in GP_ARMS else s for s in specs]
     specs = [s.with_options(**registry.index_options(s.name, index)) for s in specs]
+    # booleans parsed strictly, and written one way in labels (paired=yes and paired=1 are paired=True)
+    specs = [MethodSpec(s.name, check_boolean_options(s.name, s.options, s.factory), s.factory, s.anytime)
+             for s in specs]
     labels = [s.label for s in specs]
     dupes = sorted({lab for lab in labels if labels.count(lab) > 1})
     if dupes:
@@ -196,7 +277,9 @@ __all__ = [
     "GP_LEVERAGE",
     "KERNEL_ARMS",
     "MethodSpec",
+    "check_boolean_options",
     "method_names",
+    "parse_bool",
     "parse_method",
     "parse_options",
     "parse_value",

@@ -9,6 +9,11 @@
   extra), where it runs and fails instead.
 - Marker ``shap``: the test needs SHAP (the extra ``shapleig[shap]``); skipped without it unless
   ``SHAPLEIG_REQUIRE_SHAP=1``.
+- Hypothesis runs deterministically (profile ``"deterministic"``: derandomised, no example
+  database), so a property test gives the same verdict in CI and in every checkout, and a failure
+  found once is not replayed from a local ``.hypothesis/`` folder on later runs. Examples that
+  once failed are pinned with ``@example``. ``HYPOTHESIS_PROFILE=explore`` draws fresh random
+  examples (and keeps a database) to look for new failures.
 """
 
 from __future__ import annotations
@@ -18,6 +23,15 @@ import sys
 from pathlib import Path
 
 import pytest
+
+try:  # hypothesis comes with the test extra; without it the property tests are not collected
+    from hypothesis import settings
+except ImportError:  # pragma: no cover
+    settings = None
+if settings is not None:
+    settings.register_profile("deterministic", derandomize=True, database=None, print_blob=True)
+    settings.register_profile("explore", derandomize=False)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent

@@ -40,8 +40,14 @@ Two more campaigns (issue 20), run with ``--creation-trials`` and ``--hang-trial
   the same coalitions and must finish, with the right values, well within the lease (30 s), and
   the hung process must report the timeout and leave no claim behind.
 
+Issue 27 added five store-edge campaigns (``--link-trials``, ``--skew-trials``,
+``--interrupt-trials``, ``--tamper``): a store written through two hard links by two processes, a
+claim left by a dead process whose wall clock runs an hour ahead, ``shapleig run`` interrupted with
+SIGINT and run again, and stores doctored with triggers, views and infinite values.
+
 Run: ``PYTHONPATH=. python scripts/studies/fault_injection.py --trials 60`` (about a minute on 2 cores);
-``--trials 0 --creation-trials 50 --hang-trials 10`` runs only the two new campaigns.
+``--trials 0 --creation-trials 50 --hang-trials 10`` runs only the two new campaigns;
+``--trials 0 --link-trials 5 --skew-trials 5 --interrupt-trials 3 --tamper`` the issue-27 ones.
 
 *Model swaps* (issue 27), run with ``--swap-trials``: ``explain(A, store=s)`` then
 ``explain(B, store=s)`` where B is another LightGBM, scikit-learn or torch model, another
@@ -582,6 +588,271 @@ def run_model_swap_campaign(trials: int = 30, seed: int = 0, log: Any = None) ->
     return out
 
 
+# ================================================================================================
+# Issue 27 (store edges): hard links, clock skew, Ctrl-C of `shapleig run`, tampered schemas and
+# non-finite values. Each campaign returns one dict of counts (printed by main() as one block).
+# ================================================================================================
+
+_OPEN_THROUGH = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from _games_for_parallel import QuadraticGame
+from shapleig import BudgetedGame, EvaluationStore
+from shapleig.errors import StoreError
+from shapleig.games.coalitions import all_coalitions
+rows = all_coalitions(10)[int(sys.argv[3])::2][:250]  # this process's half: 250 values, one commit each
+try:
+    BudgetedGame(QuadraticGame(10, seed=0), 1024, store=EvaluationStore(sys.argv[2]))(rows)
+except StoreError as exc:
+    print("REFUSED", "hard links" in str(exc), flush=True)
+else:
+    print("OPENED", len(rows), flush=True)
+"""
+
+
+def run_hard_link_campaign(trials: int = 5) -> dict[str, Any]:
+    """Each trial: a store with 3 values gets a second hard link; two processes started at once
+    write 250 values each, one through each name. Counted: opens refused naming the hard links
+    (must be all), opens that went through, stores damaged afterwards (``PRAGMA integrity_check``)
+    and values committed by a process but missing from the file (both must be 0)."""
+    import sqlite3
+    import subprocess
+
+    from _games_for_parallel import QuadraticGame
+
+    from shapleig import BudgetedGame, EvaluationStore
+    from shapleig.games.coalitions import all_coalitions
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    out = {"trials": trials, "opens": 0, "refused naming the links": 0, "opened": 0, "stores damaged": 0,
+           "values lost": 0}
+    for _ in range(trials):
+        with tempfile.TemporaryDirectory() as folder:
+            path, link = Path(folder) / "s.sqlite", Path(folder) / "link.sqlite"
+            with EvaluationStore(path) as store:
+                BudgetedGame(QuadraticGame(10, seed=0), 1024, store=store)(all_coalitions(10)[-3:])
+            os.link(path, link)
+            procs = [subprocess.Popen([sys.executable, "-c", _OPEN_THROUGH, str(REPO / "tests"), str(name), str(k)],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     for k, name in enumerate((path, link))]
+            committed = 3
+            for proc in procs:
+                text, _ = proc.communicate(timeout=300)
+                out["opens"] += 1
+                out["refused naming the links"] += int(text.startswith("REFUSED True"))
+                if text.startswith("OPENED"):
+                    out["opened"] += 1
+                    committed += int(text.split()[1])
+            con = sqlite3.connect(path)
+            try:
+                damaged = con.execute("PRAGMA integrity_check").fetchone()[0] != "ok"
+                left = con.execute("SELECT COUNT(DISTINCT coalition) FROM evaluations WHERE status='ok'").fetchone()[0]
+            except sqlite3.DatabaseError:
+                damaged, left = True, 0
+            con.close()
+            out["stores damaged"] += int(damaged)
+            out["values lost"] += max(0, committed - left)
+    return out
+
+
+_SKEWED_OWNER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+_real = time.time
+time.time = lambda: _real() + float(sys.argv[5])  # this process's wall clock runs ahead
+import shapleig.runs.claims as claims
+claims._HOST = "skewed-host"  # as if on another machine: its pid cannot be checked
+import numpy as np
+from _games_for_parallel import HangingGame
+from shapleig import BudgetedGame, EvaluationStore
+rows = np.array([[c == "1" for c in sys.argv[3]]])
+BudgetedGame(HangingGame(rows.shape[1], hang=[sys.argv[3]], started_file=sys.argv[4]), 4,
+             store=EvaluationStore(sys.argv[2], lease_seconds=1.0))(rows)
+"""
+
+
+def run_clock_skew_campaign(trials: int = 5, skew: float = 3600.0, lease: float = 1.0,
+                            patience: float = 30.0) -> dict[str, Any]:
+    """Each trial: process A, whose wall clock runs ``skew`` seconds ahead and which looks like
+    another host, claims a coalition, writes one heartbeat and dies (SIGKILL) inside the game.
+    This process (B, correct clock, lease ``lease``) then needs the coalition. Counted: B runs
+    that finished within ``patience`` seconds, B's longest wait, wrong values served. Before the
+    leases were read as heartbeat tokens on B's own clock, B waited ``skew`` seconds."""
+    import subprocess
+
+    from _games_for_parallel import HangingGame, QuadraticGame
+
+    from shapleig import BudgetedGame, EvaluationStore
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SHAPLEIG_TEST_HANG": "1"}
+    out = {"trials": trials, "skew s": skew, "lease s": lease, "B finished": 0, "B max wait s": 0.0,
+           "B failed": 0, "wrong values served": 0}
+    code = "110100"
+    rows = np.array([[c == "1" for c in code]])
+    for _ in range(trials):
+        with tempfile.TemporaryDirectory() as folder:
+            store_path, started = str(Path(folder) / "s.sqlite"), str(Path(folder) / "started")
+            proc = subprocess.Popen([sys.executable, "-c", _SKEWED_OWNER, str(REPO / "tests"), store_path, code,
+                                     started, str(skew)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 120
+            while not os.path.exists(started) and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            proc.kill()  # dies holding its claim, heartbeat an hour in the future
+            proc.communicate()
+            result: dict[str, Any] = {}
+
+            def b_run() -> None:
+                try:
+                    store = EvaluationStore(store_path, lease_seconds=lease)
+                    game = HangingGame(6, hang=[code], started_file=os.devnull)  # A's game (hangs only in A)
+                    result["values"] = BudgetedGame(game, 4, store=store)(rows)
+                    store.close()
+                except Exception as exc:  # noqa: BLE001 - counted
+                    result["error"] = f"{type(exc).__name__}: {exc}"
+
+            begin = time.perf_counter()
+            worker = threading.Thread(target=b_run, daemon=True)
+            worker.start()
+            worker.join(patience)
+            out["B failed"] += int("error" in result)
+            if "values" in result:
+                out["B finished"] += 1
+                out["B max wait s"] = round(max(out["B max wait s"], time.perf_counter() - begin), 2)
+                out["wrong values served"] += int(np.sum(result["values"] != QuadraticGame(6).values(rows)))
+    return out
+
+
+def run_interrupt_campaign(trials: int = 3, seed: int = 0, log: Any = None) -> dict[str, Any]:
+    """Each trial: ``shapleig run`` (6 runs of the GP arm on wvg-7) gets SIGINT once a random
+    number (1-4) of its runs are journaled; the same command is run again. Counted: interrupted
+    commands that exited 130, runs kept, runs recomputed on resume although kept (must be 0),
+    resumed tables incomplete (must be 0) and resumed tables differing from an uninterrupted run."""
+    import subprocess
+
+    import pandas as pd
+
+    from shapleig_tasks.harness import journal_path
+
+    rng = np.random.default_rng(seed)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    out = {"trials": trials, "exited 130": 0, "runs kept": 0, "kept runs recomputed": 0, "tables incomplete": 0,
+           "tables differing from an uninterrupted run": 0}
+    with tempfile.TemporaryDirectory() as folder:
+        def command(name: str) -> list[str]:
+            return [sys.executable, "-m", "shapleig_tasks.cli", "run", "--tasks", "wvg-7", "--methods", "shapleig",
+                    "--budgets", "2p", "--seeds", "6", "--out", str(Path(folder) / name)]
+
+        subprocess.run(command("reference.parquet") + ["--quiet"], env=env, cwd=folder, check=True,
+                       capture_output=True, timeout=600)
+        reference = pd.read_parquet(Path(folder) / "reference.parquet")
+        for t in range(trials):
+            out_path = Path(folder) / f"r{t}.parquet"
+            journal = journal_path(out_path)
+            wait_for = int(rng.integers(1, 5))
+            proc = subprocess.Popen(command(out_path.name) + ["--quiet"], env=env, cwd=folder,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and proc.poll() is None:
+                if journal.is_file() and len(journal.read_text().splitlines()) >= wait_for:
+                    break
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=120)
+            out["exited 130"] += int(proc.returncode == 130)
+            kept = len(journal.read_text().splitlines()) if journal.is_file() else 0
+            out["runs kept"] += kept
+            done = subprocess.run(command(out_path.name), env=env, cwd=folder, capture_output=True, text=True,
+                                  timeout=600)
+            resumed_from = 0
+            for line in done.stderr.splitlines():
+                if line.startswith("resuming: "):
+                    resumed_from = int(line.split()[1])
+            out["kept runs recomputed"] += kept - resumed_from
+            table = pd.read_parquet(out_path) if out_path.is_file() else None
+            complete = table is not None and len(table) == len(reference) and not journal.exists()
+            out["tables incomplete"] += int(not complete)
+            if complete:
+                cols = ["task", "method", "budget", "seed"]
+                a = table.sort_values(cols)["values"].map(list).tolist()
+                b = reference.sort_values(cols)["values"].map(list).tolist()
+                out["tables differing from an uninterrupted run"] += int(a != b)
+            if log is not None:
+                log(f"interrupt {t + 1}: SIGINT after {wait_for} journaled runs; kept {kept}, resumed from "
+                    f"{resumed_from}; exit {proc.returncode}")
+    return out
+
+
+_TRIGGERS_AND_VIEWS = (
+    "CREATE TRIGGER sqlitex_rewrite AFTER INSERT ON evaluations BEGIN UPDATE evaluations SET value = value * 10 "
+    "WHERE id = NEW.id; END",
+    "CREATE TRIGGER SQLITE9 AFTER INSERT ON evaluations BEGIN UPDATE evaluations SET value = 0 WHERE id = NEW.id; END",
+    "CREATE TRIGGER times_ten AFTER INSERT ON evaluations BEGIN UPDATE evaluations SET value = value * 10 "
+    "WHERE id = NEW.id; END",
+    "CREATE VIEW sqliteview AS SELECT * FROM evaluations",
+    "CREATE VIEW sqlite0 AS SELECT 1",
+    "CREATE VIEW v AS SELECT * FROM evaluations",
+)
+
+
+def run_tamper_campaign() -> dict[str, Any]:
+    """Stores doctored by hand: a trigger or view (names that look internal included), a value
+    set to +-9e999 before opening, and after opening (read back through a running store).
+    Counted: doctored stores refused (StoreError) and wrong or non-finite values served."""
+    import sqlite3
+
+    from _games_for_parallel import QuadraticGame
+
+    from shapleig import BudgetedGame, EvaluationStore
+    from shapleig.errors import StoreError
+
+    rows = np.tril(np.ones((6, 6), dtype=bool))
+    game = QuadraticGame(6, seed=0)
+    cases = [("schema", s) for s in _TRIGGERS_AND_VIEWS] + [("inf before open", v) for v in ("9e999", "-9e999")]
+    cases += [("inf after open", v) for v in ("9e999", "-9e999")]
+    out = {"doctored stores": len(cases), "refused": 0, "non-finite values served": 0, "wrong values served": 0}
+    for kind, what in cases:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "s.sqlite"
+            with EvaluationStore(path) as store:
+                BudgetedGame(game, 64, store=store)(rows[:4])
+            statement = what if kind == "schema" else f"UPDATE evaluations SET value = {what} WHERE id = 3"
+            store = None
+            try:
+                if kind == "inf after open":
+                    store = EvaluationStore(path)
+                con = sqlite3.connect(path)
+                con.execute(statement)
+                con.commit()
+                con.close()
+                store = store or EvaluationStore(path)
+                values = BudgetedGame(game, 64, store=store)(rows[:4])
+            except StoreError:
+                out["refused"] += 1
+                continue
+            finally:
+                if store is not None:
+                    store.close()
+            out["non-finite values served"] += int(np.sum(~np.isfinite(values)))
+            out["wrong values served"] += int(np.sum(values != game.values(rows[:4])))
+    return out
+
+
+def run_store_edge_campaigns(link_trials: int, skew_trials: int, interrupt_trials: int, tamper: bool,
+                             seed: int = 0, log: Any = None) -> dict[str, Any]:
+    """The issue-27 campaigns that were asked for (a count of 0 skips one)."""
+    found: dict[str, Any] = {}
+    if link_trials > 0:
+        found["hard links"] = run_hard_link_campaign(link_trials)
+    if skew_trials > 0:
+        found["clock skew"] = run_clock_skew_campaign(skew_trials)
+    if interrupt_trials > 0:
+        found["Ctrl-C of shapleig run"] = run_interrupt_campaign(interrupt_trials, seed, log=log)
+    if tamper:
+        found["tampered stores"] = run_tamper_campaign()
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=60)
@@ -592,6 +863,14 @@ def main() -> None:
                         help="also: this many trials of a real hung evaluation (timeout 1 s) on a shared store")
     parser.add_argument("--swap-trials", type=int, default=0,
                         help="also: this many model swaps under explain(store=...) (another model, background or row)")
+    parser.add_argument("--link-trials", type=int, default=0,
+                        help="also: this many stores opened through two hard links by two processes at once")
+    parser.add_argument("--skew-trials", type=int, default=0,
+                        help="also: this many claims left by a dead process whose clock runs an hour ahead")
+    parser.add_argument("--interrupt-trials", type=int, default=0,
+                        help="also: this many `shapleig run` commands interrupted with SIGINT and run again")
+    parser.add_argument("--tamper", action="store_true",
+                        help="also: stores with triggers/views (internal-looking names) and +-inf values")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--configs", nargs="+", default=None, choices=sorted(CONFIGS))
     parser.add_argument("--json", default=None, help="also write the summary and every trial to this file")
@@ -620,6 +899,13 @@ def main() -> None:
         summary["model swaps"] = run_model_swap_campaign(args.swap_trials, args.seed, log=print)
         print("\nmodel swaps under explain(store=...):")
         for key, value in summary["model swaps"].items():
+            print(f"  {key}: {value}")
+    edges = run_store_edge_campaigns(args.link_trials, args.skew_trials, args.interrupt_trials, args.tamper,
+                                     args.seed, log=print)
+    for name, figures in edges.items():
+        summary[name] = figures
+        print(f"\n{name}:")
+        for key, value in figures.items():
             print(f"  {key}: {value}")
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": summary, "trials": [asdict(t) for t in campaign.trials]},

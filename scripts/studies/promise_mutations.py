@@ -1,4 +1,4 @@
-"""Break each integrity promise of issue 20 once, run the tests that pin it, restore, report.
+"""Break each integrity promise (issues 20 and 27) once, run the tests that pin it, restore, report.
 
 Each mutation is a one-line change to the source (a promise broken on purpose); it is *caught*
 when the named tests fail with it in place. The file is restored byte for byte afterwards (also
@@ -52,7 +52,7 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
      "- n_params * np.log(n_obs)", ["tests/project/test_promises.py::test_bic_log_evidence_by_hand"]),
     ("Leverage SHAP row weights without P(z)", "baselines/leverage.py",
      "w = 1.0 / (s * (n - s) * weight_layer[s])", "w = 1.0 / (s * (n - s))",
-     ["tests/project/test_promises.py::test_leverage_shap_row_weights_on_a_non_additive_game"]),
+     ["tests/test_baselines/test_baselines_leverage_msr.py -k own_full_sample"]),
     ("antithetic permutations not reversed", "baselines/permutation.py", "perms[1::2] = perms[0::2, ::-1]",
      "perms[1::2] = perms[0::2]", ["tests/project/test_promises.py::test_antithetic_permutations_come_as_reversed_pairs"]),
     ("resolve_budget truncates", "tasks/harness.py", "return int(round(float(spec[:-1] or 1) * p))",
@@ -130,6 +130,52 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
      ["tests/test_tasks/test_cli_integrity.py"]),
     ("complex values coerced", "shapleig/games/game.py", '    elif kind == "c":', '    elif False:',
      ["tests/runs/test_store_tampering.py -k complex"]),
+    # -- issue 27, item 9: each caught by a unit test next to the code it changes ------------------
+    ("verify_rtol 1e-9 -> 1e-3", "shapleig/runs/store.py", "verify_rtol: float = 1e-9,", "verify_rtol: float = 1e-3,",
+     ["tests/runs/test_store_promises.py -k sixth_significant"]),
+    ("journal_mode WAL -> DELETE", "shapleig/runs/store.py", 'conn.execute("PRAGMA journal_mode = WAL")',
+     'conn.execute("PRAGMA journal_mode = DELETE")', ["tests/runs/test_store_promises.py -k wal_mode"]),
+    ("verify sample MIN(id) -> MAX(id)", "shapleig/runs/store.py", "id IN (SELECT MIN(id) ", "id IN (SELECT MAX(id) ",
+     ["tests/runs/test_store_promises.py -k served_the_first"]),
+    ("claim hold timeout*calls+1 -> timeout+1", "shapleig/runs/budget.py", "return step, float(timeout) * calls + 1.0",
+     "return step, float(timeout) + 1.0", ["tests/runs/test_store_promises.py -k claim_hold_covers"]),
+    ("enumeration p <= 20 -> p < 20", "shapleig/estimation/enumeration.py",
+     "return n_players <= MAX_ENUMERATION_PLAYERS and", "return n_players < MAX_ENUMERATION_PLAYERS and",
+     ["tests/estimation/test_enumeration.py -k 20_players"]),
+    ("enumerated baseline from v(N)", "shapleig/estimation/enumeration.py", "baseline=float(values[0])",
+     "baseline=float(values[-1])", ["tests/estimation/test_enumeration.py -k baseline_from_the_empty"]),
+    ("adaptive refit mean(z**2) -> mean(z)", "shapleig/design/refit.py", "bool(np.mean(z**2) > self.threshold)",
+     "bool(np.mean(z) > self.threshold)", ["tests/design/test_refit_policy.py -k adaptive_trigger"]),
+    ("adaptive refit window [t_fit:t] -> [:t]", "shapleig/design/refit.py",
+     "z = loop.posterior.innovations()[t_fit:t]\n            return", "z = loop.posterior.innovations()[:t]\n            return",
+     ["tests/design/test_refit_policy.py -k adaptive_trigger"]),
+    ("auto refit mean(z**2) -> mean(z)", "shapleig/design/refit.py", "bool(np.mean(innovations**2) > self.threshold)",
+     "bool(np.mean(innovations) > self.threshold)", ["tests/design/test_refit_policy.py -k auto_trigger"]),
+    ("auto refit window [t_fit:t] -> [:t]", "shapleig/design/refit.py", "innovations()[t_fit:t] if between",
+     "innovations()[:t] if between", ["tests/design/test_refit_policy.py -k auto_trigger"]),
+    ("MSR residual weights without 1/m_s", "baselines/msr.py", "coef = r / per_size[s]", "coef = r",
+     ["tests/test_baselines/test_baselines_leverage_msr.py -k own_full_sample"]),
+    # -- issue 27, the fixes of items 4-8: each pinned by the adversarial test that found it ----------
+    ("triggers named like internal objects pass", "shapleig/runs/store.py",
+     'conn.execute("SELECT type, name FROM sqlite_master").fetchall()',
+     'conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE \'sqlite_%\'").fetchall()',
+     ["tests/runs/test_store_edges.py -k whatever_their_name"]),
+    ("non-finite stored values served", "shapleig/runs/store.py", "if not math.isfinite(value):  # only finite",
+     "if False:  # only finite", ["tests/runs/test_store_edges.py -k written_after_opening"]),
+    ("hard-linked store files accepted", "shapleig/runs/store.py", "if info.st_nlink > 1:", "if False:",
+     ["tests/runs/test_store_edges.py -k hard_links"]),
+    ("leases read on the owner's wall clock only", "shapleig/runs/claims.py",
+     "return now - seen[2] <= self.lease_seconds", "return True",
+     ["tests/runs/test_store_edges.py -k owner_clock_runs_ahead"]),
+    ("registry marked loaded before loading", "shapleig/registry.py",
+     "        _loading = True\n        try:\n", "        _loading = True\n        _providers_loaded = True\n        try:\n",
+     ["tests/test_baselines/test_registry_threads.py -k fresh_registry"]),
+    ("KernelSHAP on raw values", "baselines/kernelshap.py", "scale = power_of_two_scale(v0, vn, v_enum, draws.values)",
+     "scale = 1.0", ["tests/estimation/test_scale_equivariance.py -k 'float64_limit and kernelshap'"]),
+    ("MSR fits LightGBM on raw targets", "baselines/msr.py", "scale = power_of_two_scale(values - values[0])",
+     "scale = 1.0", ["tests/estimation/test_scale_equivariance.py -k 'regression-msr and 1e-50'"]),
+    ("boolean options not checked", "tasks/methods.py", "        checked[key] = parse_bool(options[key],",
+     "        continue\n        checked[key] = parse_bool(options[key],", ["tests/test_tasks/test_cli_edges.py -k strictly"]),
 ]
 
 

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from shapleig.errors import BudgetError
+from shapleig.errors import BudgetError, GameError
 from shapleig.estimation.enumeration import (
     BudgetCoversGameWarning,
     covers_game,
@@ -39,7 +39,8 @@ class Estimator(Protocol):
 class BaseEstimator(abc.ABC):
     """Shared front of every estimator: validation, the budgeted game, result bookkeeping.
 
-    Subclasses set ``name``, may override :meth:`min_budget` and ``min_players``, and implement
+    Subclasses set ``name``, may override :meth:`min_budget`, ``min_players`` and ``max_players``
+    (None: no limit; a game with more players is refused before anything is evaluated), and implement
     :meth:`_estimate`, which spends budget only through the :class:`BudgetedGame` it receives.
     Constructor arguments are options stored under their own names, so :meth:`get_params` /
     :meth:`set_params` (and ``sklearn.base.clone``) work; the number of players is never one of
@@ -48,6 +49,8 @@ class BaseEstimator(abc.ABC):
 
     name: ClassVar[str] = "estimator"
     min_players: ClassVar[int] = 2
+    max_players: ClassVar[int | None] = None
+
     def __new__(cls, *args: Any, **kwargs: Any) -> "BaseEstimator":
         # shapiq's approximators take the number of players first (KernelSHAP(n=8)); here it comes
         # from the game, so an integer first argument is that habit, not an option value.
@@ -121,6 +124,9 @@ class BaseEstimator(abc.ABC):
         silently: ``result.budget`` stays the budget asked for).
         """
         p = check_game(game, self.min_players)
+        if self.max_players is not None and p > self.max_players:
+            raise GameError(f"{self.name} handles at most {self.max_players} players "
+                              f"({self.min_budget_reason(p)}); the game has p = {p}")
         budget = check_budget(budget, minimum=None)  # the method's own minimum is stated below
         seed = resolve_seed(seed, random_state)
         exact = covers_game(p, budget)

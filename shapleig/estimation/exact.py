@@ -27,16 +27,19 @@ class ExactShapley(BaseEstimator):
     """
 
     name: ClassVar[str] = "exact"
+    max_players: ClassVar[int | None] = MAX_ENUMERATION_PLAYERS  # 2^20 coalitions at most
 
     def __init__(self, index: str = "SV", max_order: int | None = None) -> None:
         self.index, self.max_order = check_index(index, max_order)
 
     def min_budget(self, n_players: int) -> int:
-        return 1 << n_players if n_players <= MAX_ENUMERATION_PLAYERS else 1 << 62
+        """All ``2^p`` coalitions (games beyond ``max_players`` are refused before this matters)."""
+        return 1 << n_players
 
     def min_budget_reason(self, n_players: int) -> str:
         if n_players > MAX_ENUMERATION_PLAYERS:
-            return f"it enumerates 2^p coalitions and p = {n_players} > {MAX_ENUMERATION_PLAYERS}"
+            return (f"it evaluates all 2^{n_players} coalitions; enumeration is limited to "
+                    f"p <= {MAX_ENUMERATION_PLAYERS}")
         return f"it evaluates all 2^{n_players} coalitions"
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:

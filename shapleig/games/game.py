@@ -10,6 +10,7 @@ as it arrives; with an executor-backed evaluator it evaluates a batch concurrent
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
@@ -91,7 +92,10 @@ def check_game(game: Any, minimum_players: int = 2) -> int:
 def real_values(values: Any) -> np.ndarray:
     """A game's raw output as a float64 array; :class:`GameError` unless every entry is a real
     number (bool, int or float). Complex numbers (numpy would drop their imaginary part with only
-    a warning) and strings (numpy would parse ``"1.5"``) are refused, naming what came back."""
+    a warning) and strings (numpy would parse ``"1.5"``) are refused, naming what came back.
+    Python integers beyond float64's range (``10**400``) become ``inf``/``-inf``, so they are
+    reported like any other non-finite value, naming the coalition (numpy would raise a bare
+    OverflowError)."""
     try:
         raw = np.asarray(values)
     except (TypeError, ValueError) as exc:
@@ -111,8 +115,18 @@ def real_values(values: Any) -> np.ndarray:
                         f"{raw.ravel()[:1].tolist()}); return floats")
     try:
         return raw.astype(np.float64)
+    except OverflowError:  # a Python int beyond float64 (object array): +-inf, entry by entry
+        return np.array([_int_to_float(x) for x in raw.ravel().tolist()], dtype=np.float64).reshape(raw.shape)
     except (TypeError, ValueError) as exc:
         raise GameError(f"game returned values that are not numbers: {exc}") from exc
+
+
+def _int_to_float(x: Any) -> float:
+    """``float(x)``, or ``+-inf`` for an integer too large for float64."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
 
 
 def as_value_vector(values: Any, n_coalitions: int) -> np.ndarray:

@@ -11,12 +11,44 @@ GP path standardises by a scale-free :func:`~shapleig.gp.posterior.standardize`)
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 
 from shapleig.errors import NumericRangeError
 
 # largest magnitude / spread ratio at which differences keep ~7 significant digits (1e-16 * 1e9)
 MAX_MAGNITUDE_TO_SPREAD = 1e9
+
+
+def power_of_two_scale(*values: Any) -> float:
+    """``2**e`` with ``e`` the binary exponent of the largest finite ``|v|`` over ``values`` (1.0
+    when there is none or it is 0): dividing by it is exact in float64 (a power of two only moves
+    the exponent) and brings the largest magnitude into [0.5, 1), so sums of many values and
+    differences such as ``v - v(empty)`` neither overflow near 1e308 nor underflow near 1e-308. An
+    estimator that computes on ``v / scale`` and multiplies its result by ``scale`` returns exactly
+    what it would on ``v`` wherever that does not overflow.
+
+    Args:
+        values: floats or arrays of floats (the values an estimator combines).
+
+    Returns:
+        The power of two.
+
+    Examples:
+        >>> power_of_two_scale(3.0, [-0.5, 1e-3]), power_of_two_scale([0.0])
+        (4.0, 1.0)
+    """
+    largest = 0.0
+    for v in values:
+        a = np.abs(np.asarray(v, dtype=np.float64))
+        a = a[np.isfinite(a)]
+        if a.size:
+            largest = max(largest, float(a.max()))
+    if largest == 0.0:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(largest)[1])
 
 
 def check_value_range(values: np.ndarray, method: str = "the estimate") -> None:

@@ -28,6 +28,11 @@ kernel does not, but is often many times the error where the kernel fits.
 
 Acquisition uses the most probable kernel (``primary``), whose candidate state keeps the exact
 frozen-hyperparameter updates of :mod:`shapleig.gp.posterior`.
+
+Variances are combined in standardised units (divided by the square of the values' scale ``s_y``,
+shared by the components) and only the std is brought back to raw units (``s_y`` times), so values
+near the float64 limit (1e155 and beyond, where ``s_y^2`` overflows) still give a finite std; the
+raw :attr:`MixturePosterior.covariance` holds ``inf`` where it is not representable.
 """
 
 from __future__ import annotations
@@ -137,45 +142,64 @@ class MixturePosterior:
             self._mean = sum(c.weight * c.posterior.mean for c in self.components)
         return self._mean.copy()
 
+    @property
+    def unit(self) -> float:
+        """The values' scale ``s_y`` (shared by the components): raw = ``unit`` x standardised."""
+        return float(self.components[0].posterior.y_scale)
+
+    def _standardized(self, posterior: ShapleyPosterior) -> float:
+        """Factor turning ``posterior``'s standardised variances into this mixture's (1 when the
+        components share the archive, as they must)."""
+        return (float(posterior.y_scale) / self.unit) ** 2
+
     def _gp_covariance(self) -> np.ndarray:
-        """Law of total covariance over the kernels, each scaled by its calibration factor."""
-        mu = self.mean
+        """Law of total covariance over the kernels, each scaled by its calibration factor, in
+        standardised units (divided by ``unit**2``)."""
+        mu = self.mean / self.unit
         cov = np.zeros((mu.shape[0], mu.shape[0]))  # d x d: the index's terms
         for c in self.components:
-            d = c.posterior.mean - mu
-            within = c.tau * c.posterior.covariance
+            d = c.posterior.mean / self.unit - mu
+            within = c.tau * self._standardized(c.posterior) * c.posterior.shapley_covariance
             if c.scale is not None:
                 within = within * np.outer(c.scale, c.scale)
             cov += c.weight * (within + np.outer(d, d))
         return 0.5 * (cov + cov.T)
 
-    @property
-    def covariance(self) -> np.ndarray:
-        """Mixture covariance of phi, float64[p, p]: calibrated within-kernel plus between-kernel,
-        with each player's variance raised to the floor where smaller (see the module docstring)."""
+    def _covariance_standardized(self) -> np.ndarray:
         if self._cov is None:
             cov = self._gp_covariance()
             if self.jackknife:
                 f = self.inflation(cov)
                 cov = cov * np.outer(f, f)
             self._cov = cov
-        return self._cov.copy()
+        return self._cov
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """Mixture covariance of phi, float64[p, p], raw units: calibrated within-kernel plus
+        between-kernel, with each player's variance raised to the floor where smaller (see the
+        module docstring); ``inf`` where beyond float64 (values near 1e155 and above)."""
+        with np.errstate(over="ignore"):
+            return self.unit * (self.unit * self._covariance_standardized())
 
     def variance_floor(self) -> np.ndarray:
-        """Per-player variance floor of the read-out, float64[p], raw units (zeros without one)."""
+        """Per-player variance floor of the read-out, float64[p], standardised units (divided by
+        ``unit**2``; zeros without one)."""
         p = self.n_players
         if self.floor == "none":
             return np.zeros(p)
         if self.floor == "jackknife":
-            return sum(c.weight * np.diag(c.posterior.jackknife_covariance()) for c in self.components)
-        jk = sum((c.weight * np.diag(c.posterior.jackknife_covariance()) for c in self.components if c.tau > 1.0),
-                 np.zeros(p))
-        means = np.array([c.posterior.mean for c in self.all_components])
+            return sum(c.weight * self._standardized(c.posterior)
+                       * np.diag(c.posterior.jackknife_covariance(standardized=True)) for c in self.components)
+        jk = sum((c.weight * self._standardized(c.posterior) * np.diag(c.posterior.jackknife_covariance(standardized=True))
+                  for c in self.components if c.tau > 1.0), np.zeros(p))
+        means = np.array([c.posterior.mean / self.unit for c in self.all_components])
         spread = 0.25 * (means.max(axis=0) - means.min(axis=0)) ** 2
         return np.maximum(jk, spread)
 
     def inflation(self, cov: np.ndarray | None = None) -> np.ndarray:
-        """Per-player factor ``max(1, sd_floor / sd_gp)`` applied to the std, float64[p]."""
+        """Per-player factor ``max(1, sd_floor / sd_gp)`` applied to the std, float64[p] (``cov``:
+        the GP covariance in standardised units, as :meth:`_gp_covariance` returns it)."""
         if self._inflation is None:
             gp_cov = self._gp_covariance() if cov is None else cov
             jk = self.variance_floor()
@@ -187,8 +211,9 @@ class MixturePosterior:
 
     @property
     def std(self) -> np.ndarray:
-        """Marginal standard deviations of phi, float64[p] (rounding negatives clip to 0)."""
-        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+        """Marginal standard deviations of phi, float64[p], raw units (rounding negatives clip to 0);
+        the unit times the standardised std, so finite at any scale of the values."""
+        return self.unit * np.sqrt(np.clip(np.diag(self._covariance_standardized()), 0.0, None))
 
     def extend(self, X_new: np.ndarray, y_new: np.ndarray) -> "MixturePosterior":
         """Every component conditioned on the new evaluations (weights and calibration frozen;

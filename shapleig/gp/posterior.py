@@ -341,8 +341,14 @@ class ShapleyPosterior:
 
     @property
     def covariance(self) -> np.ndarray:
-        """Posterior covariance of phi, float64[p, p], raw units (``s_y^2 Sigma_phi``)."""
-        return self.y_scale**2 * self._sigma_phi
+        """Posterior covariance of phi, float64[p, p], raw units (``s_y^2 Sigma_phi``).
+
+        ``s_y (s_y Sigma_phi)``, never ``s_y^2``: for values near 1e155 the square alone overflows
+        (a Python float raises); entries beyond float64 (``s_y`` above ~1e154 / std ratio) are
+        ``inf``. Variances are kept in standardised units elsewhere (:attr:`std` is finite at any
+        scale)."""
+        with np.errstate(over="ignore"):
+            return self.y_scale * (self.y_scale * self._sigma_phi)
 
     @property
     def std(self) -> np.ndarray:
@@ -396,8 +402,9 @@ class ShapleyPosterior:
         return alpha[idx] / np.sqrt(q)
 
     def jackknife_covariance(self, max_deletions: int = 1000,
-                             rng: np.random.Generator | None = None) -> np.ndarray:
-        """Jackknife covariance of the posterior mean of phi, float64[p, p], raw units.
+                             rng: np.random.Generator | None = None, standardized: bool = False) -> np.ndarray:
+        """Jackknife covariance of the posterior mean of phi, float64[p, p], raw units (standardised
+        units, divided by ``s_y^2``, with ``standardized=True``).
 
         Deleting observation i (hyperparameters frozen) moves the mean by
         ``Delta_i = -Psi_X K^-1 e_i * [K^-1 r]_i / [K^-1]_ii`` (the closed-form leave-one-out update);
@@ -417,7 +424,11 @@ class ShapleyPosterior:
         # coalitions, so at the full budget nothing is left to vary (and phi is known exactly)
         fpc = max(0.0, 1.0 - t / 2.0**p) if p < 1024 else 1.0
         scale = (t - 1) / t * (t / idx.size) * fpc
-        return self.y_scale**2 * scale * (Dc @ Dc.T)
+        cov = scale * (Dc @ Dc.T)
+        if standardized:
+            return cov
+        with np.errstate(over="ignore"):  # s_y (s_y C): the square of s_y alone overflows near 1e155
+            return self.y_scale * (self.y_scale * cov)
 
     def influence_calibration(self, max_deletions: int = 1000,
                               rng: np.random.Generator | None = None) -> np.ndarray:
@@ -460,7 +471,8 @@ class ShapleyPosterior:
         r = _solve_lower(self._L, self.y_tilde - h.mean_constant)
         mean = h.mean_constant + V.T @ r
         var = np.clip(np.diag(surrogate_kernel(Z, Z, h)) - np.einsum("tm,tm->m", V, V), 0.0, None)
-        return self.y_mean + self.y_scale * mean, self.y_scale**2 * var
+        with np.errstate(over="ignore"):  # s_y (s_y var): the square of s_y alone overflows near 1e155
+            return self.y_mean + self.y_scale * mean, self.y_scale * (self.y_scale * var)
 
     # -- updates ---------------------------------------------------------------------------------
     def extend(self, X_new: np.ndarray, y_new: np.ndarray) -> "ShapleyPosterior":

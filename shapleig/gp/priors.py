@@ -60,7 +60,7 @@ def standardized_noise(noise: float, y_scale: float, convention: str = "standard
         raise ValueError(f"noise must be a positive finite variance, got {noise!r}")
     if convention == "standardized":
         return float(noise)
-    return max(MIN_FIXED_NOISE, float(noise) / float(y_scale) ** 2)
+    return max(MIN_FIXED_NOISE, float(noise) / float(y_scale) / float(y_scale))  # s_y^2 overflows near 1e155
 
 
 @dataclass(frozen=True)

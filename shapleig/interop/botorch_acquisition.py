@@ -88,8 +88,8 @@ class PosteriorVariance(_ShapleyAcquisition):
     """Uncertainty sampling: predictive variance of y(w) (raw units), summed sequentially over q."""
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        scale2 = self.posterior_phi.y_scale**2
-        return self._values(X, lambda cand, j: scale2 * float(cand.predictive_variance()[j]))
+        s = float(self.posterior_phi.y_scale)  # s (s v): the square of s alone overflows near 1e155
+        return self._values(X, lambda cand, j: s * (s * float(cand.predictive_variance()[j])))
 
 
 class RandomSelection(AcquisitionFunction):

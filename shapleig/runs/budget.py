@@ -33,7 +33,9 @@ class BudgetedGame:
     evaluated coalitions is kept in request order (``history()``), whatever order concurrent
     results arrive in, so a run is reproducible.
 
-    store:       optional ``EvaluationStore`` (``shapleig.runs.store``), or a path to open one at. Uncached coalitions are first
+    store:       optional store: any object implementing ``shapleig.runs.store_protocol.Store``
+                 (the SQLite ``EvaluationStore`` of ``shapleig.runs.store``, or your own), or a
+                 path to open an ``EvaluationStore`` at; only the protocol's methods are used. Uncached coalitions are first
                  looked up there: stored values are reused without calling the game but still
                  charged to the budget. Every new evaluation (and every failed attempt) is
                  appended and committed as it arrives, before the call returns. A store written

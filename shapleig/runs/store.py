@@ -17,15 +17,21 @@ a random sample of stored coalitions when a run resumes and refuses the store if
 write it. Before a coalition is evaluated, the process claims it (table ``claims``, in the same
 transaction that checks the log); another process that needs it waits for its value instead of
 paying for it again (or raises :class:`~shapleig.errors.StoreBusyError` with ``wait=False``).
-A claim held by a dead process on this host, or not refreshed for ``lease_seconds`` (the owner
-refreshes its claims from a background thread, every ``lease_seconds / 4``), is taken over. A
+A claim held by a dead process on this host, or whose heartbeat this process has seen unchanged
+for ``lease_seconds`` on its own monotonic clock (the owner refreshes its claims from a background
+thread, every ``lease_seconds / 4``; hosts' wall clocks are never compared, so a skewed clock
+neither keeps a dead claim alive nor loses a live one), is taken over. A
 claim covers only work that is starting (``BudgetedGame`` claims one chunk at a time for a serial
 evaluator) and is refreshed only within its hold (an evaluation timeout's worst case, or
 ``max_claim_seconds``), so a process stuck in one evaluation does not hold it for ever.
 
 **Files.** A file that is not an SQLite database, is damaged, is a database of something else,
-or holds what a store never has (a trigger, a view, a value that is not REAL, a damaged ``meta``
-row) is refused with :class:`~shapleig.errors.StoreError`; the schema of a new store is created
+or holds what a store never has (a trigger or a view, whatever its name; a value that is not
+REAL or not finite; a damaged ``meta`` row) is refused with :class:`~shapleig.errors.StoreError`,
+and so are paths that would lose values or block: an empty path, an SQLite URI (``file:...``), a
+FIFO or other non-regular file, a file with several hard links (SQLite's write-ahead log and locks
+live beside each name). A value made non-finite after opening is refused when read, naming its
+coalition. The store implements :class:`~shapleig.runs.store_protocol.Store`; the schema of a new store is created
 in one transaction, so processes creating it at once all succeed; so is a store that cannot be written
 (read-only) when it is opened, and a write that fails (disk full) stops the run with an error
 naming the value that was not stored. Rows are only ever inserted; nothing is unpickled.
@@ -51,10 +57,13 @@ coalitions being evaluated right now: ``coalition``, ``owner``, ``host``, ``pid`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import math
 import os
 import sqlite3
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -71,7 +80,8 @@ from shapleig.games.identity import (
     identity_digest,
     opaque_parts,
 )
-from shapleig.runs.claims import ClaimsProtocol, claim_owner, decode_coalition, encode_coalition
+from shapleig.runs.claims import ClaimTable, claim_owner, decode_coalition, encode_coalition
+from shapleig.runs.store_protocol import Store
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +115,14 @@ _TYPES = {"evaluations": {"value": "REAL", "coalition": "TEXT", "status": "TEXT"
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 _LOOKUP_CHUNK = 500  # SQLite limits the number of bound parameters per statement
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
+def _readable(code: Any) -> str:
+    """A stored coalition code as ``{0, 2}``, or as stored if it is not a code."""
+    if isinstance(code, str) and code and set(code) <= {"0", "1"}:
+        return format_coalition(decode_coalition(code))
+    return repr(code)
 
 
 @dataclass(frozen=True)
@@ -122,23 +140,41 @@ class StoredEvaluation:
     error: str | None
 
 
-def open_store(store: Any) -> "EvaluationStore":
-    """``store`` itself if it is an :class:`EvaluationStore`, else a store opened at that path."""
-    if isinstance(store, EvaluationStore):
-        return store
+def open_store(store: Any) -> Store:
+    """``store`` itself if it implements :class:`~shapleig.runs.store_protocol.Store` (an
+    :class:`EvaluationStore` or any other), else an :class:`EvaluationStore` opened at that path.
+
+    Args:
+        store: a store object, or the path of an SQLite store file (``str`` or ``os.PathLike``).
+
+    Returns:
+        The store to use.
+
+    Examples:
+        >>> open_store(":memory:")
+        EvaluationStore(':memory:', 0 evaluations)
+    """
     if isinstance(store, (str, os.PathLike)):
         return EvaluationStore(store)
-    raise TypeError(f"store must be an EvaluationStore or a file path, got {type(store).__name__}")
+    if isinstance(store, Store):
+        return store
+    missing = [name for name in ("bind", "lookup", "claim", "wait_for_others", "release", "append", "close")
+               if not callable(getattr(store, name, None))]
+    raise TypeError(f"store must be a file path or implement shapleig.runs.store_protocol.Store "
+                    f"(missing: {', '.join(missing)}), got {type(store).__name__}")
 
 
-class EvaluationStore(ClaimsProtocol):
+class EvaluationStore:
     """Append-only SQLite log of one game's evaluated coalitions.
 
     Pass it (or just a path) to ``estimate(..., store=...)``, ``DesignLoop(..., store=...)`` or
     ``BudgetedGame(..., store=...)``. Usable as a context manager; picklable (reopens by path).
 
     Args:
-        path: the database file, or ``":memory:"``.
+        path: the database file (a regular file with one name: not a FIFO, a device or a file
+            with several hard links), or ``":memory:"`` for a store that lives only as long as
+            this object. An empty path and SQLite URIs (``file:...``) are refused: they open
+            temporary or in-memory databases that would lose every value.
         game_id: optional label added to the game's identity, for games whose values depend on
             something the automatic identity cannot see (a file the game reads).
         accept_game_change: reuse the store even if the game's identity differs from the one that
@@ -202,11 +238,8 @@ class EvaluationStore(ClaimsProtocol):
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._verified = False
-        # coalitions this object has claimed and not yet stored -> time until which the heartbeat
-        # refreshes the claim (inf: as long as this process lives)
-        self._claimed: dict[str, float] = {}
-        self._stop = threading.Event()
-        self._heartbeat: threading.Thread | None = None
+        self._claims = ClaimTable(self, wait=self.wait, lease_seconds=self.lease_seconds,
+                                  max_claim_seconds=self.max_claim_seconds)
         self._connect()
 
     def _settings(self) -> dict[str, Any]:
@@ -218,6 +251,7 @@ class EvaluationStore(ClaimsProtocol):
     def _connect(self) -> None:
         memory = self.path == ":memory:"
         if not memory:
+            self._check_path()
             if os.path.isdir(self.path):
                 raise StoreError(f"evaluation store path {self.path} is a folder; give a file name such as runs.sqlite")
             parent = os.path.dirname(os.path.abspath(self.path))
@@ -280,6 +314,36 @@ class EvaluationStore(ClaimsProtocol):
             time.sleep(delay * (1.0 + np.random.default_rng().random()))  # jitter: no lockstep retries
             delay = min(2 * delay, 0.2)
 
+    def _check_path(self) -> None:
+        """Refuse paths under which SQLite would lose every value or block: an empty path (a
+        temporary database deleted on close), an SQLite URI (``file:...?mode=memory``), a file
+        that is not a regular file (a FIFO would block the header read for ever), or a file with
+        several hard links (SQLite keeps its write-ahead log and locks beside each *name*, so two
+        processes writing through two names corrupt the file)."""
+        if not self.path.strip():
+            raise StoreError("evaluation store path is empty: SQLite would open a temporary database that is "
+                             "deleted when it is closed, losing every value; give a file name such as runs.sqlite")
+        if self.path[:5].lower() == "file:":
+            raise StoreError(f"evaluation store path {self.path!r} is an SQLite URI: it may open an in-memory or "
+                             f"temporary database that loses every value; give a plain file path (or \":memory:\" "
+                             f"for a store that lives only in this process, on purpose)")
+        try:
+            info = os.stat(self.path)  # follows symbolic links: the file SQLite will open
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot read evaluation store {self.path}: {exc}") from exc
+        if stat.S_ISDIR(info.st_mode):
+            return  # named as a folder just below
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"evaluation store path {self.path} is not a regular file (a FIFO, socket or device); "
+                             f"SQLite needs a regular file: give a file name such as runs.sqlite")
+        if info.st_nlink > 1:
+            raise StoreError(
+                f"evaluation store {self.path} has {info.st_nlink} hard links: SQLite keeps its write-ahead log "
+                f"and locks beside each name, so processes writing through different names would corrupt it; "
+                f"refusing to use it. Remove the other links (or copy the file) and use one name")
+
     def _check_header(self) -> None:
         try:
             with open(self.path, "rb") as f:
@@ -297,15 +361,16 @@ class EvaluationStore(ClaimsProtocol):
     def _check_contents(self, conn: sqlite3.Connection) -> None:
         """Refuse a damaged database, or one that holds something other than a store."""
         try:
-            objects = conn.execute(
-                "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
+            # every object, internal names included: a store never has a trigger or a view, so
+            # none is let through whatever its name (LIKE 'sqlite_%' would also match 'sqlitex')
+            objects = conn.execute("SELECT type, name FROM sqlite_master").fetchall()
             check = conn.execute("PRAGMA quick_check").fetchall()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path} is not a readable evaluation store (damaged or truncated?): {exc}") from exc
         if [tuple(r) for r in check] != [("ok",)]:
             problems = "; ".join(str(r[0]) for r in check[:3])
             raise StoreError(f"evaluation store {self.path} is damaged (SQLite integrity check: {problems})")
-        tables = {name for kind, name in objects if kind == "table"}
+        tables = {name for kind, name in objects if kind == "table" and not name.startswith("sqlite_")}
         foreign = sorted(f"{kind} {name}" for kind, name in objects if kind in ("trigger", "view"))
         if foreign:  # a trigger can rewrite values as they are stored; a view is not ours either
             raise StoreError(
@@ -334,6 +399,13 @@ class EvaluationStore(ClaimsProtocol):
             if bad is not None:
                 raise StoreError(f"evaluation store {self.path} holds a non-numeric value ({bad[1]}) in row "
                                  f"{bad[0]}; a store only ever writes REAL values, refusing to use it")
+            # SQLite holds inf (written as 9e999) but never NaN (it becomes NULL, refused above)
+            bad = conn.execute("SELECT id, coalition, value FROM evaluations WHERE status = 'ok' AND "
+                               "abs(value) > ? ORDER BY id LIMIT 1", (_FLOAT_MAX,)).fetchone()
+            if bad is not None:
+                raise StoreError(f"evaluation store {self.path} holds a non-finite value {bad[2]!r} in row {bad[0]} "
+                                 f"(coalition {_readable(bad[1])}); a store only ever writes finite values, "
+                                 f"refusing to use it")
 
     def _explain(self, exc: sqlite3.Error, doing: str) -> str:
         text = str(exc)
@@ -346,9 +418,45 @@ class EvaluationStore(ClaimsProtocol):
 
     @property
     def conn(self) -> sqlite3.Connection:
+        """The SQLite connection (``ValueError`` once the store is closed)."""
         if self._conn is None:
             raise ValueError(f"the evaluation store at {self.path} is closed")
         return self._conn
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the store's connection is open."""
+        return self._conn is not None
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection under the store's lock, outside any transaction (for reads).
+
+        Yields:
+            The open ``sqlite3.Connection``.
+        """
+        with self._lock:
+            yield self.conn
+
+    @contextlib.contextmanager
+    def transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``) under the store's lock, committed on exit and
+        rolled back if the block raises; a failing SQLite statement becomes :class:`StoreError`
+        saying what it was ``doing``.
+
+        Args:
+            doing: what the transaction is for, for the error message ("could not release claims").
+
+        Yields:
+            The open ``sqlite3.Connection`` inside the transaction.
+        """
+        with self._lock:
+            try:
+                with self.conn as conn:  # commits on success, rolls back on an exception
+                    conn.execute("BEGIN IMMEDIATE")
+                    yield conn
+            except sqlite3.Error as exc:
+                raise StoreError(self._explain(exc, doing)) from exc
 
     # -- game identity ----------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
@@ -366,7 +474,7 @@ class EvaluationStore(ClaimsProtocol):
         if not (isinstance(fp, str) and len(fp) == 32 and all(c in "0123456789abcdef" for c in fp)):
             problems.append(f"fingerprint {fp!r} is not 32 hex digits")
         n = meta.get("n_players")
-        if not (isinstance(n, str) and n.isdigit() and int(n) >= 1):
+        if not (isinstance(n, str) and n.isascii() and n.isdigit() and int(n) >= 1):  # not '³' or '٣'
             problems.append(f"n_players {n!r} is not a positive integer")
         if "identity" in meta:
             try:
@@ -480,6 +588,15 @@ class EvaluationStore(ClaimsProtocol):
             )
         self._verified = True
 
+    def bound(self) -> tuple[str, int]:
+        """``(fingerprint, n_players)`` of the game the store is bound to (``ValueError`` before
+        :meth:`bind`).
+
+        Returns:
+            The fingerprint (32 hex digits) and the number of players.
+        """
+        return self._require_bound()
+
     def _require_bound(self) -> tuple[str, int]:
         meta = self._checked_meta(self.meta())
         if not meta:
@@ -504,10 +621,26 @@ class EvaluationStore(ClaimsProtocol):
                 # only REAL is ever written: text ('1.5'), integers or blobs were put there by hand
                 if kind != "real" or not isinstance(value, float):  # never decoded, refused
                     raise StoreError(f"evaluation store {self.path} holds a non-numeric value "
-                                     f"({type(value).__name__}, SQLite {kind}) for coalition {code}; "
+                                     f"({type(value).__name__}, SQLite {kind}) for coalition {_readable(code)}; "
                                      f"refusing to use it")
+                if not math.isfinite(value):  # only finite values are ever written: 9e999 by hand
+                    raise StoreError(f"evaluation store {self.path} holds a non-finite value {value!r} for "
+                                     f"coalition {_readable(code)}; refusing to use it")
                 stored.setdefault(code, float(value))
         return stored
+
+    def stored_values(self, codes: list[str]) -> dict[str, float]:
+        """The stored successful values among ``codes`` (the store's ``'0'``/``'1'`` texts).
+
+        Args:
+            codes: coalition codes of the bound game.
+
+        Returns:
+            ``{code: value}`` for the stored ones (the first stored value of each).
+        """
+        fingerprint, _ = self._require_bound()
+        with self._lock:
+            return self._stored(fingerprint, codes)
 
     def lookup(self, coalitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Stored values of ``coalitions`` (``bool[m, p]``): ``(found bool[m], values float64[m])``.
@@ -540,7 +673,12 @@ class EvaluationStore(ClaimsProtocol):
         ok = [r for r in self.records() if r.status == "ok"]
         if not ok:
             return np.zeros((0, p), dtype=bool), np.zeros(0)
-        return np.stack([r.coalition for r in ok]), np.array([r.value for r in ok], dtype=np.float64)
+        y = np.array([r.value for r in ok], dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(y))
+        if bad.size:
+            raise StoreError(f"evaluation store {self.path} holds a non-finite value {y[bad[0]]!r} in row "
+                             f"{ok[bad[0]].id} (coalition {format_coalition(ok[bad[0]].coalition)}); refusing to use it")
+        return np.stack([r.coalition for r in ok]), y
 
     def __len__(self) -> int:
         """Number of successful evaluations logged."""
@@ -551,7 +689,43 @@ class EvaluationStore(ClaimsProtocol):
     def __iter__(self) -> Iterator[StoredEvaluation]:
         return iter(self.records())
 
-    # -- claims: one process pays for each coalition ----------------------------------------
+    # -- claims: one process pays for each coalition (shapleig.runs.claims) -------------------
+    def claim(self, coalitions: np.ndarray, hold_for: float | None = None,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Look ``coalitions`` (``bool[m, p]``) up and claim the missing ones, in one transaction.
+
+        Args:
+            coalitions: ``bool[m, p]``.
+            hold_for: seconds for which the heartbeat keeps the new claims alive (e.g. the
+                evaluation timeout times the attempts); after that (capped by ``max_claim_seconds``)
+                they are no longer refreshed, so other processes take them over ``lease_seconds``
+                later even if this process hangs.
+
+        Returns:
+            ``(found, values, mine, busy)`` (``bool[m]``, ``float64[m]``, ``bool[m]``, ``bool[m]``):
+            stored values; coalitions this process now owns and must evaluate (and then
+            :meth:`append`); coalitions another live process is evaluating. With ``wait=False`` a
+            busy coalition raises :class:`StoreBusyError` instead.
+        """
+        return self._claims.claim(coalitions, hold_for)
+
+    def wait_for_others(self, coalitions: np.ndarray) -> None:
+        """Sleep until at least one of ``coalitions`` (``bool[m, p]``) is stored or no longer
+        claimed by a live process.
+
+        Args:
+            coalitions: ``bool[m, p]``, coalitions :meth:`claim` reported busy.
+        """
+        self._claims.wait_for_others(coalitions)
+
+    def release(self, coalitions: np.ndarray) -> None:
+        """Drop this process's claims on ``coalitions`` (after a failure: others may evaluate them).
+
+        Args:
+            coalitions: ``bool[m, p]``.
+        """
+        self._claims.release(coalitions)
+
     # -- writing ----------------------------------------------------------------------------
     def append(
         self,
@@ -604,15 +778,16 @@ class EvaluationStore(ClaimsProtocol):
                     + f". The {n} evaluations stored before are kept; the {status} result "
                     f"{value!r} of coalition {format_coalition(row[0])} was NOT stored."
                 ) from exc
-            if status == "ok":
-                self._claimed.pop(code, None)
-                self._claims_done()
+        if status == "ok":
+            self._claims.forget([code])
 
     # -- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:
-        self._stop.set()
-        if self._conn is not None and self._claimed:
-            self.release(np.stack([decode_coalition(c) for c in list(self._claimed)]))
+        """Release this process's claims and close the connection (idempotent)."""
+        self._claims.stop()
+        held = self._claims.held
+        if self._conn is not None and held:
+            self.release(np.stack([decode_coalition(c) for c in held]))
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

@@ -244,3 +244,40 @@ def test_kernels_the_evidence_rules_out_are_only_nudged_on_warm_refits():
     assert len(full) == 4 and all(opt is None or "maxiter" not in opt for _, opt in full)
     # ... unless lazy_cold_check: then the ruled-out kernel is only nudged and gets no cold fit
     assert [ard for ard, _ in seen] == [False, False, True] and "maxiter" in seen[2][1]
+
+
+# -- the evidence trigger, on a stand-in loop (issue 27: two one-line mutants passed the suite) ---
+def _stand_in_loop(t: int, t_fit: int, z: np.ndarray, n_players: int = 2):
+    """What the bound schedules read of a DesignLoop: the archive, its size at the last fit and
+    the posterior's one-step-ahead residuals (``innovations``, one per archive row)."""
+    from types import SimpleNamespace
+
+    assert z.shape == (t,)
+    return SimpleNamespace(X=np.zeros((t, n_players)), fitted_on=t_fit, _fitted_on=t_fit, n_players=n_players,
+                           posterior=SimpleNamespace(innovations=lambda: z.copy()))
+
+
+def test_adaptive_trigger_reads_the_mean_square_of_the_new_residuals_only():
+    """Refit when the points added since the last fit are badly predicted: mean(z^2) over
+    z[t_fit:t] above the threshold. Residuals +-3 average to 0 (mean(z) would never refit), and
+    badly predicted *old* points (before t_fit) must not trigger a refit."""
+    t_fit, t = 6, 10  # it = 3 is not on the geometric backstop (it = 0, 1, 2, 4, 8, ...)
+    new_bad = np.concatenate([np.zeros(t_fit), [3.0, -3.0, 3.0, -3.0]])
+    old_bad = np.concatenate([np.full(t_fit, 10.0), [0.1, -0.1, 0.1, -0.1]])
+    schedule = AdaptiveRefit(threshold=4.0)
+    assert schedule.bind(_stand_in_loop(t, t_fit, new_bad))(3) is True  # mean z^2 = 9 > 4
+    assert schedule.bind(_stand_in_loop(t, t_fit, old_bad))(3) is False  # new points fit: 0.01
+
+
+def test_auto_trigger_reads_the_mean_square_of_the_new_residuals_only():
+    """The default policy's trigger between its geometric refits (p = 2: every step up to 16
+    points; here t = 60, t_fit = 56 < 60 < 1.125 * 56): same rule as the adaptive one."""
+    from shapleig.design.refit import AutoRefit
+
+    t_fit, t = 56, 60
+    new_bad = np.concatenate([np.zeros(t_fit), [3.0, -3.0, 3.0, -3.0]])
+    old_bad = np.concatenate([np.full(t_fit, 10.0), [0.1, -0.1, 0.1, -0.1]])
+    policy = AutoRefit()
+    assert policy.bind(_stand_in_loop(t, t_fit, new_bad))(40) is True
+    assert policy.bind(_stand_in_loop(t, t_fit, old_bad))(40) is False
+    assert policy.due(t, t_fit, np.array([3.0, -3.0, 3.0, -3.0]), 2) is True  # mean(z) = 0 would not

@@ -89,6 +89,24 @@ def test_covers_game_rule():
     assert not covers_game(21, 1 << 40)  # beyond enumeration: the method runs as usual
 
 
+def test_enumeration_reaches_20_players_and_no_further():
+    """The limit is p <= 20 inclusive (2^20 coalitions): at p = 20 a covering budget enumerates."""
+    assert covers_game(20, 1 << 20) and not covers_game(20, (1 << 20) - 1)
+    assert not covers_game(21, 1 << 21)
+
+
+def test_an_enumerated_result_takes_its_baseline_from_the_empty_coalition():
+    """``baseline`` is v(empty), not v(N) (the last coalition of the bit order)."""
+    empty, grand = np.zeros((1, P), dtype=bool), np.ones((1, P), dtype=bool)
+    v_empty, v_grand = float(game_fn(empty)[0]), float(game_fn(grand)[0])
+    assert v_empty != v_grand
+    for name in ("exact", "permutation", "shapleig"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BudgetCoversGameWarning)
+            est = registry.build(name).estimate(FunctionGame(lambda Z: game_fn(Z) + 7.0, P), 1 << P, seed=0)
+        assert est.info["exact"] and est.baseline == v_empty + 7.0, (name, est.baseline)
+
+
 def test_progress_bar_counts_evaluations_up_to_two_to_the_p(monkeypatch, capsys):
     monkeypatch.setattr(base_module, "PROGRESS_DELAY_S", 0.0)
     baselines.get("permutation").estimate(FunctionGame(game_fn, P), 5000, progress=True)

@@ -47,3 +47,21 @@ def test_concurrent_creation_and_hung_evaluations_campaigns():
     assert hangs["B finished"] == 5 and hangs["wrong values served"] == 0, hangs
     assert hangs["A reported the timeout"] == 5 and hangs["claims left behind"] == 0, hangs
     assert hangs["B max wait s"] < hangs["lease s"] / 2, hangs
+
+
+@pytest.mark.slow
+def test_store_edge_campaigns_of_issue_27():
+    """Hard links refused, skewed dead claims taken over, Ctrl-C of `shapleig run` resumed,
+    tampered stores refused (about a minute)."""
+    import fault_injection
+
+    found = fault_injection.run_store_edge_campaigns(link_trials=2, skew_trials=2, interrupt_trials=2, tamper=True)
+    print(found)
+    links, skew = found["hard links"], found["clock skew"]
+    assert links["refused naming the links"] == links["opens"] == 4 and links["values lost"] == 0, links
+    assert skew["B finished"] == 2 and skew["wrong values served"] == 0, skew  # within 30 s, not the hour
+    ctrl_c = found["Ctrl-C of shapleig run"]
+    assert ctrl_c["exited 130"] == 2 and ctrl_c["runs kept"] >= 2 and ctrl_c["kept runs recomputed"] == 0, ctrl_c
+    assert ctrl_c["tables incomplete"] == 0 and ctrl_c["tables differing from an uninterrupted run"] == 0, ctrl_c
+    tampered = found["tampered stores"]
+    assert tampered["refused"] == tampered["doctored stores"] and tampered["non-finite values served"] == 0, tampered

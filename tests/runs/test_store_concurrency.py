@@ -131,17 +131,25 @@ def test_a_live_claim_is_reported_or_waited_for_and_a_dead_one_taken_over(tmp_pa
 
 
 def test_claims_of_other_hosts_expire_after_the_lease(tmp_path):
+    """Another host's clock cannot be compared with ours: its claim is taken over once this
+    process has seen its heartbeat unchanged for the lease, however old the heartbeat reads."""
     path = tmp_path / "s.sqlite"
     game = QuadraticGame(P, seed=7)
     BudgetedGame(game, 8, store=path)
     con = sqlite3.connect(path)
     now = time.time()
-    con.executemany("INSERT INTO claims VALUES (?, ?, ?, ?, ?)",
+    con.executemany("INSERT INTO claims (coalition, owner, host, pid, heartbeat) VALUES (?, ?, ?, ?, ?)",
                     [("10000", "elsewhere:1:x", "elsewhere", 1, now),
                      ("01000", "elsewhere:1:x", "elsewhere", 1, now - 1000)])
     con.commit()
-    con.close()
-    store = EvaluationStore(path, lease_seconds=60)
+    store = EvaluationStore(path, lease_seconds=0.4)
+    found, _, mine, busy = store.claim(np.eye(P, dtype=bool)[:2])
+    assert busy.tolist() == [True, True] and not mine.any() and not found.any()
+    time.sleep(0.2)
+    con.execute("UPDATE claims SET heartbeat = heartbeat + 1 WHERE coalition = '10000'")  # still alive
+    con.commit()
+    time.sleep(0.3)  # 0.5 s since first seen: '01000' unchanged for longer than the lease
     found, _, mine, busy = store.claim(np.eye(P, dtype=bool)[:2])
     assert busy.tolist() == [True, False] and mine.tolist() == [False, True] and not found.any()
+    con.close()
     store.release(np.eye(P, dtype=bool)[:2])

@@ -70,7 +70,7 @@ def test_a_hung_call_is_killed_retried_and_reported(chunk_size, tmp_path):
                       store=tmp_path / "s.sqlite")
     with pytest.raises(EvaluationFailedError, match=r"coalition \{0, 1\} failed in 2 attempts.*timed out after "
                                                     r"0\.5 s \(the evaluation was abandoned and its worker process"):
-        _within(30, lambda: bg(ROWS))
+        _within(30, lambda: bg(ROWS))  # a hang guard; the message says the call was cut short
     # the value before the hung coalition was stored; the hung one twice as an error (the run
     # stops at the final failure, as for any failure)
     rows = EvaluationStore(tmp_path / "s.sqlite").records()
@@ -95,15 +95,22 @@ def test_estimate_with_a_timeout_reports_the_hung_coalition():
 
 
 def test_executor_evaluator_abandons_a_task_running_too_long():
+    release, finished = threading.Event(), threading.Event()
+
     def slow_on_pair(Z):
         if Z[0, 0] and Z[0, 1]:
-            time.sleep(1.5)
+            release.wait(60)  # runs until the test lets it go
+            finished.set()
         return np.asarray(Z, float).sum(axis=1)
 
     with ThreadPoolExecutor(2) as ex:
-        with pytest.raises(EvaluationFailedError, match=r"\{0, 1\} failed in 1 attempt.*timed out after 0\.2 s"):
-            BudgetedGame(FunctionGame(slow_on_pair, P), 8, evaluator=ExecutorEvaluator(ex, timeout=0.2),
-                         max_retries=0)(ROWS)
+        try:
+            with pytest.raises(EvaluationFailedError, match=r"\{0, 1\} failed in 1 attempt.*timed out after 0\.2 s"):
+                BudgetedGame(FunctionGame(slow_on_pair, P), 8, evaluator=ExecutorEvaluator(ex, timeout=0.2),
+                             max_retries=0)(ROWS)
+            assert not finished.is_set()  # the run gave up on the call, it did not wait for it
+        finally:
+            release.set()
 
 
 _SCRIPT = textwrap.dedent("""
@@ -155,19 +162,16 @@ def test_a_second_process_takes_over_a_coalition_whose_evaluation_hung(tmp_path)
     """Process A hangs on 1100 with timeout 1 s; it claimed only the coalition it started. This
     process (B) needs the same coalitions: it evaluates the unclaimed ones at once, waits for
     1100 while A holds it, and evaluates it itself once A abandons it, well within the lease."""
-    lease = 30.0
+    lease = 3600.0  # never expires here: the hand-over can only come from A's timeout
     proc = _start_hanging_process(tmp_path, timeout="1", lease=lease, max_claim="none")
     try:
         assert _claims(tmp_path / "s.sqlite") == [HUNG]  # only started work is claimed
         game = HangingGame(P, hang=[HUNG], started_file=str(tmp_path / "unused"))
-        start = time.perf_counter()
         bg = BudgetedGame(game, 8, store=EvaluationStore(tmp_path / "s.sqlite", lease_seconds=lease))
-        values = _within(lease / 2, lambda: bg(np.array([[0, 0, 1, 1], [1, 1, 0, 0]], dtype=bool)))
-        waited = time.perf_counter() - start
+        values = _within(60, lambda: bg(np.array([[0, 0, 1, 1], [1, 1, 0, 0]], dtype=bool)))  # a hang guard
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert waited < lease / 2, f"took {waited:.1f} s"
     np.testing.assert_allclose(values, QuadraticGame(P).values(np.array([[0, 0, 1, 1], [1, 1, 0, 0]], dtype=bool)))
     assert "FAILED EvaluationFailedError" in out and "timed out after 1 s" in out, (out, err)
     assert bg.accounting()["n_waited"] == 1
@@ -180,15 +184,12 @@ def test_the_heartbeat_stops_holding_a_claim_of_a_process_stuck_without_timeout(
     proc = _start_hanging_process(tmp_path, timeout="none", lease=1.0, max_claim="1")
     try:
         game = HangingGame(P, hang=[HUNG], started_file=str(tmp_path / "unused"))
-        start = time.perf_counter()
         bg = BudgetedGame(game, 8, store=EvaluationStore(tmp_path / "s.sqlite", lease_seconds=1.0))
-        _within(15, lambda: bg(np.array([[1, 1, 0, 0]], dtype=bool)))
-        waited = time.perf_counter() - start
+        _within(15, lambda: bg(np.array([[1, 1, 0, 0]], dtype=bool)))  # a hang guard
         assert proc.poll() is None  # A is still stuck in its call: B did not wait for it to die
     finally:
         proc.kill()
         proc.communicate()
-    assert waited < 10, f"took {waited:.1f} s"
     assert bg.accounting()["n_game_evaluations"] == 1
 
 

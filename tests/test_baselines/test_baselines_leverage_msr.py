@@ -176,6 +176,24 @@ def test_exact_at_full_budget(p, estimator):
     assert est.values.sum() == pytest.approx(table[-1] - table[0], abs=1e-10)
 
 
+@pytest.mark.parametrize("p", [5, 6])
+@pytest.mark.parametrize(
+    "estimator", [LeverageSHAP(), LeverageSHAP(counts="expected"), RegressionMSR()], ids=repr
+)
+def test_the_estimators_own_full_sample_is_exact_on_a_generic_game(p, estimator):
+    """``estimate`` at budget 2^p enumerates before the estimator runs (shapleig.estimation.enumeration),
+    so the test above cannot see the estimator's own weights. Here its ``_estimate`` gets every
+    coalition itself: the regression is exact only with the Shapley-kernel row weights
+    (``1 / (s (p - s) C(p, s) P(z))``, Leverage SHAP) and the post-stratified ``C(p, s) / m_s``
+    (MSR). The game is a random table (every order of interaction): on additive or symmetric
+    games any size-only weighting would also be exact."""
+    from shapleig.runs.budget import BudgetedGame
+
+    game, _ = table_game(p, seed=10 + p)
+    est = estimator._estimate(BudgetedGame(game, 1 << p), seed=3)
+    np.testing.assert_allclose(est.values, exact_shapley(game), atol=1e-9, rtol=0)
+
+
 @pytest.mark.parametrize(
     "estimator", [LeverageSHAP(), LeverageSHAP(counts="expected"), RegressionMSR()], ids=repr
 )

@@ -117,7 +117,7 @@ def test_gp_leverage_arm_is_rerun_per_budget_and_takes_gp_options() -> None:
     assert set(df.method) == {"shapleig-leverage", "shapleig-leverage:ard=False"}
     assert (df.evaluations == df.budget).all() and game.calls == df.evaluations.sum()
     assert np.isfinite(df.mse).all()
-    with pytest.raises(ValueError, match="ard must be"):
+    with pytest.raises(ValueError, match="option ard takes a boolean"):
         resolve_methods(["shapleig-leverage:ard=maybe"])
     with pytest.raises(ValueError, match="bad options"):
         resolve_methods(["shapleig-leverage:refit=every"])  # a one-shot fit has no refit schedule

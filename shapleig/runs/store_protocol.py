@@ -1,0 +1,112 @@
+"""The ``Store`` protocol: what a :class:`~shapleig.runs.budget.BudgetedGame` needs of an evaluation store.
+
+:class:`~shapleig.runs.store.EvaluationStore` (an SQLite file shared by processes) is one
+implementation; any object with these methods can be passed wherever a store is accepted
+(``estimate(..., store=...)``, ``BudgetedGame(..., store=...)``, ``explain(..., store=...)``).
+docs/architecture.md ("How to extend: a new store") shows a dict-backed one for tests and
+ephemeral runs.
+
+The contract, in the order ``BudgetedGame`` uses it:
+
+1. :meth:`Store.bind` once, with the game: record it on first use, or check that the store was
+   written for this game and raise :class:`~shapleig.errors.StoreMismatchError` otherwise.
+   Returns an identifier of the game (any text; ``BudgetedGame.fingerprint``).
+2. :meth:`Store.lookup` the coalitions it needs: stored values are reused (and still charged).
+3. :meth:`Store.claim` the missing ones just before evaluating them: the store says which are
+   stored meanwhile, which this process must evaluate (``mine``) and which another process is
+   evaluating right now (``busy``); for the busy ones :meth:`Store.wait_for_others` sleeps until
+   one of them is stored or abandoned, then ``claim`` is asked again. A store used by one process
+   at a time claims every missing coalition and never reports one busy.
+4. :meth:`Store.append` every attempt as it arrives (``status`` ``"ok"`` with a finite value, or
+   ``"error"``/``"nonfinite"`` with ``value=None``); a successful value must be durable when it
+   returns and ends this process's claim on the coalition.
+5. :meth:`Store.release` what could not be evaluated (an evaluation failed for good), so others
+   may take it.
+
+Coalitions are ``bool[m, p]`` arrays (``bool[p]`` for :meth:`Store.append`); values ``float64``.
+A store must never serve a non-finite value, nor one game's values to another.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Store(Protocol):
+    """An evaluation store: a log of one game's evaluated coalitions (see the module docstring)."""
+
+    def bind(self, game: Any) -> str:
+        """Record ``game`` on first use or check that the store belongs to it; an identifier of it.
+
+        Args:
+            game: the game whose values the store holds (``n_players``, ``__call__``).
+
+        Returns:
+            Text identifying the game (e.g. a digest of its identity).
+        """
+        ...
+
+    def lookup(self, coalitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Stored values of ``coalitions``.
+
+        Args:
+            coalitions: ``bool[m, p]``.
+
+        Returns:
+            ``(found bool[m], values float64[m])``, values NaN where not found.
+        """
+        ...
+
+    def claim(self, coalitions: np.ndarray, hold_for: float | None = None,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Look ``coalitions`` up and claim the missing ones for this process.
+
+        Args:
+            coalitions: ``bool[m, p]``.
+            hold_for: seconds the evaluation of the claimed coalitions may take at most (None:
+                unknown); a store shared by processes lets others take a claim over after it.
+
+        Returns:
+            ``(found, values, mine, busy)``: ``bool[m]``, ``float64[m]``, ``bool[m]``, ``bool[m]``.
+        """
+        ...
+
+    def wait_for_others(self, coalitions: np.ndarray) -> None:
+        """Return once one of ``coalitions`` (``bool[m, p]``, reported busy) is stored or abandoned.
+
+        Args:
+            coalitions: ``bool[m, p]``.
+        """
+        ...
+
+    def release(self, coalitions: np.ndarray) -> None:
+        """Drop this process's claims on ``coalitions`` (``bool[m, p]``) without storing values.
+
+        Args:
+            coalitions: ``bool[m, p]``.
+        """
+        ...
+
+    def append(self, coalition: np.ndarray, value: float | None, *, seconds: float, status: str = "ok",
+               attempt: int = 1, error: str | None = None) -> None:
+        """Log one attempt at ``coalition``; durable when it returns.
+
+        Args:
+            coalition: ``bool[p]``.
+            value: the finite value when ``status == "ok"``, else None.
+            seconds: wall-clock seconds the game call took.
+            status: ``"ok"``, ``"error"`` or ``"nonfinite"``.
+            attempt: 1 for the first try, 2 for the first retry, ...
+            error: what went wrong, for failed attempts.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the store holds (connections, claims); it is not used afterwards."""
+        ...
+
+
+__all__ = ["Store"]
