@@ -29,7 +29,7 @@ A store must never serve a non-finite value, nor one game's values to another.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -38,11 +38,14 @@ import numpy as np
 class Store(Protocol):
     """An evaluation store: a log of one game's evaluated coalitions (see the module docstring)."""
 
-    def bind(self, game: Any) -> str:
+    def bind(self, game: Any, evaluate: Callable[[np.ndarray], np.ndarray] | None = None) -> str:
         """Record ``game`` on first use or check that the store belongs to it; an identifier of it.
 
         Args:
             game: the game whose values the store holds (``n_players``, ``__call__``).
+            evaluate: how the run evaluates coalitions (``bool[k, p] -> float64[k]``, through its
+                evaluator: timeout and retries included), for a store that re-evaluates stored values
+                to verify them; a store may ignore it.
 
         Returns:
             Text identifying the game (e.g. a digest of its identity).

@@ -99,7 +99,7 @@ class _RecordingStore:
         self.values: dict[bytes, float] = {}
         self.holds: list[float | None] = []
 
-    def bind(self, game: Any) -> str:
+    def bind(self, game: Any, evaluate: Any = None) -> str:
         return "recording"
 
     def lookup(self, coalitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

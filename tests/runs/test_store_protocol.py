@@ -97,7 +97,7 @@ def test_estimates_use_nothing_but_the_protocol(tmp_path, inner):
 
 def test_open_store_names_what_an_object_lacks():
     class Half:
-        def bind(self, game):
+        def bind(self, game, evaluate=None):
             return "x"
 
         def lookup(self, coalitions):
