@@ -44,15 +44,15 @@ def test_unknown_option_is_named() -> None:
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"pool_size": 0}, "pool_size must be >= 1"),
-    ({"batch_size": 0}, "batch_size must be >= 1"),
+    ({"pool_size": 0}, "pool_size must be an int >= 1"),
+    ({"batch_size": 0}, "batch_size must be an int >= 1"),
     ({"tol": -1.0}, "tol must be a positive finite number"),
     ({"surrogate": "ard", "ard": False}, "contradicts"),
     ({"noise_convention": "scaled"}, "unknown noise convention"),
     ({"fit_engine": "jax"}, "unknown fit engine"),
     ({"refit": "sometimes"}, "refit"),
     ({"initial_design": "sobol"}, "unknown initial design"),
-    ({"threads": 0}, "threads must be a positive int"),
+    ({"threads": 0}, "threads must be an int >= 1 or None"),
 ])
 def test_bad_options_fail_on_construction(bad, message) -> None:
     for build in (lambda: LoopOptions(**bad), lambda: ShaplEIG(**bad)):
