@@ -60,7 +60,7 @@ def main() -> None:
                 new = fit_hyperparameters(X, y, Hamming(ard=ard), NUMPY, seed=args.seed)
                 prev = fit_hyperparameters(X[:-1], y[:-1], Hamming(ard=ard), NUMPY, seed=args.seed)
                 start = time.perf_counter()
-                warm = fit_hyperparameters(X, y, Hamming(ard=ard), NUMPY, seed=args.seed, warm_start=prev.hyper)
+                warm = fit_hyperparameters(X, y, Hamming(ard=ard), NUMPY, seed=args.seed, init=prev.hyper)
                 w_s = time.perf_counter() - start
                 print(f"{p:>4} {t:>5} {'ARD' if ard else 'shared':>6} | {g_s:>10.3f} {g_obj:>10.5f} {g_att:>3} | "
                       f"{new.seconds:>8.3f} {new.neg_mll:>10.5f} {new.attempts:>3} | {g_s / new.seconds:>7.1f}x | "

@@ -99,7 +99,7 @@ def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_
         out["frozen_s"] = float(np.median(steps))
         out["trigger_rate"] = triggered / max(window, 1)
         warm = fit_hyperparameters(post.X, post.y, Hamming(ard=ard), GPOptions(size_trend=False), seed=seed,
-                                   warm_start=h)
+                                   init=h)
         out["fit_warm_s"] = warm.seconds
     out["every_s"] = out["fit_cold_s"] + out["rebuild_s"] + out["frozen_s"]
     if p <= full_run_max_p:

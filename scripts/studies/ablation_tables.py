@@ -87,7 +87,7 @@ def restarted_fit(X: np.ndarray, y: np.ndarray, k: int, ard: bool, seed: int) ->
     best = default
     for r in range(k):
         start = Hyperparameters.hamming(np.exp(loc + scale * rng.standard_normal(p)), math.log(2.0), 1e-6)
-        fit = fit_hyperparameters(X, y, Hamming(ard=ard), GPYTORCH, seed=r + 1, warm_start=start)
+        fit = fit_hyperparameters(X, y, Hamming(ard=ard), GPYTORCH, seed=r + 1, init=start)
         if fit.success and fit.neg_mll < best.neg_mll:
             best = fit
     return default, best

@@ -36,7 +36,7 @@ def fit_hyperparameters(
     options: GPOptions,
     *,
     seed: int,
-    warm_start: Hyperparameters | None = None,
+    init: Hyperparameters | None = None,
     fallback: Hyperparameters | None = None,
     optimizer_options: dict | None = None,
     max_attempts: int = MAX_FIT_ATTEMPTS,
@@ -51,7 +51,7 @@ def fit_hyperparameters(
             ``noise`` and ``noise_convention`` are read from it.
         seed: seeds the fit's retries (numpy: their generator; gpytorch: torch, inside a forked RNG),
             which makes the fit deterministic.
-        warm_start: start from these hyperparameters (None: the spec's initial values, a cold start).
+        init: start from these hyperparameters (a warm start; None: the spec's initial values, a cold start).
         fallback: kept when every attempt fails (None: the spec's initial values); ``success`` is
             then False and the failure is logged.
         optimizer_options: L-BFGS-B options of the numpy engine (None: scipy's defaults, as botorch's fit).
@@ -82,20 +82,20 @@ def fit_hyperparameters(
     start = time.perf_counter()
     if engine == "numpy":
         return _fit_numpy(kernel, X, y_std, y_mean, y_scale, noise_std, options.noise_convention, seed,
-                          warm_start, fallback, max_attempts, start, optimizer_options)
+                          init, fallback, max_attempts, start, optimizer_options)
     # botorch/gpytorch load here, only for the gpytorch engine (importing botorch takes seconds)
     from shapleig.gp.torch_model import fit_gpytorch
 
-    return fit_gpytorch(X, y, kernel, y_mean, y_scale, noise_std, options.noise_convention, seed, warm_start,
+    return fit_gpytorch(X, y, kernel, y_mean, y_scale, noise_std, options.noise_convention, seed, init,
                         fallback, max_attempts, start)
 
 
-def _fit_numpy(kernel, X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start, fallback,
+def _fit_numpy(kernel, X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, init, fallback,
                max_attempts, start, optimizer_options) -> FitResult:
     """The ``engine="numpy"`` branch of :func:`fit_hyperparameters` (same FitResult contract)."""
     from shapleig.gp.numpy_fit import fit_map_numpy
 
-    hyper, fit = fit_map_numpy(kernel, X, y_std, noise=noise_std, seed=int(seed), init=warm_start,
+    hyper, fit = fit_map_numpy(kernel, X, y_std, noise=noise_std, seed=int(seed), init=init,
                                max_attempts=max_attempts, options=optimizer_options)
     success, message = hyper is not None, ""
     if not success:

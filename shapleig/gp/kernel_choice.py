@@ -128,10 +128,10 @@ def fit_kernels(
             # a kernel the evidence all but rules out is only nudged (its evidence stays current);
             # the next full cold check fits it properly again
             fit_options = {**(fit_options or {}), "maxiter": LAZY_ITERATIONS}
-        fit = fit_hyperparameters(X, y, spec, options, seed=int(seed) + i, warm_start=warm,
+        fit = fit_hyperparameters(X, y, spec, options, seed=int(seed) + i, init=warm,
                                   fallback=prev.get(name), optimizer_options=fit_options)
         if plan.cold_check and plan.warm and prev.get(name) is not None and not lazy:
-            cold = fit_hyperparameters(X, y, spec, options, seed=int(seed) + i, warm_start=None,
+            cold = fit_hyperparameters(X, y, spec, options, seed=int(seed) + i, init=None,
                                        fallback=prev.get(name), optimizer_options=None)
             if cold.success and (not fit.success or cold.neg_mll < fit.neg_mll):
                 fit = replace(cold, seconds=cold.seconds + fit.seconds)

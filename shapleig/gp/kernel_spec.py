@@ -51,6 +51,9 @@ class FitTerms(abc.ABC):
     """
 
     n_params: int
+    # the coordinates (within this part's) of lengthscales with a LogNormal prior, which the Laplace
+    # evidence integrates (:mod:`shapleig.gp.evidence`); None: the part has none
+    lengthscales: slice | None = None
 
     @abc.abstractmethod
     def pack(self, params: Any) -> np.ndarray:
@@ -101,9 +104,9 @@ class KernelSpec(abc.ABC):
             return NotImplemented
         return SumKernel((*self.parts, *other.parts))
 
-    def renamed(self, name: str) -> "KernelSpec":
-        """The same kernel under another name (every spec dataclass has an ``alias`` field)."""
-        return dataclasses.replace(self, alias=str(name))  # type: ignore[type-var]
+    def renamed(self, name: str | None) -> "KernelSpec":
+        """The same kernel under another name (None: its own); every spec dataclass has an ``alias`` field."""
+        return dataclasses.replace(self, alias=None if name is None else str(name))  # type: ignore[type-var]
 
     # -- values ------------------------------------------------------------------------------
     @abc.abstractmethod

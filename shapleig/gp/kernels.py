@@ -16,10 +16,10 @@ The registry names the kernels a surrogate mode fits: :data:`BASE_KERNELS` (``"s
 named as in results (``"shared"``, ``"ard"``, ``"shared+size"``, ``"ard+size"``).
 :func:`register_kernel` adds a base kernel (and a mode of that name).
 
->>> spec = Hamming(ard=False) + SizeKernel(trend=True)
+>>> spec = Hamming(ard=False) + SizeKernel(trend=True, jumps=False)
 >>> spec.name, [part.name for part in spec.parts]
 ('shared+size', ['shared', 'size'])
->>> [k.name for k in surrogate_kernels("auto", size_trend="both")]
+>>> [k.name for k in surrogate_kernels("auto", size_trend="both", jumps=False)]
 ['shared', 'shared+size', 'ard', 'ard+size']
 """
 
@@ -109,11 +109,11 @@ class Hamming(KernelSpec):
     ``exp(-sum_j (log l_j - mean log l)^2 / (2 spread^2))`` (normalised) to the prior, pulling the
     lengthscales toward their geometric mean: spread -> 0 is the shared kernel, -> inf free ARD.
 
-    >>> Hamming().name, Hamming(ard=False).name
+    >>> Hamming(ard=True).name, Hamming(ard=False).name
     ('ard', 'shared')
     """
 
-    ard: bool = True
+    ard: bool
     spread: float | None = None
     alias: str | None = None
 
@@ -189,6 +189,7 @@ class HammingFit(FitTerms):
             self.hamming += self.hamming.T
         self.n_lengthscales = self.p if self.ard else 1
         self.n_params = 1 + self.n_lengthscales
+        self.lengthscales = slice(1, self.n_params)
 
     def pack(self, params: HammingParams) -> np.ndarray:
         ls = np.asarray(params.lengthscales, dtype=np.float64)[: self.n_lengthscales]
@@ -534,7 +535,7 @@ def check_size_trend(size_trend: bool | str) -> bool | str:
     return size_trend
 
 
-def surrogate_kernels(surrogate: Any, size_trend: bool | str = False, jumps: bool = False) -> list[KernelSpec]:
+def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool) -> list[KernelSpec]:
     """The kernels a surrogate fits, in fitting order, named as in results.
 
     A mode fits each of its base kernels; with ``size_trend="both"`` twice, the plain one first

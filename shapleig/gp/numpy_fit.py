@@ -34,7 +34,6 @@ from scipy.linalg import lapack
 from scipy.optimize import minimize
 
 from shapleig.gp.kernel_spec import FitTerms, KernelSpec
-from shapleig.gp.kernels import HammingFit
 from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import MAX_FIT_ATTEMPTS
 
@@ -108,12 +107,12 @@ class MapProblem:
         return 1 + sum(term.n_params for term in self.terms)
 
     def lengthscale_block(self) -> slice:
-        """The slice of theta holding the Hamming part's lengthscale coordinates (the Laplace
-        evidence integrates over them, :mod:`shapleig.gp.evidence`)."""
+        """The slice of theta holding the first part's lengthscale coordinates that carry a LogNormal
+        prior (:attr:`FitTerms.lengthscales`; the Laplace evidence integrates them, :mod:`shapleig.gp.evidence`)."""
         for term, block in zip(self.terms, self.blocks):
-            if isinstance(term, HammingFit):
-                return slice(block.start + 1, block.stop)
-        raise ValueError(f"kernel {self.kernel.name!r} has no Hamming part")
+            if term.lengthscales is not None:
+                return slice(block.start + term.lengthscales.start, block.start + term.lengthscales.stop)
+        raise ValueError(f"kernel {self.kernel.name!r} has no part with lengthscales")
 
     def pack(self, mean: float, params: Any) -> np.ndarray:
         """``theta`` from the mean constant and the kernel's params (structured as the spec says)."""

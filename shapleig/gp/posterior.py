@@ -84,18 +84,20 @@ class Hyperparameters:
 
     @property
     def lengthscales(self) -> np.ndarray:
-        """The Hamming part's lengthscales, float64[p] (read-only)."""
+        """The Hamming-type part's lengthscales, float64[p] (read-only)."""
         return self._hamming().lengthscales
 
     @property
     def outputscale(self) -> float:
-        """The Hamming part's outputscale s."""
+        """The Hamming-type part's outputscale s."""
         return self._hamming().outputscale
 
-    def _hamming(self) -> HammingParams:
-        found = self.part(HammingParams)
+    def _hamming(self) -> Any:
+        # the first part with lengthscales and an outputscale (the Hamming kernel, or a kernel of its family)
+        parts = self.params if isinstance(self.params, tuple) else (self.params,)
+        found = next((prm for prm in parts if hasattr(prm, "lengthscales") and hasattr(prm, "outputscale")), None)
         if found is None:
-            raise AttributeError(f"kernel {self.kernel.name!r} has no Hamming part")
+            raise AttributeError(f"kernel {self.kernel.name!r} has no part with lengthscales and an outputscale")
         return found
 
     @property

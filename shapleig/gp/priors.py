@@ -69,7 +69,7 @@ def initial_lengthscale(n_players: int) -> float:
     return math.exp(loc - scale**2)
 
 
-def standardized_noise(noise: float, y_scale: float, convention: str = "standardized") -> float:
+def standardized_noise(noise: float, y_scale: float, convention: str) -> float:
     """Observation noise variance in standardised units under a noise convention (docs/math.md §3).
 
     ``"standardized"`` (shapiq, default): ``noise`` is already in standardised units and used as

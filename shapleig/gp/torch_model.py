@@ -159,7 +159,7 @@ def model_hyperparameters(model) -> Hyperparameters:
     )
 
 
-def fit_gpytorch(X, y, kernel, y_mean, y_scale, noise_std, noise_convention, seed, warm_start, fallback,
+def fit_gpytorch(X, y, kernel, y_mean, y_scale, noise_std, noise_convention, seed, init, fallback,
                  max_attempts, start) -> FitResult:
     """The ``engine="gpytorch"`` branch of :func:`shapleig.gp.fitting.fit_hyperparameters`.
 
@@ -187,7 +187,7 @@ def fit_gpytorch(X, y, kernel, y_mean, y_scale, noise_std, noise_convention, see
     with torch.random.fork_rng(devices=[]), \
             gsettings.max_cholesky_size(_CHOLESKY_SIZE), gsettings.cholesky_max_tries(6):
         torch.manual_seed(int(seed) % (2**63 - 1))
-        model = build_model(X, y, kernel, noise_std=noise_std, init=warm_start)
+        model = build_model(X, y, kernel, noise_std=noise_std, init=init)
         mll = ExactMarginalLogLikelihood(model.likelihood, model)
         try:
             with warnings.catch_warnings():

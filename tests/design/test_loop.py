@@ -285,7 +285,7 @@ def test_bad_coalitions_are_rejected():
     with pytest.raises(CoalitionError):
         game(np.full((2, 4), 0.5))
     post = ShapleyPosterior(_fixed_hyper(4), all_coalitions(4)[:5], np.arange(5.0))
-    model = build_model(all_coalitions(4)[:5], np.arange(5.0), Hamming(), noise_std=1e-6)
+    model = build_model(all_coalitions(4)[:5], np.arange(5.0), Hamming(ard=True), noise_std=1e-6)
     with pytest.raises(ValueError, match="b x q x 4"):
         ShapleyEIG(model, posterior=post)(torch.zeros(2, 1, 3, dtype=torch.float64))
 
@@ -297,7 +297,7 @@ def test_botorch_acquisitions_match_pool_path():
     rng = np.random.default_rng(1)
     X = all_coalitions(p)[rng.choice(32, 10, replace=False)]
     y = rng.normal(size=10)
-    model = build_model(X, y, Hamming(), noise_std=1e-6, init=_fixed_hyper(p))
+    model = build_model(X, y, Hamming(ard=True), noise_std=1e-6, init=_fixed_hyper(p))
     eig = ShapleyEIG(model)  # posterior read from the model (hyperparameters + raw data)
     post = ShapleyPosterior(_fixed_hyper(p), X, y)
     np.testing.assert_allclose(eig.posterior_phi.mean, post.mean, rtol=1e-10, atol=1e-12)
@@ -385,7 +385,7 @@ def test_gp_leverage_arm():
     X = np.array([np.frombuffer(k, dtype=np.uint8) for k in game.rows])
     X = np.unpackbits(X, axis=1)[:, :p].astype(bool)
     size = est.info["size_kernel"]
-    h = Hyperparameters(Hamming() + SizeKernel(trend=True),
+    h = Hyperparameters(Hamming(ard=True) + SizeKernel(trend=True),
                         (HammingParams(est.info["lengthscales"], est.info["outputscale"]),
                          SizeParams(size["empty_jump"], size["grand_jump"], size["size_variance"],
                                     size["size_lengthscale"])),

@@ -93,10 +93,10 @@ def test_optimum_no_worse_than_gpytorch(ard):
 
 def test_deterministic_per_seed_and_warm_start():
     X, y = _archive(40, 8, 7)
-    a = fit_hyperparameters(X, y, Hamming(), NUMPY, seed=3)
-    b = fit_hyperparameters(X, y, Hamming(), NUMPY, seed=3)
+    a = fit_hyperparameters(X, y, Hamming(ard=True), NUMPY, seed=3)
+    b = fit_hyperparameters(X, y, Hamming(ard=True), NUMPY, seed=3)
     assert a.hyper == b.hyper and a.neg_mll == b.neg_mll
-    warm = fit_hyperparameters(X, y, Hamming(), NUMPY, seed=3, warm_start=a.hyper)
+    warm = fit_hyperparameters(X, y, Hamming(ard=True), NUMPY, seed=3, init=a.hyper)
     assert warm.neg_mll <= a.neg_mll + 1e-9
 
 
@@ -109,7 +109,7 @@ def test_failed_fit_keeps_fallback(monkeypatch):
     monkeypatch.setattr(fit_module, "_run", broken)
     X, y = _archive(6, 3, 0)
     fallback = Hyperparameters.hamming(np.ones(3), 1.0, 1e-6, 0.0)
-    res = fit_hyperparameters(X, y, Hamming(), NUMPY, seed=0, fallback=fallback)
+    res = fit_hyperparameters(X, y, Hamming(ard=True), NUMPY, seed=0, fallback=fallback)
     assert not res.success and res.hyper == fallback and res.attempts == 5
 
 
@@ -123,9 +123,9 @@ def test_gpytorch_engine_refuses_other_kernels():
 
     X, y = _archive(6, 3, 0)
     with pytest.raises(ValueError, match="plain Hamming kernel only"):
-        fit_hyperparameters(X, y, Hamming() + SizeKernel(), GPYTORCH, seed=0)
+        fit_hyperparameters(X, y, Hamming(ard=True) + SizeKernel(), GPYTORCH, seed=0)
     with pytest.raises(ValueError, match="plain Hamming kernel only"):
-        GPOptions(fit_engine="gpytorch", size_trend=False, surrogate=Hamming() + SizeKernel(jumps=True))
+        GPOptions(fit_engine="gpytorch", size_trend=False, surrogate=Hamming(ard=True) + SizeKernel(jumps=True))
 
 
 @pytest.mark.parametrize("ard", [True, False])
@@ -150,7 +150,7 @@ def test_iteration_limit_counts_as_stopped_success():
 
     X, y = _archive(20, 5, 1)
     y_std, _, _ = standardize(y)
-    problem = MapProblem.build(Hamming(), X, y_std, 1e-6)
+    problem = MapProblem.build(Hamming(ard=True), X, y_std, 1e-6)
     theta0 = problem.pack(0.0, HammingParams(np.full(5, 1.0), np.log(2.0)))
     fit = map_fit(problem, theta0, np.random.default_rng(0), options={"maxiter": 2})
     assert fit.success and fit.attempts == 1 and "ITERATIONS" in fit.message.upper()
@@ -162,7 +162,7 @@ def test_spread_prior_is_a_normalised_density_over_log_lengthscales():
     """Integrated over u = log l on a grid (p = 2 and 3), the prior with a spread has mass 1."""
     for p, spread in ((2, 0.4), (3, 0.8)):
         X = np.zeros((2, p), dtype=float)
-        prob = Hamming(spread=spread).fit_terms(X)
+        prob = Hamming(ard=True, spread=spread).fit_terms(X)
         grid = np.linspace(prob.prior_loc - 7 * prob.prior_scale, prob.prior_loc + 7 * prob.prior_scale,
                            61 if p == 3 else 301)
         du = grid[1] - grid[0]
@@ -178,7 +178,7 @@ def test_spread_prior_gradient_and_limits():
     rng = np.random.default_rng(0)
     X, y = _archive(30, 6, 1)
     y_std, _, _ = standardize(y)
-    problem = MapProblem.build(Hamming(spread=0.5), X, y_std, 1e-4)
+    problem = MapProblem.build(Hamming(ard=True, spread=0.5), X, y_std, 1e-4)
     prob = problem.terms[0]
     ls = np.exp(rng.normal(0.5, 0.6, 6))
     _, d = prob.log_prior(ls)
@@ -191,7 +191,7 @@ def test_spread_prior_gradient_and_limits():
           / (2 * h) for e in np.eye(8)]
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-8)
     # equal lengthscales pay no shrinkage: only the normaliser separates it from the independent prior
-    free = Hamming().fit_terms(X)
+    free = Hamming(ard=True).fit_terms(X)
     same = np.full(6, 1.7)
     gap = prob.log_prior(same)[0] - free.log_prior(same)[0]
     assert gap == pytest.approx(2.5 * np.log1p(3.0 / 0.25))
@@ -208,9 +208,9 @@ def test_spread_fit_moves_from_shared_to_free_ard():
     X = rng.random((40, 6)) < 0.5
     y = np.log1p(X @ np.array([5.0, 4.0, 0.1, 0.2, 0.1, 0.2]))
     y_std, _, _ = standardize(y)
-    free, _ = fit_map_numpy(Hamming(), X, y_std, noise=1e-6, seed=0)
-    tight, _ = fit_map_numpy(Hamming(spread=1e-3), X, y_std, noise=1e-6, seed=0)
-    wide, _ = fit_map_numpy(Hamming(spread=1e3), X, y_std, noise=1e-6, seed=0)
+    free, _ = fit_map_numpy(Hamming(ard=True), X, y_std, noise=1e-6, seed=0)
+    tight, _ = fit_map_numpy(Hamming(ard=True, spread=1e-3), X, y_std, noise=1e-6, seed=0)
+    wide, _ = fit_map_numpy(Hamming(ard=True, spread=1e3), X, y_std, noise=1e-6, seed=0)
     assert np.ptp(np.log(tight.lengthscales)) < 0.05
     assert np.ptp(np.log(free.lengthscales)) > 1.0
     np.testing.assert_allclose(np.log(wide.lengthscales), np.log(free.lengthscales), atol=1e-2)

@@ -32,7 +32,7 @@ def dense_operator(p: int, index: str) -> np.ndarray:
 
 def with_size(lengthscales, outputscale, noise, mean, jumps=(0.8, 0.3), trend=(0.6, 0.4)) -> Hyperparameters:
     """The Hamming kernel plus the size kernel (jumps and trend) at these values."""
-    spec = Hamming() + SizeKernel(trend=True, jumps=True)
+    spec = Hamming(ard=True) + SizeKernel(trend=True, jumps=True)
     return Hyperparameters(spec, (HammingParams(lengthscales, outputscale), SizeParams(*jumps, *trend)), noise, mean)
 
 
@@ -219,11 +219,11 @@ def test_size_kernel_needs_the_numpy_engine() -> None:
             LoopOptions(**{name: True}, fit_engine="gpytorch")
     X, y = _archive_with_outlying_empty(6, 0, 1.0)
     with pytest.raises(ValueError, match="numpy"):
-        fit_hyperparameters(X, y, Hamming() + SizeKernel(), GPOptions(fit_engine="gpytorch", size_trend=False), seed=0)
+        fit_hyperparameters(X, y, Hamming(ard=True) + SizeKernel(), GPOptions(fit_engine="gpytorch", size_trend=False), seed=0)
     with pytest.raises(ValueError, match="jump"):
         with_size(np.ones(3), 1.0, 1e-6, 0.0, (-1.0, 0.0), (0.6, 0.4))
     with pytest.raises(ValueError, match="size kernel"):
         with_size(np.ones(3), 1.0, 1e-6, 0.0, (0.0, 0.0), (1.0, 0.0))
     with pytest.raises(ValueError, match="without the trend"):  # a part's params must fit its spec
-        Hyperparameters(Hamming() + SizeKernel(trend=False, jumps=True), (HammingParams(np.ones(3), 1.0),
+        Hyperparameters(Hamming(ard=True) + SizeKernel(trend=False, jumps=True), (HammingParams(np.ones(3), 1.0),
                         SizeParams(0.5, 0.5, 0.3)), 1e-6)

@@ -34,7 +34,7 @@ def test_initial_values_and_dtype():
     p = 9
     X, y = _archive(p, 12)
     dtype_before = torch.get_default_dtype()
-    model = build_model(X, y, Hamming(), noise_std=1e-6)
+    model = build_model(X, y, Hamming(ard=True), noise_std=1e-6)
     assert torch.get_default_dtype() == dtype_before  # not changed permanently
     h = model_hyperparameters(model)
     loc, scale = lengthscale_prior_params(p)
@@ -54,9 +54,9 @@ def test_initial_values_and_dtype():
 
 def test_model_kernel_matches_esp_kernel_after_fit():
     X, y = _archive(5, 14)
-    fit = fit_hyperparameters(X, y, Hamming(), GPYTORCH, seed=1)
+    fit = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=1)
     assert fit.success and 1 <= fit.attempts <= 5
-    model = build_model(X, y, Hamming(), noise_std=fit.noise, init=fit.hyper)
+    model = build_model(X, y, Hamming(ard=True), noise_std=fit.noise, init=fit.hyper)
     with torch.no_grad():
         K = model.covar_module(torch.as_tensor(X, dtype=torch.float64)).to_dense().numpy()
     ref = hamming_kernel(X, X, fit.hyper.lengthscales, fit.hyper.outputscale)
@@ -69,9 +69,9 @@ def test_fit_is_deterministic_for_a_seed_and_leaves_global_rng_alone():
     X, y = _archive(5, 14, seed=3)
     torch.manual_seed(123)
     state = torch.random.get_rng_state().clone()
-    a = fit_hyperparameters(X, y, Hamming(), GPYTORCH, seed=7)
+    a = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=7)
     assert torch.equal(torch.random.get_rng_state(), state)
-    b = fit_hyperparameters(X, y, Hamming(), GPYTORCH, seed=7)
+    b = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=7)
     np.testing.assert_array_equal(a.hyper.lengthscales, b.hyper.lengthscales)
     assert a.hyper.outputscale == b.hyper.outputscale
     assert a.hyper.mean_constant == b.hyper.mean_constant
@@ -81,12 +81,12 @@ def test_fit_is_deterministic_for_a_seed_and_leaves_global_rng_alone():
 def test_warm_start_sets_initial_values():
     X, y = _archive(4, 10)
     h = Hyperparameters.hamming(np.array([0.3, 0.5, 0.7, 0.9]), 1.7, 1e-6, -0.25)
-    model = build_model(X, y, Hamming(), noise_std=1e-6, init=h)
+    model = build_model(X, y, Hamming(ard=True), noise_std=1e-6, init=h)
     got = model_hyperparameters(model)
     np.testing.assert_allclose(got.lengthscales, h.lengthscales, rtol=1e-12)
     assert got.outputscale == pytest.approx(1.7, rel=1e-12)
     assert got.mean_constant == pytest.approx(-0.25, rel=1e-12)
-    fit = fit_hyperparameters(X, y, Hamming(), GPYTORCH, seed=0, warm_start=h)
+    fit = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=0, init=h)
     assert fit.success
 
 
@@ -99,13 +99,13 @@ def test_noise_conventions():
     with pytest.raises(ValueError, match="noise convention"):
         standardized_noise(1e-6, 1.0, "bogus")
     with pytest.raises(ValueError, match="noise"):
-        standardized_noise(-1.0, 1.0)
+        standardized_noise(-1.0, 1.0, "standardized")
     X, y = _archive(5, 12)
     y_small = 1e-3 * y
-    raw = fit_hyperparameters(X, y_small, Hamming(), GPYTORCH.replace(noise_convention="raw"), seed=0)
+    raw = fit_hyperparameters(X, y_small, Hamming(ard=True), GPYTORCH.replace(noise_convention="raw"), seed=0)
     assert raw.noise == pytest.approx(max(1e-6, 1e-6 / np.std(y_small, ddof=1) ** 2))
     assert raw.hyper.noise == raw.noise and raw.noise_convention == "raw"
-    std = fit_hyperparameters(X, y_small, Hamming(), GPYTORCH, seed=0)
+    std = fit_hyperparameters(X, y_small, Hamming(ard=True), GPYTORCH, seed=0)
     assert std.hyper.noise == 1e-6
 
 
@@ -119,7 +119,7 @@ def test_fit_failure_keeps_fallback(monkeypatch):
     monkeypatch.setattr(botorch.fit, "fit_gpytorch_mll", boom)
     X, y = _archive(4, 10)
     prev = Hyperparameters.hamming(np.full(4, 0.4), 2.0, 1e-6, 0.1)
-    res = fit_hyperparameters(X, y, Hamming(), GPYTORCH, seed=0, fallback=prev)
+    res = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=0, fallback=prev)
     assert not res.success and "failed" in res.message
     np.testing.assert_array_equal(res.hyper.lengthscales, prev.lengthscales)
     assert res.hyper.outputscale == 2.0
@@ -128,15 +128,15 @@ def test_fit_failure_keeps_fallback(monkeypatch):
 def test_fit_rejects_bad_input():
     X, y = _archive(4, 10)
     with pytest.raises(ValueError, match="rows"):
-        fit_hyperparameters(X, y[:-1], Hamming(), GPYTORCH, seed=0)
+        fit_hyperparameters(X, y[:-1], Hamming(ard=True), GPYTORCH, seed=0)
     bad = y.copy()
     bad[2] = np.nan
     with pytest.raises(ValueError, match="non-finite"):
-        fit_hyperparameters(X, bad, Hamming(), GPYTORCH, seed=0)
+        fit_hyperparameters(X, bad, Hamming(ard=True), GPYTORCH, seed=0)
     with pytest.raises(ValueError):
-        fit_hyperparameters(X.astype(float) * 0.5, y, Hamming(), GPOptions(size_trend=False), seed=0)
+        fit_hyperparameters(X.astype(float) * 0.5, y, Hamming(ard=True), GPOptions(size_trend=False), seed=0)
     with pytest.raises(ValueError, match="shape"):
-        fit_hyperparameters(X[0], y[:1], Hamming(), GPYTORCH, seed=0)
+        fit_hyperparameters(X[0], y[:1], Hamming(ard=True), GPYTORCH, seed=0)
 
 
 def test_refit_schedules():
@@ -218,7 +218,7 @@ def test_shared_lengthscale_model_and_fit():
     ref = hamming_kernel(X, X, ls, fit.hyper.outputscale)
     np.testing.assert_allclose(K, ref, rtol=1e-11, atol=1e-13 * np.abs(ref).max())
     # the ARD fit of the same archive is a different (p-parameter) optimum
-    ard = fit_hyperparameters(X, y, Hamming(), GPYTORCH, seed=0)
+    ard = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=0)
     assert not np.all(ard.hyper.lengthscales == ard.hyper.lengthscales[0])
 
 
