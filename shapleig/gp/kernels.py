@@ -419,7 +419,9 @@ class SizeFit(FitTerms):
         self.pairs = (size[:, None] * (self.p + 1) + size[None, :]).ravel() if self.n_params else None
         self.t = size.shape[0]
 
-    def unpack(self, raw: np.ndarray) -> SizeParams:
+    def _values(self, raw: np.ndarray) -> tuple[float, float, float, float]:
+        """``(empty_jump, grand_jump, variance, lengthscale)`` at ``raw`` (zeros, and the initial
+        lengthscale, for what is not fitted)."""
         variance, length = 0.0, INITIAL_SIZE_LENGTHSCALE
         rest = raw
         if self.trend:
@@ -429,7 +431,10 @@ class SizeFit(FitTerms):
         jumps = [0.0, 0.0]
         for kind, value in zip(self.jump_kinds, rest):
             jumps[kind] = float(softplus(value))
-        return SizeParams(jumps[0], jumps[1], variance, length)
+        return jumps[0], jumps[1], variance, length
+
+    def unpack(self, raw: np.ndarray) -> SizeParams:
+        return SizeParams(*self._values(raw))
 
     def pack(self, params: SizeParams) -> np.ndarray:
         """Near-zero variances pack as ``_MIN_SIZE_VARIANCE`` (softplus never reaches 0)."""
@@ -443,25 +448,25 @@ class SizeFit(FitTerms):
     def evaluate(self, raw: np.ndarray) -> tuple[np.ndarray | None, float, Any]:
         if not self.n_params:
             return None, 0.0, None
-        params = self.unpack(raw)
+        empty_jump, grand_jump, variance, length = self._values(raw)
         p = self.p
-        KS = size_kernel_matrix(p, params.empty_jump, params.grand_jump, 0.0, params.lengthscale)
+        KS = size_kernel_matrix(p, empty_jump, grand_jump, 0.0, length)
         R = D2 = None
         lp = 0.0
         if self.trend:
             sizes = np.arange(p + 1, dtype=np.float64)
-            D2 = ((sizes[:, None] - sizes[None, :]) / (params.lengthscale * p)) ** 2
+            D2 = ((sizes[:, None] - sizes[None, :]) / (length * p)) ** 2
             R = np.exp(-0.5 * D2)
-            KS = KS + params.variance * R
-            z = (math.log(params.lengthscale) - SIZE_LENGTHSCALE_PRIOR[0]) / SIZE_LENGTHSCALE_PRIOR[1]
+            KS = KS + variance * R
+            z = (math.log(length) - SIZE_LENGTHSCALE_PRIOR[0]) / SIZE_LENGTHSCALE_PRIOR[1]
             lp = -0.5 * z**2  # normal prior on log(size lengthscale), up to a constant
-        return KS.ravel()[self.pairs].reshape(self.t, self.t), lp, (params, R, D2)
+        return KS.ravel()[self.pairs].reshape(self.t, self.t), lp, (length, R, D2)
 
     def gradient(self, raw: np.ndarray, W: np.ndarray, state: Any) -> np.ndarray:
         g = np.empty(self.n_params)
         if not self.n_params:
             return g
-        params, R, D2 = state
+        length, R, D2 = state
         q = self.p + 1
         # d(-log N)/d(size kernel entry (a, b)) = -0.5 [S^T W S]_ab: W summed over the row pairs of each size pair
         Ws = np.bincount(self.pairs, weights=W.ravel(), minlength=q * q).reshape(q, q)
@@ -470,7 +475,7 @@ class SizeFit(FitTerms):
             sv = softplus(raw[0])
             g[0] = -0.5 * float(np.sum(Ws * R)) * sigmoid(raw[0])
             # d/d log(sl) of sv R = sv R o D2; the prior adds -z / sd
-            z = (math.log(params.lengthscale) - SIZE_LENGTHSCALE_PRIOR[0]) / SIZE_LENGTHSCALE_PRIOR[1]
+            z = (math.log(length) - SIZE_LENGTHSCALE_PRIOR[0]) / SIZE_LENGTHSCALE_PRIOR[1]
             inside = abs(raw[1]) < _LOG_SIZE_BOUND  # clipped beyond: a flat objective
             g[1] = (-0.5 * sv * float(np.sum(Ws * R * D2)) + z / SIZE_LENGTHSCALE_PRIOR[1]) * inside
             i = 2
