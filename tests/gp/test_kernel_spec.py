@@ -33,10 +33,10 @@ INDICES = ["SV", "BV", "k-SII", "STII", "FSII"]
 
 def docs_kernel() -> dict:
     """The user-defined ``Linear`` kernel of docs/architecture.md ("A new kernel"), its classes only."""
-    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
     block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "class Linear(KernelSpec)" in b)
     namespace: dict = {"__name__": "__docs__"}
-    exec(compile(block.split("\ngame = ")[0], "architecture.md", "exec", dont_inherit=True), namespace)
+    exec(compile(block.split("\ngame = ")[0], "docs/architecture.md", "exec", dont_inherit=True), namespace)
     return namespace
 
 
