@@ -16,11 +16,12 @@ def dense_kernel(Z: np.ndarray, lengthscales: np.ndarray, s: float) -> np.ndarra
 
 def dense_surrogate_kernel(Z: np.ndarray, hyper) -> np.ndarray:
     """The surrogate's kernel over the rows of ``bool[m, p]``, coalition by coalition (docs/math.md §15):
-    the Hamming kernel plus the size trend ``size_variance exp(-(u - u')^2 / (2 size_lengthscale^2))``
+    the Hamming kernel plus the size trend ``variance exp(-(u - u')^2 / (2 lengthscale^2))``
     over u = |z| / p and independent jumps at the empty and the grand coalition."""
     p = Z.shape[1]
     K = dense_kernel(Z, hyper.lengthscales, hyper.outputscale)
     empty, grand = ~Z.any(axis=1), Z.all(axis=1)
     u = Z.sum(axis=1) / p
-    trend = hyper.size_variance * np.exp(-0.5 * (u[:, None] - u[None, :]) ** 2 / hyper.size_lengthscale**2)
-    return K + trend + hyper.empty_jump * np.outer(empty, empty) + hyper.grand_jump * np.outer(grand, grand)
+    size = hyper.size  # all zero without a size part
+    trend = size.variance * np.exp(-0.5 * (u[:, None] - u[None, :]) ** 2 / size.lengthscale**2)
+    return K + trend + size.empty_jump * np.outer(empty, empty) + size.grand_jump * np.outer(grand, grand)

@@ -52,7 +52,7 @@ def main() -> None:
         t_par = best_time(lambda: prior_shapley_covariance(lengthscales, s), args.repeats)
         t_biv = best_time(lambda: prior_shapley_covariance_bivariate(lengthscales, s), 1)
         X = np.vstack([np.zeros(p, bool), np.ones(p, bool), rng.random((p - 1, p)) < 0.5])
-        post = ShapleyPosterior(Hyperparameters(lengthscales, s, 1e-6), X, rng.normal(size=X.shape[0]))
+        post = ShapleyPosterior(Hyperparameters.hamming(lengthscales, s, 1e-6), X, rng.normal(size=X.shape[0]))
         cand = post.candidates(Z)
 
         def step() -> None:

@@ -55,6 +55,8 @@ from shapleig.design.loop import DesignLoop  # noqa: E402
 from shapleig.design.refit import AdaptiveRefit
 from shapleig.games.game import FunctionGame  # noqa: E402
 from shapleig.gp.fitting import fit_hyperparameters  # noqa: E402
+from shapleig.gp.kernels import Hamming  # noqa: E402
+from shapleig.gp.options import GPOptions  # noqa: E402
 from shapleig.gp.posterior import ShapleyPosterior  # noqa: E402
 from shapleig.threads import compute_threads
 
@@ -78,7 +80,7 @@ def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_
         pool = candidate_pool(p, X[: p + 1], rng, pool_size)
         out["pool_s"] = time.perf_counter() - start
         out["pool"] = len(pool)
-        fit = fit_hyperparameters(X, y, seed=seed, ard=ard, engine="numpy", threads=None)
+        fit = fit_hyperparameters(X, y, Hamming(ard=ard), GPOptions(size_trend=False), seed=seed)
         h = fit.hyper
         out["fit_cold_s"] = fit.seconds
         start = time.perf_counter()
@@ -96,7 +98,8 @@ def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_
             triggered += bool(np.mean(z**2) > threshold)
         out["frozen_s"] = float(np.median(steps))
         out["trigger_rate"] = triggered / max(window, 1)
-        warm = fit_hyperparameters(post.X, post.y, seed=seed, ard=ard, engine="numpy", threads=None, warm_start=h)
+        warm = fit_hyperparameters(post.X, post.y, Hamming(ard=ard), GPOptions(size_trend=False), seed=seed,
+                                   init=h)
         out["fit_warm_s"] = warm.seconds
     out["every_s"] = out["fit_cold_s"] + out["rebuild_s"] + out["frozen_s"]
     if p <= full_run_max_p:

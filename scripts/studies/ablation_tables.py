@@ -34,9 +34,15 @@ import numpy as np
 from shapleig.design.loop import DesignLoop
 from shapleig.games.coalitions import to_bitmask
 from shapleig.games.exact import shapley_from_table
+from shapleig.gp.fit_result import FitResult
 from shapleig.gp.fitting import fit_hyperparameters
+from shapleig.gp.kernels import Hamming
+from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
-from shapleig.gp.priors import FitResult, lengthscale_prior_params
+from shapleig.gp.priors import lengthscale_prior_params
+
+# the published fit route, fitting the plain Hamming kernel
+GPYTORCH = GPOptions(fit_engine="gpytorch", size_trend=False)
 
 GAMES = {
     "ViT-9": ("ImageClassifier_Game/9", "model_name=vit_9_patches_{i}.npz"),
@@ -77,11 +83,11 @@ def restarted_fit(X: np.ndarray, y: np.ndarray, k: int, ard: bool, seed: int) ->
     p = X.shape[1]
     loc, scale = lengthscale_prior_params(p)
     rng = np.random.default_rng(seed)
-    default = fit_hyperparameters(X, y, seed=0, ard=ard, engine="gpytorch")
+    default = fit_hyperparameters(X, y, Hamming(ard=ard), GPYTORCH, seed=0)
     best = default
     for r in range(k):
-        start = Hyperparameters(np.exp(loc + scale * rng.standard_normal(p)), math.log(2.0), 1e-6)
-        fit = fit_hyperparameters(X, y, seed=r + 1, warm_start=start, ard=ard, engine="gpytorch")
+        start = Hyperparameters.hamming(np.exp(loc + scale * rng.standard_normal(p)), math.log(2.0), 1e-6)
+        fit = fit_hyperparameters(X, y, Hamming(ard=ard), GPYTORCH, seed=r + 1, init=start)
         if fit.success and fit.neg_mll < best.neg_mll:
             best = fit
     return default, best
@@ -119,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             p = game.n_players
             oracle = None
             if args.oracle:
-                oracle = fit_hyperparameters(game.Z, game.values, seed=0, ard=not args.shared_lengthscale, engine="gpytorch").hyper
+                oracle = fit_hyperparameters(game.Z, game.values, Hamming(ard=not args.shared_lengthscale), GPYTORCH,
+                                              seed=0).hyper
             for seed in range(args.seeds):
                 for method in METHODS:
                     start = time.perf_counter()

@@ -19,9 +19,8 @@ from shapleig.design.options import (
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game
-from shapleig.gp.kernel_choice import fit_kernels
+from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
 from shapleig.gp.mixture import build_mixture
-from shapleig.gp.posterior import size_kernel_info
 from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import UNSET, SeedLike, spawn_generators, spawn_seeds
 from shapleig.threads import compute_threads
@@ -113,26 +112,48 @@ class ShaplEIG(OptionsEstimator):
         evaluator: Any = None,
         max_retries: int = 1,
         timeout: float | None = None,
-        progress: bool = False,
         random_state: SeedLike = UNSET,
-        tol: float | None = None,
-        rtol: float | None = None,
+        progress: bool = UNSET,
+        tol: float | None = UNSET,
+        rtol: float | None = UNSET,
     ) -> ShapleyEstimate:
-        """:meth:`BaseEstimator.estimate` (``seed`` / ``random_state``, ``store``, ``evaluator``,
-        ``max_retries``, ``timeout``, ``progress`` as there), plus a precision target for this call.
+        """:meth:`BaseEstimator.estimate`, with this call's ``progress`` and precision target.
 
-        ``tol`` / ``rtol``: stop at the first step where every player's posterior std is at most
-        ``tol`` (the game's units) or ``rtol * |v(N) - v(empty)|``; ``est.info["target_reached"]``
-        and ``["target_evaluations"]`` say whether and when. They override the constructor's.
+        ``progress``, ``tol`` and ``rtol`` are options (:class:`~shapleig.design.options.LoopOptions`,
+        their one home): given here they override the configured ones for this call only (validated
+        before anything is evaluated; the estimator stays as configured), not given they are the
+        configured ones. ``tol`` / ``rtol``: stop at the first step where every player's posterior
+        std is at most ``tol`` (the game's units) or ``rtol * |v(N) - v(empty)|``;
+        ``est.info["target_reached"]`` and ``["target_evaluations"]`` say whether and when.
+        ``progress``: the one progress bar over the evaluations.
+
+        Args:
+            game: the game (or a :class:`BudgetedGame`).
+            budget: distinct evaluations to spend.
+            seed: as :meth:`BaseEstimator.estimate` (``random_state`` its alias).
+            store: as :meth:`BaseEstimator.estimate`.
+            evaluator: as :meth:`BaseEstimator.estimate`.
+            max_retries: as :meth:`BaseEstimator.estimate`.
+            timeout: as :meth:`BaseEstimator.estimate`.
+            random_state: the alias of ``seed``.
+            progress: the ``progress`` option for this call.
+            tol: the ``tol`` option for this call.
+            rtol: the ``rtol`` option for this call.
+
+        Returns:
+            The :class:`ShapleyEstimate`.
         """
-        kwargs = {"seed": seed, "store": store, "evaluator": evaluator, "max_retries": max_retries,
-                  "timeout": timeout, "progress": progress, "random_state": random_state}
-        if tol is None and rtol is None:
-            return super().estimate(game, budget, **kwargs)
-        configured = copy.copy(self)  # this call's target only; the estimator stays as configured
-        configured.tol, configured.rtol = tol, rtol
-        configured.options  # validates the target before anything is evaluated
-        return BaseEstimator.estimate(configured, game, budget, **kwargs)
+        overrides = {name: value for name, value in (("progress", progress), ("tol", tol), ("rtol", rtol))
+                     if value is not UNSET}
+        configured = self
+        if overrides:
+            configured = copy.copy(self)  # this call's options only; the estimator stays as configured
+            for name, value in overrides.items():
+                setattr(configured, name, value)
+        options = configured.options  # validates the overrides before anything is evaluated
+        return BaseEstimator.estimate(configured, game, budget, seed=seed, store=store, evaluator=evaluator,
+                                      max_retries=max_retries, timeout=timeout, random_state=random_state,
+                                      progress=options.progress)
 
     def min_budget(self, n_players: int) -> int:
         """``p + 2``: the p + 1 design coalitions and at least one acquisition."""
@@ -184,11 +205,10 @@ class GPLeverage(OptionsEstimator):
         X = leverage_design(game.n_players, sample_rng, size=game.remaining)
         y = np.asarray(game(X), dtype=np.float64)
         start = time.perf_counter()
-        with compute_threads(self.threads):
-            fits = fit_kernels(X, y, self.surrogate, seed=fit_seed, noise=self.noise,
-                               noise_convention=self.noise_convention, engine=self.fit_engine,
-                               jumps=self.options.jumps, size_trend=self.options.size_trend)
-            post = build_mixture([(k.kernel, k.weight, k.hyper) for k in fits], X, y, calibrate=self.calibrate)
+        options = self.options
+        with compute_threads(options.threads):
+            fits = fit_kernels(X, y, options, seed=fit_seed, plan=RefitPlan.cold(), previous=None)
+            post = build_mixture([(k.kernel, k.weight, k.hyper) for k in fits], X, y, calibrate=options.calibrate)
         primary = post.primary.posterior
         h = primary.hyper
         return ShapleyEstimate(
@@ -200,7 +220,7 @@ class GPLeverage(OptionsEstimator):
             baseline=float(y[0]),
             method=self.name,
             info={
-                **self.options.info(),
+                **options.info(),
                 "ard": post.primary.name.startswith("ard"),
                 "kernel_weights": post.weights,
                 "calibration": {c.name: c.tau for c in post.components},
@@ -208,10 +228,7 @@ class GPLeverage(OptionsEstimator):
                 "fit_seconds": sum(k.fit.seconds for k in fits),
                 "selection_seconds": time.perf_counter() - start,
                 "fit_success": all(k.fit.success for k in fits),
-                "lengthscales": h.lengthscales.tolist(),
-                "outputscale": h.outputscale,
-                "mean_constant": h.mean_constant,
-                "size_kernel": size_kernel_info(h),
+                **DesignLoop._kernel_info(h),
                 "jitter": primary.jitter,
             },
         )

@@ -30,23 +30,22 @@ from shapleig.design.initial import (
 from shapleig.design.options import LoopOptions, options_from
 from shapleig.design.refit import AutoRefit, refit_schedule
 from shapleig.errors import BudgetError
+from shapleig.estimation.base import evaluation_progress_bar
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_game
 from shapleig.games.indices import default_hold_out_empty
+from shapleig.gp.fit_result import FitResult
 from shapleig.gp.index_esp import IndexOperator
-from shapleig.gp.kernel_choice import KernelFit, fit_kernels
+from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels
+from shapleig.gp.kernels import SizeParams, size_kernel_info
 from shapleig.gp.mixture import MixturePosterior, build_mixture
 from shapleig.gp.posterior import (
     CandidatePosterior,
     Hyperparameters,
     ShapleyPosterior,
-    size_kernel_info,
     standardize,
 )
-from shapleig.gp.priors import (
-    FitResult,
-    standardized_noise,
-)
+from shapleig.gp.priors import standardized_noise
 from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import SeedLike, resolve_seed
 from shapleig.threads import compute_threads
@@ -60,6 +59,39 @@ _DESIGN, _POOL, _SELECT, _FIT = range(4)
 def min_budget(n_players: int) -> int:
     """Smallest budget the loop accepts: the p + 1 design coalitions plus one acquisition."""
     return n_players + 2
+
+
+def loop_budget(game: Game | BudgetedGame, budget: int | None, n_players: int, store: Any, evaluator: Any) -> int:
+    """The budget a loop on ``game`` spends: checked against the game and against :func:`min_budget`.
+
+    A :class:`BudgetedGame` brings its own store and evaluator and its remaining evaluations (the
+    default budget); any other game needs a budget.
+    """
+    if isinstance(game, BudgetedGame):
+        if store is not None or evaluator is not None:
+            raise ValueError("pass store/evaluator to the BudgetedGame, not to a DesignLoop wrapping one")
+        budget = game.remaining if budget is None else check_budget(budget)
+        if budget > game.remaining:
+            raise BudgetError(f"budget {budget} exceeds the {game.remaining} evaluations left in the BudgetedGame")
+    elif budget is None:
+        raise BudgetError("budget is required")
+    else:
+        budget = check_budget(budget, minimum=None)  # ShaplEIG's own minimum is stated below
+    if budget < min_budget(n_players):
+        raise BudgetError(
+            f"budget {budget} is too small: ShaplEIG with p = {n_players} needs more than p + 1 = {n_players + 1} "
+            f"evaluations (the initial design), i.e. at least {min_budget(n_players)}"
+        )
+    return int(budget)
+
+
+def loop_operators(options: LoopOptions, n_players: int) -> tuple[IndexOperator, IndexOperator]:
+    """The index read out (docs/math.md §14) and the one the EIG is about (the same unless ablated)."""
+    hold_out = default_hold_out_empty(options.index) if options.hold_out_empty is None else options.hold_out_empty
+    operator = IndexOperator(n_players, options.index, options.max_order, hold_out_empty=hold_out)
+    if options.acquisition_index is None:
+        return operator, operator
+    return operator, IndexOperator(n_players, options.acquisition_index, hold_out_empty=hold_out)
 
 
 class DesignLoop:
@@ -76,6 +108,7 @@ class DesignLoop:
             loop stops naming it (everything evaluated so far is kept).
         options: a :class:`~shapleig.design.options.LoopOptions`; keyword options (its field
             names: ``acquisition``, ``refit``, ``surrogate``, ``tol``, ...) build or override it.
+            The loop keeps it whole as :attr:`options` and reads every option from it.
 
     >>> from shapleig import FunctionGame
     >>> game = FunctionGame(lambda Z: Z.sum(axis=1) ** 2, n_players=4)
@@ -97,75 +130,33 @@ class DesignLoop:
         **option_values: Any,
     ) -> None:
         p = check_game(game)
-        if isinstance(game, BudgetedGame):
-            if store is not None or evaluator is not None:
-                raise ValueError("pass store/evaluator to the BudgetedGame, not to a DesignLoop wrapping one")
-            budget = game.remaining if budget is None else check_budget(budget)
-            if budget > game.remaining:
-                raise BudgetError(f"budget {budget} exceeds the {game.remaining} evaluations left in the BudgetedGame")
-        elif budget is None:
-            raise BudgetError("budget is required")
-        else:
-            budget = check_budget(budget, minimum=None)  # ShaplEIG's own minimum is stated below
-        if budget < min_budget(p):
-            raise BudgetError(
-                f"budget {budget} is too small: ShaplEIG with p = {p} needs more than p + 1 = {p + 1} "
-                f"evaluations (the initial design), i.e. at least {min_budget(p)}"
-            )
         if options is None:
             options = options_from(LoopOptions, option_values, "DesignLoop")
         elif option_values:
             options = options.replace(**option_values)
-        self.options = opts = options
-        # the index read out (docs/math.md §14) and the one the EIG is about (the same unless ablated)
-        hold_out = default_hold_out_empty(opts.index) if opts.hold_out_empty is None else opts.hold_out_empty
-        self.operator = IndexOperator(p, opts.index, opts.max_order, hold_out_empty=hold_out)
-        self.acquisition_operator = (self.operator if opts.acquisition_index is None
-                                     else IndexOperator(p, opts.acquisition_index, hold_out_empty=hold_out))
-        self.acquisition = opts.acquisition
-        refit = opts.refit
-        self.refit_name = refit if isinstance(refit, str) else getattr(refit, "__name__", "custom")
-        self.schedule = refit_schedule(refit, hand_over=opts.hand_over)
-        self._policy = self.schedule  # the unbound schedule (AutoRefit: warm late refits)
-        if hasattr(self.schedule, "bind"):  # stateful schedules (e.g. "adaptive") read this loop
-            self.schedule = self.schedule.bind(self)
-        self.fit_engine = opts.fit_engine
-
-        self.game = game if isinstance(game, BudgetedGame) else BudgetedGame(
-            game, budget, store=store, evaluator=evaluator, max_retries=max_retries
-        )
+        fixed = options.hyperparameters
+        if fixed is not None and fixed.n_players != p:
+            raise ValueError(f"hyperparameters are for p = {fixed.n_players}, the game has p = {p}")
+        self.options = options
         self.n_players = p
-        self.budget = int(budget)
-        self.initial_design_name = opts.initial_design
-        self.pool_size = opts.pool_size
-        self.max_candidates = opts.max_candidates
-        self.batch_size = opts.batch_size
+        self.budget = loop_budget(game, budget, p, store, evaluator)
+        self.game = game if isinstance(game, BudgetedGame) else BudgetedGame(
+            game, self.budget, store=store, evaluator=evaluator, max_retries=max_retries)
+        self.operator, self.acquisition_operator = loop_operators(options, p)
+        self._policy = refit_schedule(options.refit, hand_over=options.hand_over)  # AutoRefit: warm late refits
+        # stateful schedules (e.g. "adaptive") read this loop
+        self.schedule = self._policy.bind(self) if hasattr(self._policy, "bind") else self._policy
         self.seed = resolve_seed(seed)  # None / Generator allowed, as in estimate()
-        self.callbacks = opts.callbacks
-        self.progress = opts.progress
-        self.noise = opts.noise
-        self.noise_convention = opts.noise_convention
-        self.final_refit = opts.final_refit
-        self.warm_start = opts.warm_start
-        self.surrogate = opts.surrogate
-        self.calibrate = opts.calibrate
-        self.tol = opts.tol
-        self.rtol = opts.rtol
-        self.threads = opts.threads
-        hyperparameters = opts.hyperparameters
-        if hyperparameters is not None and hyperparameters.n_players != p:
-            raise ValueError(f"hyperparameters are for p = {hyperparameters.n_players}, the game has p = {p}")
-        self.fixed_hyperparameters = hyperparameters
-
-        seq = np.random.SeedSequence(self.seed)
-        children = seq.spawn(4)
-        self._design_rng = np.random.default_rng(children[_DESIGN])
-        self._pool_rng = np.random.default_rng(children[_POOL])
-        self._select_rng = np.random.default_rng(children[_SELECT])
+        children = np.random.SeedSequence(self.seed).spawn(4)
+        self._design_rng, self._pool_rng, self._select_rng = (
+            np.random.default_rng(children[i]) for i in (_DESIGN, _POOL, _SELECT))
         self._fit_seq = children[_FIT]
         self._start_evaluations = self.game.evaluations
+        self._reset_state()
 
-        # state
+    def _reset_state(self) -> None:
+        """The run's state before the first step: empty archive, no pool, no fit, no trace."""
+        p = self.n_players
         self.X = np.zeros((0, p), dtype=bool)
         self.y = np.zeros(0)
         self.pool: CandidatePool | None = None
@@ -190,15 +181,31 @@ class DesignLoop:
         self.timings: dict[str, float] = {"fit_s": 0.0, "selection_s": 0.0, "update_s": 0.0, "game_s": 0.0}
         self._max_acquisitions = self.budget - (p + 1)
         self._finished = False
-        self._bar = None
+        self._bar = None  # a progress bar this loop opened (None when the caller's is in use)
 
     # -- properties ---------------------------------------------------------------------------
+    @property
+    def acquisition(self) -> str:
+        """The acquisition's name (``options.acquisition``)."""
+        return self.options.acquisition
+
+    @property
+    def refit_name(self) -> str:
+        """The refit schedule's name (a callable's ``__name__``)."""
+        refit = self.options.refit
+        return refit if isinstance(refit, str) else getattr(refit, "__name__", "custom")
+
+    @property
+    def fixed_hyperparameters(self) -> Hyperparameters | None:
+        """``options.hyperparameters``: fixed hyperparameters, no fit ever runs (None: fitted)."""
+        return self.options.hyperparameters
+
     @property
     def ard(self) -> bool:
         """Whether the primary kernel has one lengthscale per player."""
         if self.kernel_fits:
             return max(self.kernel_fits, key=lambda k: k.weight).kernel.startswith("ard")
-        return self.surrogate == "ard"
+        return self.options.surrogate == "ard"
 
     @property
     def fitted_on(self) -> int:
@@ -236,14 +243,15 @@ class DesignLoop:
 
     def target_threshold(self) -> float | None:
         """The std every player must reach: max of ``tol`` and ``rtol * |v(N) - v(empty)|``."""
-        if self.tol is None and self.rtol is None:
+        tol, rtol = self.options.tol, self.options.rtol
+        if tol is None and rtol is None:
             return None
-        limits = [self.tol] if self.tol is not None else []
-        if self.rtol is not None:
+        limits = [tol] if tol is not None else []
+        if rtol is not None:
             empty, grand = ~self.X.any(axis=1), self.X.all(axis=1)
             if empty.any() and grand.any():
                 span = abs(float(self.y[np.flatnonzero(grand)[0]] - self.y[np.flatnonzero(empty)[0]]))
-                limits.append(self.rtol * span)
+                limits.append(rtol * span)
         return max(limits) if limits else None
 
     # -- internals ----------------------------------------------------------------------------
@@ -251,41 +259,35 @@ class DesignLoop:
         child = np.random.SeedSequence(self._fit_seq.entropy, spawn_key=self._fit_seq.spawn_key + (index,))
         return int(child.generate_state(1, dtype=np.uint32)[0])
 
+    def _refit_plan(self, t: int) -> RefitPlan:
+        """How this refit fits its kernels: AutoRefit's refits past 2p start warm, with a cold check
+        each time t has grown by its cold growth since the last cold fit."""
+        policy, p = self._policy, self.n_players
+        warm = isinstance(policy, AutoRefit) and policy.warm(t, p) and bool(self.kernel_fits)
+        return RefitPlan(
+            warm=self.options.warm_start or warm,
+            cold_check=warm and policy.cold_check_due(t, self._cold_fit_on, p),
+            warm_options=policy.warm_fit_options if warm else None,
+            # late refits (fit_points rows) are the costly ones: ruled-out kernels skip the cold check
+            lazy_cold_check=warm and policy.late(t, p),
+        )
+
     def _fit(self) -> None:
         if self.fixed_hyperparameters is not None:
             self._fitted_on = self.X.shape[0]
             # fixed hyperparameters are used verbatim: no LOO rescaling (the jackknife floor stays)
             self._rebuild([("fixed", 1.0, self.fixed_hyperparameters)], taus={"fixed": 1.0})
             return
-        # the loop already limits threads around every step (fit_kernels fits with threads=None)
+        # the loop already limits threads around every step
         self.n_refits += 1
         rows = self._fit_rows()
         if self.operator.hold_out_empty:  # the GP models the non-empty coalitions (docs/math.md §14.5)
             rows = rows[self.X[rows].any(axis=1)]
         t = self.X.shape[0]
-        # AutoRefit: refits past 2p start warm, with a cold check each time t has grown by
-        # cold_growth since the last cold fit
-        auto = isinstance(self._policy, AutoRefit)
-        warm = auto and self._policy.warm(t, self.n_players) and bool(self.kernel_fits)
-        cold_check = warm and self._policy.cold_check_due(t, self._cold_fit_on, self.n_players)
-        fits = fit_kernels(
-            self.X[rows],
-            self.y[rows],
-            self.surrogate,
-            seed=self._fit_seed(self.n_refits - 1),
-            noise=self.noise,
-            noise_convention=self.noise_convention,
-            previous=self.kernel_fits,
-            warm_start=self.warm_start or warm,
-            engine=self.fit_engine,
-            cold_check=cold_check,
-            jumps=self.options.jumps,
-            size_trend=self.options.size_trend,
-            warm_options=self._policy.warm_fit_options if warm else None,
-            # late refits (fit_points rows) are the costly ones: ruled-out kernels skip the cold check
-            lazy_cold_check=warm and self._policy.late(t, self.n_players),
-        )
-        if cold_check or not (self.warm_start or warm):
+        plan = self._refit_plan(t)
+        fits = fit_kernels(self.X[rows], self.y[rows], self.options, seed=self._fit_seed(self.n_refits - 1),
+                           plan=plan, previous=self.kernel_fits)
+        if plan.cold_check or not plan.warm:
             self._cold_fit_on = t
         for k in fits:
             self.fits.append(k.fit)
@@ -319,7 +321,7 @@ class DesignLoop:
         ``kernels``: (name, weight, hyperparameters) of every kernel; ``taus`` keeps given
         calibration factors instead of computing them (see :func:`~shapleig.gp.mixture.build_mixture`).
         """
-        self.mixture = build_mixture(kernels, self.X, self.y, calibrate=self.calibrate, taus=taus,
+        self.mixture = build_mixture(kernels, self.X, self.y, calibrate=self.options.calibrate, taus=taus,
                                      operator=self.operator)
         self.posterior = self.mixture.primary.posterior
         self.hyper = self.posterior.hyper
@@ -334,10 +336,10 @@ class DesignLoop:
 
     def _refresh_noise(self) -> None:
         """Under the raw-units convention the standardised noise follows s_y; rebuild if it moved."""
-        if self.noise_convention != "raw" or self.hyper is None or self.fixed_hyperparameters is not None:
+        if self.options.noise_convention != "raw" or self.hyper is None or self.fixed_hyperparameters is not None:
             return
         _, _, scale = standardize(self.y)
-        new = standardized_noise(self.noise, scale, "raw")
+        new = standardized_noise(self.options.noise, scale, "raw")
         if new != self.hyper.noise:
             self._rebuild([
                 (c.name, c.weight, c.posterior.hyper.with_noise(new))
@@ -360,16 +362,17 @@ class DesignLoop:
 
     def _initialize(self) -> None:
         p = self.n_players
-        design = initial_design(self.initial_design_name, p, self._design_rng)
+        opts = self.options
+        design = initial_design(opts.initial_design, p, self._design_rng)
         values = self._evaluate(design)
         self.X, self.y = design.copy(), np.asarray(values, dtype=np.float64)
         # budgets in the thousands: the pool holds at least twice the acquisitions the budget allows
         # (a smaller pool would end the run early); below ~pool_size / 2 acquisitions nothing changes
         # (the default pool only: an explicit pool_size / max_candidates is kept as given)
-        size = self.pool_size
-        if self.pool_size == DEFAULT_POOL_SIZE and self.max_candidates is None:
+        size = opts.pool_size
+        if opts.pool_size == DEFAULT_POOL_SIZE and opts.max_candidates is None:
             size = max(size, 2 * self._max_acquisitions)
-        self.pool = candidate_pool(p, design, self._pool_rng, size, self.max_candidates)
+        self.pool = candidate_pool(p, design, self._pool_rng, size, opts.max_candidates)
         self.available = np.ones(len(self.pool), dtype=bool)
         if len(self.pool) < self._max_acquisitions:
             warnings.warn(
@@ -380,7 +383,7 @@ class DesignLoop:
             )
             self._max_acquisitions = len(self.pool)
         start = time.perf_counter()
-        with compute_threads(self.threads):
+        with compute_threads(opts.threads):
             self._fit()
             self._record()
         self.timings["selection_s"] += time.perf_counter() - start
@@ -407,10 +410,10 @@ class DesignLoop:
             return True
         if self.done:
             return False
-        q = min(self.batch_size, self._max_acquisitions - self.iteration,
+        q = min(self.options.batch_size, self._max_acquisitions - self.iteration,
                 self.budget - self.evaluations, int(self.available.sum()))
         start = time.perf_counter()
-        with compute_threads(self.threads):
+        with compute_threads(self.options.threads):
             if self._refit_due(q):
                 self._fit()
             else:
@@ -428,7 +431,7 @@ class DesignLoop:
         self.available[picks] = False
         self.X = np.concatenate([self.X, Z])
         self.y = np.concatenate([self.y, np.asarray(values, dtype=np.float64)])
-        with compute_threads(self.threads):
+        with compute_threads(self.options.threads):
             # Same hyperparameters: the extended posterior matches the conditioned candidate state.
             self.mixture = self.mixture.extend(Z, values)
             self.posterior = self.mixture.primary.posterior
@@ -440,17 +443,21 @@ class DesignLoop:
         return True
 
     def _open_bar(self) -> None:
-        if self.progress and self._bar is None:
-            from tqdm.auto import tqdm
+        """The one progress bar (``options.progress``): the game's, when a caller (``estimate``)
+        already attached one, else one this loop attaches to its game and closes at :meth:`finish`."""
+        if self.options.progress and self._bar is None and self.game.progress_bar is None:
+            self._bar = evaluation_progress_bar(self.game, self.n_players, self.budget,
+                                                f"shapleig {self.acquisition}")
 
-            self._bar = tqdm(total=self.budget, desc=f"shapleig {self.acquisition}", unit="eval")
+    def _close_bar(self) -> None:
+        if self._bar is not None:
+            self.game.progress_bar = None
+            self._bar.close()
+            self._bar = None
 
     def _after_step(self) -> None:
         self.n_steps += 1
-        if self._bar is not None:
-            self._bar.n = self.evaluations
-            self._bar.refresh()
-        for cb in self.callbacks:
+        for cb in self.options.callbacks:
             cb(self)
 
     def finish(self) -> ShapleyEstimate:
@@ -460,9 +467,7 @@ class DesignLoop:
         if self._final_refit_due():
             self._final_refit()
         self._finished = True
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        self._close_bar()
         post = self.mixture
         empty = ~self.X.any(axis=1)
         baseline = float(self.y[np.flatnonzero(empty)[0]]) if empty.any() else None
@@ -495,12 +500,12 @@ class DesignLoop:
             return self.finish()
 
     def _final_refit_due(self) -> bool:
-        return self.final_refit and self._fitted_on != self.X.shape[0] and self.fixed_hyperparameters is None
+        return self.options.final_refit and self._fitted_on != self.X.shape[0] and self.fixed_hyperparameters is None
 
     def _final_refit(self) -> None:
         """Refit on the whole archive; the read-out replaces the last anytime entry (same evaluations)."""
         start = time.perf_counter()
-        with compute_threads(self.threads):
+        with compute_threads(self.options.threads):
             self._fit()
         self.timings["selection_s"] += time.perf_counter() - start
         self.trace[-1] = (self.evaluations, self.estimate_values())
@@ -547,12 +552,16 @@ class DesignLoop:
             "selection_seconds": self.timings["selection_s"],
             "update_seconds": self.timings["update_s"],
             "game_seconds": self.timings["game_s"],
-            "lengthscales": None if h is None else h.lengthscales.tolist(),
-            "outputscale": None if h is None else h.outputscale,
-            "mean_constant": None if h is None else h.mean_constant,
-            "size_kernel": None if h is None else size_kernel_info(h),
+            **self._kernel_info(h),
             "jitter": None if self.posterior is None else self.posterior.jitter,
         }
+
+    @staticmethod
+    def _kernel_info(h: Hyperparameters | None) -> dict[str, Any]:
+        """The primary kernel's values for ``info`` (None before the first fit)."""
+        if h is None:
+            return {"lengthscales": None, "outputscale": None, "mean_constant": None, "size_kernel": None}
+        return {"size_kernel": size_kernel_info(h.part(SizeParams)), **h.describe()}
 
     def __repr__(self) -> str:
         return (f"DesignLoop(p={self.n_players}, budget={self.budget}, acquisition={self.acquisition!r}, "

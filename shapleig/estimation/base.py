@@ -29,6 +29,18 @@ from shapleig.seeding import UNSET, SeedLike, resolve_seed
 PROGRESS_DELAY_S = 2.0
 
 
+def evaluation_progress_bar(budgeted: BudgetedGame, n_players: int, budget: int, desc: str) -> Any:
+    """A tqdm bar over the evaluations a run can make (never more than the 2^p coalitions), attached
+    to ``budgeted`` (which advances it per evaluation); it appears once the run has lasted
+    ``PROGRESS_DELAY_S`` seconds. The caller detaches (``budgeted.progress_bar = None``) and closes it."""
+    from tqdm.auto import tqdm
+
+    total = min(budget, 1 << n_players) if n_players < 63 else budget
+    bar = tqdm(total=total, desc=desc, unit="eval", delay=PROGRESS_DELAY_S, leave=False)
+    budgeted.progress_bar = bar
+    return bar
+
+
 @runtime_checkable
 class Estimator(Protocol):
     """``estimate(game, budget, *, seed=0) -> ShapleyEstimate``; budget = distinct coalitions."""
@@ -189,13 +201,8 @@ class BaseEstimator(abc.ABC):
         return result
 
     def _progress_bar(self, budgeted: BudgetedGame, p: int, budget: int) -> Any:
-        """A tqdm bar over the evaluations this run can make (never more than the 2^p coalitions)."""
-        from tqdm.auto import tqdm
-
-        total = min(budget, 1 << p) if p < 63 else budget
-        bar = tqdm(total=total, desc=self.name, unit="eval", delay=PROGRESS_DELAY_S, leave=False)
-        budgeted.progress_bar = bar
-        return bar
+        """A tqdm bar over the evaluations this run can make (:func:`evaluation_progress_bar`)."""
+        return evaluation_progress_bar(budgeted, p, budget, self.name)
 
     @abc.abstractmethod
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:

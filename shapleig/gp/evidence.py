@@ -14,9 +14,9 @@ outputscale have flat priors, which make their Occam factors improper, so they a
 (held at the MAP; both kernels share them). ``g`` and ``H`` are the gradient and Hessian of f in
 the lengthscale block at the MAP fit (``g`` is not exactly 0 there: the MAP is found in the fit's
 softplus coordinates), the Hessian by central differences of the analytic gradient of
-:mod:`shapleig.fit` (2k gradient evaluations, each one Cholesky factor of the t x t kernel matrix).
+:mod:`shapleig.gp.numpy_fit` (2k gradient evaluations, each one Cholesky factor of the t x t kernel matrix).
 Eigenvalues of H below ``MIN_CURVATURE`` are raised to it (a flat direction: the quadratic
-expansion does not hold there). Used by ``surrogate="laplace"`` (:mod:`shapleig.kernel_choice`).
+expansion does not hold there). Used by ``surrogate="laplace"`` (:mod:`shapleig.gp.kernel_choice`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ import math
 
 import numpy as np
 
-from shapleig.gp.numpy_fit import MapProblem, _sigmoid, inverse_softplus
+from shapleig.gp.numpy_fit import MapProblem
 from shapleig.gp.posterior import Hyperparameters, standardize
+from shapleig.gp.priors import MIN_LENGTHSCALE, inverse_softplus, sigmoid
 
 # Finite-difference step in u (log-lengthscale, raw outputscale, mean constant).
 STEP = 1e-4
@@ -35,8 +36,8 @@ MIN_CURVATURE = 1e-2
 
 def _to_theta(problem: MapProblem, u: np.ndarray) -> np.ndarray:
     theta = u.copy()
-    lsb = slice(2, 2 + problem.n_lengthscales)
-    theta[lsb] = inverse_softplus(np.maximum(np.exp(u[lsb]) - 1e-6, 1e-300))
+    lsb = problem.lengthscale_block()
+    theta[lsb] = inverse_softplus(np.maximum(np.exp(u[lsb]) - MIN_LENGTHSCALE, 1e-300))
     return theta
 
 
@@ -46,30 +47,32 @@ def _grad_u(problem: MapProblem, u: np.ndarray) -> tuple[float, np.ndarray]:
     The fit's objective holds ``-log p_LN(l)`` (density over l); over ``log l`` the density gains the
     Jacobian ``l``, so ``f = t * objective - sum(log l)``."""
     t = problem.X.shape[0]
-    lsb = slice(2, 2 + problem.n_lengthscales)  # jump variances, if any, follow (raw, profiled)
+    lsb = problem.lengthscale_block()  # the size kernel's coordinates, if any, follow (raw, profiled)
     theta = _to_theta(problem, u)
     value, g = problem.objective(theta)
     ls = np.exp(u[lsb])
     g = g * t
-    g[lsb] = g[lsb] * ls / _sigmoid(theta[lsb]) - 1.0
+    g[lsb] = g[lsb] * ls / sigmoid(theta[lsb]) - 1.0
     return value * t - float(np.sum(u[lsb])), g
 
 
-def laplace_log_evidence(X: np.ndarray, y: np.ndarray, hyper: Hyperparameters, ard: bool,
-                         spread: float | None = None) -> float:
-    """Laplace log evidence (nats) of the kernel ``hyper`` (MAP, standardised units) on ``(X, y)``.
+def laplace_log_evidence(X: np.ndarray, y: np.ndarray, hyper: Hyperparameters) -> float:
+    """Laplace log evidence (nats) of the fitted kernel ``hyper`` (MAP, standardised units) on ``(X, y)``.
 
-    ``X`` bool[t, p], ``y`` raw float64[t]; ``ard``: p lengthscales (True) or one shared (False);
-    ``spread``: the ARD shrinkage prior the fit used (:class:`~shapleig.gp.numpy_fit.MapProblem`).
-    Returns -inf when the objective cannot be evaluated (indefinite kernel matrix).
+    ``X`` bool[t, p], ``y`` raw float64[t]. The kernel spec (``hyper.kernel``) must have a Hamming
+    part, whose lengthscales are integrated (p of them for ARD, one shared; its prior as fitted,
+    the ARD shrinkage of ``spread`` included); the other coordinates are profiled. Returns -inf
+    when the objective cannot be evaluated (indefinite kernel matrix).
     """
     y_std, _, _ = standardize(np.asarray(y, dtype=np.float64))
-    problem = MapProblem.build(X, y_std, hyper.noise, ard, spread, jumps=any(hyper.jumps),
-                               size_trend=hyper.size_variance > 0)
-    ls = np.asarray(hyper.lengthscales, dtype=np.float64)
-    ls = ls[:1] if not ard else ls
-    packed = problem.pack(0.0, hyper.outputscale, ls, hyper.size_parameters)
-    k = problem.n_lengthscales
+    problem = MapProblem.build(hyper.kernel, X, y_std, hyper.noise)
+    lsb = problem.lengthscale_block()
+    packed = problem.pack(0.0, hyper.params)
+    k = lsb.stop - lsb.start
+    ls = np.asarray(hyper.lengthscales, dtype=np.float64)[:k]
+    if lsb.start != 2:
+        raise ValueError(f"the Laplace evidence integrates the lengthscales of a leading Hamming part; "
+                         f"kernel {hyper.kernel.name!r} has its lengthscales at {lsb}")
     u0 = np.concatenate([[hyper.mean_constant], packed[1:2], np.log(ls), packed[2 + k:]])
     d = 2 + k
     try:

@@ -1,37 +1,30 @@
-"""MAP fit of the Hamming-kernel GP: validation, then the numpy (default) or gpytorch engine.
+"""MAP fit of a GP surrogate kernel: validation, then the numpy (default) or gpytorch engine (docs/math.md §3).
 
-Model (docs/math.md §3): ``SingleTaskGP`` with ``ScaleKernel(CategoricalKernel(ard_num_dims=p))`` (as
-the subclass ``HammingKernel``, evaluated by matrix products for 0/1 inputs),
-``k(z, z') = s * exp(-(1/p) sum_j [z_j != z'_j] / l_j)``, a constant mean, a ``Standardize(m=1)``
-outcome transform and a fixed observation noise (``ard=False``: one lengthscale shared by all
-players instead of p). Lengthscales carry the dimension-scaled prior
-``LogNormal(sqrt2 + ln(p)/2, sqrt3)`` and start at its mode; the outputscale starts at softplus(0).
-
-Everything is built in float64: the default dtype is switched to float64 only while the modules are
-created (priors, constraints and initial values would otherwise be float32-truncated) and restored
-afterwards. The fitted hyperparameters are returned as :class:`shapleig.gp.posterior.Hyperparameters`,
-in standardised units; the Shapley posterior is then computed by ``shapleig.gp.posterior`` without torch.
+The kernel is a spec (:mod:`shapleig.gp.kernel_spec`; e.g. ``Hamming(ard=True)``, the published
+``ScaleKernel(CategoricalKernel(ard_num_dims=p))``, or ``Hamming(ard=False) + SizeKernel()``), with
+a constant mean, a ``Standardize(m=1)`` outcome transform and a fixed observation noise. The
+engine, the noise and its convention come whole from the options object
+(:class:`~shapleig.gp.options.GPOptions`): this module restates none of their defaults. The numpy
+engine (:mod:`shapleig.gp.numpy_fit`) fits any spec; the gpytorch engine
+(:mod:`shapleig.gp.torch_model`, botorch's ``fit_gpytorch_mll``) the plain Hamming kernel only.
+The fitted hyperparameters are returned as :class:`shapleig.gp.posterior.Hyperparameters`, in
+standardised units; the Shapley posterior is then computed by ``shapleig.gp.posterior`` without torch.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import time
 
 import numpy as np
 
 from shapleig.games.coalitions import as_coalition_matrix
+from shapleig.gp.fit_result import FitResult
+from shapleig.gp.kernel_spec import KernelSpec
+from shapleig.gp.kernels import plain_hamming
+from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters, standardize
-from shapleig.gp.priors import (
-    DEFAULT_FIT_ENGINE,
-    MAX_FIT_ATTEMPTS,
-    FitResult,
-    check_fit_engine,
-    initial_lengthscale,
-    standardized_noise,
-)
-from shapleig.threads import compute_threads
+from shapleig.gp.priors import MAX_FIT_ATTEMPTS, standardized_noise
 
 logger = logging.getLogger(__name__)
 
@@ -39,39 +32,39 @@ logger = logging.getLogger(__name__)
 def fit_hyperparameters(
     X: np.ndarray,
     y: np.ndarray,
+    kernel: KernelSpec,
+    options: GPOptions,
     *,
     seed: int,
-    noise: float = 1e-6,
-    noise_convention: str = "standardized",
-    warm_start: Hyperparameters | None = None,
+    init: Hyperparameters | None = None,
     fallback: Hyperparameters | None = None,
-    max_attempts: int = MAX_FIT_ATTEMPTS,
-    threads: int | None = 1,
-    ard: bool = True,
-    engine: str = DEFAULT_FIT_ENGINE,
-    jumps: bool = False,
-    size_trend: bool = False,
     optimizer_options: dict | None = None,
+    max_attempts: int = MAX_FIT_ATTEMPTS,
 ) -> FitResult:
-    """MAP fit of the Hamming-kernel GP to archive ``X`` (bool[t, p]) with raw values ``y`` (float64[t]).
+    """MAP fit of ``kernel`` to archive ``X`` (bool[t, p]) with raw values ``y`` (float64[t]).
 
-    Objective: gpytorch's ``ExactMarginalLogLikelihood`` (plus the lengthscale log-prior), optimised
-    by botorch's ``fit_gpytorch_mll`` (scipy L-BFGS-B), at most ``max_attempts`` attempts; a retry
-    happens after an exception or an optimisation warning and resamples the lengthscales from the
-    prior. torch is seeded with ``seed`` before the fit (inside a forked RNG, so global state is
-    untouched), which makes the fit deterministic. Cold start from the docs/math.md §3 initial values unless
-    ``warm_start`` is given. If every attempt fails, ``fallback`` (or the initial values) is kept,
-    ``success`` is False and the failure is logged. ``threads`` limits torch/BLAS threads during
-    the fit (see :func:`compute_threads`). ``ard=False`` fits one lengthscale shared by all players
-    (see :func:`build_model`). ``engine="numpy"`` runs the same MAP objective in numpy/scipy with an
-    analytic gradient (:mod:`shapleig.gp.numpy_fit`; retries draw from a numpy generator seeded by ``seed``).
-    ``jumps``, ``size_trend``: also fit the size kernel's jumps at ∅ and N and its trend in the
-    coalition size (docs/math.md §15; numpy engine only). ``optimizer_options``: L-BFGS-B options
-    of the numpy engine (None: scipy's defaults, as botorch's fit).
+    Args:
+        X: the archive, bool[t, p] (t >= 2).
+        y: its raw values, float64[t], finite.
+        kernel: the kernel spec to fit (:mod:`shapleig.gp.kernels`).
+        options: a :class:`~shapleig.gp.options.GPOptions` (or ``LoopOptions``): ``fit_engine``,
+            ``noise`` and ``noise_convention`` are read from it.
+        seed: seeds the fit's retries (numpy: their generator; gpytorch: torch, inside a forked RNG),
+            which makes the fit deterministic.
+        init: start from these hyperparameters (a warm start; None: the spec's initial values, a cold start).
+        fallback: kept when every attempt fails (None: the spec's initial values); ``success`` is
+            then False and the failure is logged.
+        optimizer_options: L-BFGS-B options of the numpy engine (None: scipy's defaults, as botorch's fit).
+        max_attempts: L-BFGS-B runs at most; a retry follows an exception or an optimisation
+            failure and resamples the lengthscales from their prior.
+
+    Returns:
+        The :class:`~shapleig.gp.priors.FitResult` (hyperparameters in standardised units).
     """
-    check_fit_engine(engine)
-    if (jumps or size_trend) and engine != "numpy":
-        raise ValueError(f"the size kernel (jumps, size_trend) is fitted by the numpy engine only, not {engine!r}")
+    engine = options.fit_engine
+    if engine == "gpytorch" and not plain_hamming(kernel):
+        raise ValueError(f"the gpytorch engine fits the plain Hamming kernel only, not {kernel.name!r} "
+                         f"({type(kernel).__name__}); use fit_engine='numpy'")
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be a bool[t, p] coalition matrix, got shape {X.shape}")
@@ -84,42 +77,41 @@ def fit_hyperparameters(
     if X.shape[0] < 2:
         raise ValueError(f"a GP fit needs at least 2 observations, got {X.shape[0]}")
     y_std, y_mean, y_scale = standardize(y)
-    noise_std = standardized_noise(noise, y_scale, noise_convention)
+    noise_std = standardized_noise(options.noise, y_scale, options.noise_convention)
 
     start = time.perf_counter()
     if engine == "numpy":
-        return _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start,
-                          fallback, max_attempts, threads, ard, start, jumps, size_trend, optimizer_options)
+        return _fit_numpy(kernel, X, y_std, y_mean, y_scale, noise_std, options.noise_convention, seed,
+                          init, fallback, max_attempts, start, optimizer_options)
     # botorch/gpytorch load here, only for the gpytorch engine (importing botorch takes seconds)
     from shapleig.gp.torch_model import fit_gpytorch
 
-    return fit_gpytorch(X, y, y_mean, y_scale, noise_std, noise_convention, seed, warm_start, fallback,
-                        max_attempts, threads, ard, start)
+    return fit_gpytorch(X, y, kernel, y_mean, y_scale, noise_std, options.noise_convention, seed, init,
+                        fallback, max_attempts, start)
 
 
-def _fit_numpy(X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, warm_start, fallback,
-               max_attempts, threads, ard, start, jumps=False, size_trend=False,
-               optimizer_options=None) -> FitResult:
+def _fit_numpy(kernel, X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, init, fallback,
+               max_attempts, start, optimizer_options) -> FitResult:
     """The ``engine="numpy"`` branch of :func:`fit_hyperparameters` (same FitResult contract)."""
     from shapleig.gp.numpy_fit import fit_map_numpy
 
-    with compute_threads(threads):
-        hyper, fit = fit_map_numpy(X, y_std, noise=noise_std, ard=ard, seed=int(seed), init=warm_start,
-                                   max_attempts=max_attempts, options=optimizer_options, jumps=jumps,
-                                   size_trend=size_trend)
+    hyper, fit = fit_map_numpy(kernel, X, y_std, noise=noise_std, seed=int(seed), init=init,
+                               max_attempts=max_attempts, options=optimizer_options)
     success, message = hyper is not None, ""
     if not success:
         message = f"L-BFGS-B failed: {fit.message}"
         logger.warning("GP fit failed after %d attempts (%s); keeping previous hyperparameters",
                        fit.attempts, message)
-        if fallback is not None:
-            hyper = fallback
-        else:
-            p = X.shape[1]
-            hyper = Hyperparameters(np.full(p, initial_lengthscale(p)), math.log(2.0), noise_std, 0.0)
+        hyper = fallback if fallback is not None else initial_hyperparameters(kernel, X.shape[1], noise_std)
     if hyper.noise != noise_std:
         hyper = hyper.with_noise(noise_std)
     return FitResult(hyper=hyper, attempts=fit.attempts, seconds=time.perf_counter() - start,
                      success=success, noise=noise_std, noise_convention=noise_convention,
                      y_mean=float(y_mean), y_scale=float(y_scale), neg_mll=fit.value if success else float("nan"),
                      seed=int(seed), message=message)
+
+
+def initial_hyperparameters(kernel: KernelSpec, n_players: int, noise: float) -> Hyperparameters:
+    """The hyperparameters a failed fit without a fallback keeps (:meth:`KernelSpec.fallback_params`:
+    the Hamming part at its initial values, docs/math.md §3, and no size kernel)."""
+    return Hyperparameters(kernel, kernel.fallback_params(n_players), noise, 0.0)

@@ -1,10 +1,15 @@
 """Fast products of index operators B with the Hamming kernel: ``B k(., Z)`` and ``B K B^T`` (docs/math.md §14).
 
-:class:`IndexOperator` is what :class:`~shapleig.gp.posterior.ShapleyPosterior` needs from an index: its
-``terms``, the kernel columns ``B k(., z)`` (float64[d, m]) and the prior covariance ``B K B^T``
-(float64[d, d]), both in polynomial time and never through a ``2^p`` object.
+:class:`IndexOperator` is what the kernel specs (:mod:`shapleig.gp.kernels`) need from an index to
+give :class:`~shapleig.gp.posterior.ShapleyPosterior` its products: the ``terms``, the Hamming
+kernel's columns ``B k(., z)`` (float64[d, m], :meth:`IndexOperator.hamming_columns`) and prior
+covariance ``B K B^T`` (float64[d, d], :meth:`IndexOperator.hamming_covariance`), both in
+polynomial time and never through a ``2^p`` object; the size kernel's through the size
+coefficients (:meth:`IndexOperator.size_columns`, :meth:`IndexOperator.size_covariance`); and the
+hold-out of the empty coalition for any kernel (:meth:`IndexOperator.held_out_columns`,
+:meth:`IndexOperator.held_out_covariance`).
 
-- ``"SV"`` delegates to :mod:`shapleig.esp` (the existing, tested routes).
+- ``"SV"`` delegates to :mod:`shapleig.gp.esp` (the existing, tested routes).
 - ``"BV"`` has closed forms: uniform weights make the derivative sums plain products, and the
   prior covariance is diagonal (docs/math.md §14.2).
 - The interaction indices use the size-weighted derivative form of :mod:`shapleig.indices`:
@@ -98,38 +103,45 @@ class IndexOperator:
             self._beta = _size_coefficients(self.index, self.n_players, self.max_order, self.hold_out_empty)
         return self._beta
 
-    def kernel_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float,
-                       size_kernel: np.ndarray | None = None) -> np.ndarray:
-        """``B k(., z)`` for every row z of ``Z`` (bool[m, p]): float64[d, m], the prior Cov[I, f(z)].
-
-        ``size_kernel``: float64[p+1, p+1], the size kernel added to the Hamming kernel
-        (docs/math.md §15), whose column of z contributes ``beta @ size_kernel[:, |z|]``.
-        """
+    def hamming_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
+        """``B' k(., z)`` of the Hamming kernel for every row z of ``Z`` (bool[m, p]): float64[d, m],
+        the prior Cov[I, f(z)] (``B' = B`` unless the operator holds v(empty) out)."""
         cols = self._base_columns(Z, lengthscales, outputscale)
         if self.hold_out_empty:
             empty = np.zeros((1, self.n_players), dtype=bool)
-            cols = cols - np.outer(self.empty_column(), hamming_kernel(empty, Z, lengthscales, outputscale)[0])
-        if size_kernel is not None:
-            sizes = np.asarray(Z, dtype=bool).reshape(-1, self.n_players).sum(axis=1)
-            cols = cols + (self.size_coefficients() @ size_kernel)[:, sizes]
+            cols = self.held_out_columns(cols, hamming_kernel(empty, Z, lengthscales, outputscale)[0])
         return cols
 
-    def prior_covariance(self, lengthscales: np.ndarray, outputscale: float,
-                         size_kernel: np.ndarray | None = None) -> np.ndarray:
-        """``B K B^T``: float64[d, d], the prior covariance of the index vector (``size_kernel``: see
-        :meth:`kernel_columns`; it adds ``beta size_kernel beta^T``)."""
+    def hamming_covariance(self, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
+        """``B' K B'^T`` of the Hamming kernel: float64[d, d], the prior covariance of the index vector."""
         M = self._base_covariance(lengthscales, outputscale)
         if self.hold_out_empty:
-            # B' = B - e 1_empty^T: B' K B'^T = M - e u^T - u e^T + s e e^T, u = B k(., empty)
-            e = self.empty_column()
             u = self._base_columns(np.zeros((1, self.n_players), dtype=bool), lengthscales, outputscale)[:, 0]
-            M = M - np.outer(e, u) - np.outer(u, e) + float(outputscale) * np.outer(e, e)
-            M = 0.5 * (M + M.T)
-        if size_kernel is not None:
-            beta = self.size_coefficients()
-            M = M + beta @ size_kernel @ beta.T
-            M = 0.5 * (M + M.T)
+            M = self.held_out_covariance(M, u, float(outputscale))
         return M
+
+    def held_out_columns(self, cols: np.ndarray, k_empty: np.ndarray) -> np.ndarray:
+        """``B' k(., z) = B k(., z) - e k(empty, z)`` from a kernel's ``B k(., Z)`` (float64[d, m]) and
+        ``k(empty, Z)`` (float64[m]) (docs/math.md §14.5)."""
+        return cols - np.outer(self.empty_column(), k_empty)
+
+    def held_out_covariance(self, M: np.ndarray, u: np.ndarray, k_empty_empty: float) -> np.ndarray:
+        """``B' K B'^T = M - e u^T - u e^T + k(empty, empty) e e^T`` from a kernel's ``M = B K B^T``
+        and ``u = B k(., empty)`` (docs/math.md §14.5); symmetrised."""
+        e = self.empty_column()
+        M = M - np.outer(e, u) - np.outer(u, e) + k_empty_empty * np.outer(e, e)
+        return 0.5 * (M + M.T)
+
+    def size_columns(self, Z: np.ndarray, size_kernel: np.ndarray) -> np.ndarray:
+        """``B' k_size(., z)`` for every row z of ``Z``: float64[d, m], from the size kernel over sizes
+        0..p (float64[p+1, p+1], docs/math.md §15): ``beta @ size_kernel[:, |z|]``."""
+        sizes = np.asarray(Z, dtype=bool).reshape(-1, self.n_players).sum(axis=1)
+        return (self.size_coefficients() @ size_kernel)[:, sizes]
+
+    def size_covariance(self, size_kernel: np.ndarray) -> np.ndarray:
+        """``B' K_size B'^T = beta size_kernel beta^T``: float64[d, d] (docs/math.md §15)."""
+        beta = self.size_coefficients()
+        return beta @ size_kernel @ beta.T
 
     def _base_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
         if self.index == "SV":

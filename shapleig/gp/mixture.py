@@ -253,15 +253,16 @@ def influence_scale(posterior: ShapleyPosterior) -> np.ndarray:
 
 
 def build_mixture(kernels: list[tuple[str, float, Hyperparameters]], X: np.ndarray, y: np.ndarray, *,
-                  calibrate: bool | str = True, taus: dict[str, float] | None = None,
+                  calibrate: bool | str, taus: dict[str, float] | None = None,
                   operator: IndexOperator | None = None) -> MixturePosterior:
     """The Shapley posterior of weighted kernels ``(name, weight, hyperparameters)`` on archive ``(X, y)``.
 
-    ``calibrate=True`` / ``"jackknife"`` (the default read-out) scales each kernel by
-    :func:`loo_calibration` (or by ``taus[name]`` when given, e.g. kept between refits) and floors
-    variances at every kernel's jackknife variance; ``"gated"`` floors them at the gated floor;
-    ``False`` is the raw MAP posterior of the published setting. ``operator``: the index the
-    posterior is about (default the Shapley value; docs/math.md §14.4).
+    ``calibrate`` (the ``calibrate`` option, :func:`check_calibrate`): True / ``"influence"`` scales
+    each kernel's covariance by its influence-weighted LOO calibration; ``"jackknife"`` scales each
+    kernel by :func:`loo_calibration` (or by ``taus[name]`` when given, e.g. kept between refits)
+    and floors variances at every kernel's jackknife variance; ``"gated"`` floors them at the gated
+    floor; False is the raw MAP posterior of the published setting. ``operator``: the index the
+    posterior is about (None: the Shapley value; docs/math.md §14.4).
     """
     scale, floor, influence = check_calibrate(calibrate)
     total = float(sum(w for _, w, _ in kernels))

@@ -15,145 +15,135 @@ then the index vector over ``operator.terms`` (d entries instead of p).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.linalg import solve_triangular
 
 from shapleig.games.coalitions import as_coalition_matrix
-from shapleig.gp.esp import hamming_kernel
 from shapleig.gp.index_esp import IndexOperator, as_operator
+from shapleig.gp.kernel_spec import KernelSpec
+from shapleig.gp.kernels import Hamming, HammingParams, SizeParams
 
 # R is clamped below 1 so EIG = -log1p(-R) stays finite (docs/math.md §7).
 _R_MAX = 1.0 - 1e-12
 _MAX_JITTER_TRIES = 8
 
 
-_SIZE_FIELDS = ("empty_jump", "grand_jump", "size_variance", "size_lengthscale")
-
-
 @dataclass(frozen=True, eq=False)
 class Hyperparameters:
-    """GP hyperparameters in standardised output units.
+    """GP hyperparameters in standardised output units: a kernel, its values, the noise, the mean.
 
-    ``lengthscales``: float64[p] ARD lengthscales (stored as a read-only copy); ``outputscale``: s;
-    ``noise``: sigma^2; ``mean_constant``: the constant prior mean c. The size kernel
-    (docs/math.md §15), zero unless fitted: ``empty_jump``, ``grand_jump`` (variances of independent offsets at
-    ∅ and N), ``size_variance`` and ``size_lengthscale`` (a squared-exponential kernel over the
-    normalised size |z| / p). Equality is exact, by value.
+    ``kernel``: the :class:`~shapleig.gp.kernel_spec.KernelSpec` (e.g. ``Hamming(ard=True)`` or
+    ``Hamming(ard=False) + SizeKernel(trend=True)``); ``params``: its values, structured as the spec
+    says (:class:`~shapleig.gp.kernels.HammingParams`; for a sum, a tuple with one entry per part,
+    e.g. ``(HammingParams(...), SizeParams(...))``); ``noise``: the observation-noise variance
+    sigma^2 (fixed unless a fit learns it); ``mean_constant``: the constant prior mean c. Every
+    kernel computation goes through the spec (:meth:`kernel_matrix`, :meth:`kernel_diagonal`,
+    :meth:`index_columns`, :meth:`index_covariance`). Equality is exact, by value.
+
+    >>> h = Hyperparameters.hamming([0.5, 1.0, 2.0], 1.3, noise=1e-6)
+    >>> h.kernel.name, h.n_players, h.outputscale
+    ('ard', 3, 1.3)
     """
 
-    lengthscales: np.ndarray
-    outputscale: float
+    kernel: KernelSpec
+    params: Any
     noise: float
     mean_constant: float = 0.0
-    empty_jump: float = 0.0
-    grand_jump: float = 0.0
-    size_variance: float = 0.0
-    size_lengthscale: float = 0.5
 
     def __post_init__(self) -> None:
-        ls = np.array(self.lengthscales, dtype=np.float64)  # private copy, read-only
-        if ls.ndim != 1 or ls.shape[0] < 1:
-            raise ValueError(f"lengthscales must have shape (p,), got {ls.shape}")
-        if not np.all(np.isfinite(ls)) or np.any(ls <= 0):
-            raise ValueError(f"lengthscales must be finite and positive, got {ls}")
-        ls.setflags(write=False)
-        object.__setattr__(self, "lengthscales", ls)
-        for name in ("outputscale", "noise", "mean_constant", *_SIZE_FIELDS):
+        if not isinstance(self.kernel, KernelSpec):
+            raise TypeError(f"kernel must be a KernelSpec, got {type(self.kernel).__name__}")
+        object.__setattr__(self, "params", self.kernel.check_params(self.params))
+        for name in ("noise", "mean_constant"):
             value = float(getattr(self, name))
             if not np.isfinite(value):
                 raise ValueError(f"{name} must be finite, got {value}")
             object.__setattr__(self, name, value)
-        if self.outputscale <= 0:
-            raise ValueError(f"outputscale must be positive, got {self.outputscale}")
         if self.noise < 0:
             raise ValueError(f"noise must be non-negative, got {self.noise}")
-        if self.empty_jump < 0 or self.grand_jump < 0:
-            raise ValueError(f"jump variances must be non-negative, got {self.empty_jump}, {self.grand_jump}")
-        if self.size_variance < 0 or self.size_lengthscale <= 0:
-            raise ValueError(f"the size kernel needs size_variance >= 0 and size_lengthscale > 0, got "
-                             f"{self.size_variance}, {self.size_lengthscale}")
+        if self.kernel.n_players(self.params) is None:
+            raise ValueError(f"the params of kernel {self.kernel.name!r} do not say how many players they are for")
 
-    @property
-    def jumps(self) -> tuple[float, float]:
-        """``(empty_jump, grand_jump)``: variances of the independent offsets at the empty and the
-        grand coalition (docs/math.md §15); (0, 0) without them."""
-        return (self.empty_jump, self.grand_jump)
-
-    @property
-    def size_parameters(self) -> tuple[float, float, float, float]:
-        """``(empty_jump, grand_jump, size_variance, size_lengthscale)``."""
-        return tuple(getattr(self, name) for name in _SIZE_FIELDS)  # type: ignore[return-value]
-
-    @property
-    def has_size_kernel(self) -> bool:
-        return bool(self.empty_jump or self.grand_jump or self.size_variance)
-
-    def size_kernel(self) -> np.ndarray | None:
-        """The size kernel over sizes 0..p, float64[p+1, p+1] (docs/math.md §15); None when it is zero."""
-        if not self.has_size_kernel:
-            return None
-        return size_kernel_matrix(self.n_players, *self.size_parameters)
-
-    def with_noise(self, noise: float) -> "Hyperparameters":
-        """The same kernel with another noise variance."""
-        return Hyperparameters(self.lengthscales, self.outputscale, noise, self.mean_constant, *self.size_parameters)
+    @classmethod
+    def hamming(cls, lengthscales: Any, outputscale: float, noise: float, mean_constant: float = 0.0, *,
+                ard: bool = True) -> "Hyperparameters":
+        """The plain Hamming kernel's hyperparameters (``lengthscales`` float64[p]; ``ard`` only says how
+        a fit from them would count its parameters)."""
+        return cls(Hamming(ard=ard), HammingParams(lengthscales, outputscale), noise, mean_constant)
 
     @property
     def n_players(self) -> int:
-        return int(self.lengthscales.shape[0])
+        return int(self.kernel.n_players(self.params))
+
+    def part(self, kind: type) -> Any | None:
+        """The params of the first part whose params are a ``kind`` (e.g. ``SizeParams``), or None."""
+        parts = self.params if isinstance(self.params, tuple) else (self.params,)
+        return next((prm for prm in parts if isinstance(prm, kind)), None)
+
+    @property
+    def lengthscales(self) -> np.ndarray:
+        """The Hamming-type part's lengthscales, float64[p] (read-only)."""
+        return self._hamming().lengthscales
+
+    @property
+    def outputscale(self) -> float:
+        """The Hamming-type part's outputscale s."""
+        return self._hamming().outputscale
+
+    def _hamming(self) -> Any:
+        # the first part with lengthscales and an outputscale (the Hamming kernel, or a kernel of its family)
+        parts = self.params if isinstance(self.params, tuple) else (self.params,)
+        found = next((prm for prm in parts if hasattr(prm, "lengthscales") and hasattr(prm, "outputscale")), None)
+        if found is None:
+            raise AttributeError(f"kernel {self.kernel.name!r} has no part with lengthscales and an outputscale")
+        return found
+
+    @property
+    def size(self) -> SizeParams:
+        """The size kernel's params (docs/math.md §15); all zero without a size part."""
+        found = self.part(SizeParams)
+        return SizeParams() if found is None else found
+
+    def describe(self) -> dict[str, Any]:
+        """The kernel's values as plain numbers (for ``info``), plus the mean constant."""
+        return {**self.kernel.describe(self.params), "mean_constant": self.mean_constant}
+
+    def with_noise(self, noise: float) -> "Hyperparameters":
+        """The same kernel with another noise variance."""
+        return Hyperparameters(self.kernel, self.params, noise, self.mean_constant)
+
+    def kernel_matrix(self, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
+        """The prior covariance ``float64[m1, m2]`` between coalitions (standardised units)."""
+        return self.kernel.matrix(self.params, Z1, Z2)
+
+    def kernel_diagonal(self, Z: np.ndarray) -> np.ndarray:
+        """The prior variances ``k(z, z)`` of coalitions ``Z`` (bool[m, p]), float64[m]."""
+        return self.kernel.diagonal(self.params, Z)
+
+    def index_columns(self, operator: IndexOperator, Z: np.ndarray) -> np.ndarray:
+        """``B' k(., Z)``: float64[d, m], the prior covariance of the index with f(Z)."""
+        return self.kernel.index_columns(self.params, operator, Z)
+
+    def index_covariance(self, operator: IndexOperator) -> np.ndarray:
+        """``B' K B'^T``: float64[d, d], the prior covariance of the index vector."""
+        return self.kernel.index_covariance(self.params, operator)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Hyperparameters):
             return NotImplemented
-        return (
-            np.array_equal(self.lengthscales, other.lengthscales)
-            and (self.outputscale, self.noise, self.mean_constant, *self.size_parameters)
-            == (other.outputscale, other.noise, other.mean_constant, *other.size_parameters)
-        )
+        return (self.kernel == other.kernel and self.params == other.params
+                and (self.noise, self.mean_constant) == (other.noise, other.mean_constant))
 
     def __hash__(self) -> int:
-        return hash((self.lengthscales.tobytes(), self.outputscale, self.noise, self.mean_constant,
-                     *self.size_parameters))
-
-
-def size_kernel_info(hyper: Hyperparameters) -> dict[str, float]:
-    """The size kernel's parameters by name (for ``info``; all zero variances: no size kernel)."""
-    return dict(zip(_SIZE_FIELDS, hyper.size_parameters))
-
-
-def size_kernel_matrix(n_players: int, empty_jump: float, grand_jump: float, size_variance: float,
-                       size_lengthscale: float) -> np.ndarray:
-    """``k_size(a, b)`` over coalition sizes a, b = 0..p: float64[p+1, p+1] (docs/math.md §15).
-
-    ``size_variance exp(-(a - b)^2 / (2 (size_lengthscale p)^2)) + empty_jump [a = b = 0]
-    + grand_jump [a = b = p]``: a smooth trend in the size plus jumps at the two extremes.
-    """
-    p = int(n_players)
-    sizes = np.arange(p + 1, dtype=np.float64)
-    K = np.zeros((p + 1, p + 1))
-    if size_variance:
-        d = (sizes[:, None] - sizes[None, :]) / (size_lengthscale * p)
-        K += size_variance * np.exp(-0.5 * d**2)
-    K[0, 0] += empty_jump
-    K[p, p] += grand_jump
-    return K
+        return hash((self.kernel, self.params, self.noise, self.mean_constant))
 
 
 def surrogate_kernel(Z1: np.ndarray, Z2: np.ndarray, hyper: Hyperparameters) -> np.ndarray:
-    """The surrogate's prior covariance ``float64[m1, m2]`` between coalitions (standardised units).
-
-    The Hamming kernel (docs/math.md §3) plus the size kernel of docs/math.md §15,
-    ``k_size(|z|, |z'|)``, when it is not zero.
-    """
-    K = hamming_kernel(Z1, Z2, hyper.lengthscales, hyper.outputscale)
-    size_k = hyper.size_kernel()
-    if size_k is not None:
-        p = hyper.n_players
-        s1 = np.asarray(Z1, dtype=bool).reshape(-1, p).sum(axis=1)
-        s2 = np.asarray(Z2, dtype=bool).reshape(-1, p).sum(axis=1)
-        K = K + size_k[np.ix_(s1, s2)]
-    return K
+    """The surrogate's prior covariance ``float64[m1, m2]`` between coalitions (standardised units):
+    ``hyper``'s kernel (e.g. the Hamming kernel of docs/math.md §3 plus the size kernel of §15)."""
+    return hyper.kernel_matrix(Z1, Z2)
 
 
 def standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -293,16 +283,10 @@ class ShapleyPosterior:
         self.X = X
         self.y = y
         self.y_tilde, self.y_mean, self.y_scale = standardize(y)
-        s, noise = hyper.outputscale, hyper.noise
-        self._M = (
-            prior_covariance
-            if prior_covariance is not None
-            else self.operator.prior_covariance(hyper.lengthscales, s, size_kernel=hyper.size_kernel())
-        )
-        self._psi_X = psi_X if psi_X is not None else self.operator.kernel_columns(
-            X, hyper.lengthscales, s, size_kernel=hyper.size_kernel())
+        self._M = prior_covariance if prior_covariance is not None else hyper.index_covariance(self.operator)
+        self._psi_X = psi_X if psi_X is not None else hyper.index_columns(self.operator, X)
         if chol is None:
-            K = surrogate_kernel(X, X, hyper) + noise * np.eye(X.shape[0])
+            K = hyper.kernel_matrix(X, X) + hyper.noise * np.eye(X.shape[0])
             chol = cholesky_with_jitter(K)
         self._L, self.jitter = chol
         # Y = L^-1 Psi_X^T (t x p): Sigma_phi = M - Y^T Y.
@@ -467,10 +451,10 @@ class ShapleyPosterior:
         """Posterior mean and variance of the latent f at coalitions ``Z`` (bool[m, p]), raw units."""
         h = self.hyper
         Z = as_coalition_matrix(Z, self.n_players)
-        V = _solve_lower(self._L, surrogate_kernel(self.X, Z, h))
+        V = _solve_lower(self._L, h.kernel_matrix(self.X, Z))
         r = _solve_lower(self._L, self.y_tilde - h.mean_constant)
         mean = h.mean_constant + V.T @ r
-        var = np.clip(np.diag(surrogate_kernel(Z, Z, h)) - np.einsum("tm,tm->m", V, V), 0.0, None)
+        var = np.clip(h.kernel_diagonal(Z) - np.einsum("tm,tm->m", V, V), 0.0, None)
         with np.errstate(over="ignore"):  # s_y (s_y var): the square of s_y alone overflows near 1e155
             return self.y_mean + self.y_scale * mean, self.y_scale * (self.y_scale * var)
 
@@ -497,10 +481,10 @@ class ShapleyPosterior:
             raise ValueError("the empty coalition is already in the archive (held out of the GP)")
         X = np.concatenate([self.X, X_new], axis=0)
         y = np.concatenate([self.y, y_new])
-        psi_new = self.operator.kernel_columns(X_new, h.lengthscales, h.outputscale, size_kernel=h.size_kernel())
+        psi_new = h.index_columns(self.operator, X_new)
         t, k = self.X.shape[0], X_new.shape[0]
-        C = _solve_lower(self._L, surrogate_kernel(self.X, X_new, h))
-        S = surrogate_kernel(X_new, X_new, h) + (h.noise + self.jitter) * np.eye(k)
+        C = _solve_lower(self._L, h.kernel_matrix(self.X, X_new))
+        S = h.kernel_matrix(X_new, X_new) + (h.noise + self.jitter) * np.eye(k)
         S = S - C.T @ C
         try:
             D = np.linalg.cholesky(0.5 * (S + S.T))
@@ -555,12 +539,7 @@ class ShapleyPosterior:
         When only ``noise`` or ``mean_constant`` change (e.g. the raw-units noise convention
         following s_y), M and Psi_X are reused and only the Cholesky factor is recomputed.
         """
-        same_kernel = (
-            hyper.n_players == self.n_players
-            and np.array_equal(hyper.lengthscales, self.hyper.lengthscales)
-            and hyper.outputscale == self.hyper.outputscale
-            and hyper.size_parameters == self.hyper.size_parameters
-        )
+        same_kernel = hyper.kernel == self.hyper.kernel and hyper.params == self.hyper.params
         chol = None
         if hyper.noise == self.hyper.noise:
             chol = (self._L, self.jitter)
@@ -613,12 +592,11 @@ class CandidatePosterior:
         n = self.W.shape[0]
         self.available = np.ones(n, dtype=bool)
         self.selected: list[int] = []
-        self._V = _solve_lower(posterior._L, surrogate_kernel(posterior.X, self.W, h))
-        size_k = h.size_kernel()
-        psi_W = posterior.operator.kernel_columns(self.W, h.lengthscales, h.outputscale, size_kernel=size_k)
+        self._V = _solve_lower(posterior._L, h.kernel_matrix(posterior.X, self.W))
+        psi_W = h.index_columns(posterior.operator, self.W)
         self._B = psi_W - posterior._Yt.T @ self._V
-        prior_var = np.full(n, h.outputscale) if size_k is None else h.outputscale + np.diag(size_k)[self.W.sum(axis=1)]
-        self._v = prior_var - np.einsum("tn,tn->n", self._V, self._V) + h.noise
+        # k(w, w): the kernel's own diagonal (not the outputscale: a size part or a graded kernel add to it)
+        self._v = h.kernel_diagonal(self.W) - np.einsum("tn,tn->n", self._V, self._V) + h.noise
         self.shapley_covariance = posterior.shapley_covariance.copy()
         self._chol_phi: np.ndarray | None = None
         self.jitter_phi = 0.0
@@ -641,7 +619,7 @@ class CandidatePosterior:
         return self._B
 
     def predictive_variance(self) -> np.ndarray:
-        """``v(w) = s - ||L^-1 k_Xw||^2 + sigma^2``, float64[n] standardised; -inf where not available."""
+        """``v(w) = k(w, w) - ||L^-1 k_Xw||^2 + sigma^2``, float64[n] standardised; -inf where not available."""
         return np.where(self.available, self._v, -np.inf)
 
     def _phi_factor(self) -> np.ndarray:
@@ -683,7 +661,7 @@ class CandidatePosterior:
             self.selected.append(j)
             return 0.0
         b_star = self._B[:, j].copy()
-        k_star = surrogate_kernel(self.W, self.W[j : j + 1], h)[:, 0]
+        k_star = h.kernel_matrix(self.W, self.W[j : j + 1])[:, 0]
         c = k_star - self._V.T @ self._V[:, j]
         sig = self.shapley_covariance - np.outer(b_star, b_star) / v_star
         self.shapley_covariance = 0.5 * (sig + sig.T)

@@ -1,18 +1,17 @@
-"""Priors, noise conventions and the fit result of the Hamming-kernel GP (docs/math.md §3).
+"""Priors, starting values, coordinate transforms and noise conventions of the GP (docs/math.md §3, §15).
 
-Shared by both fit engines (:mod:`shapleig.gp.numpy_fit`, :mod:`shapleig.gp.torch_model`) and the
-dispatcher :func:`shapleig.gp.fitting.fit_hyperparameters`; imports neither numpy's nor torch's fit.
+Shared by the kernel specs (:mod:`shapleig.gp.kernels`), both fit engines
+(:mod:`shapleig.gp.numpy_fit`, :mod:`shapleig.gp.torch_model`) and the dispatcher
+:func:`shapleig.gp.fitting.fit_hyperparameters`; imports nothing of the GP (the kernels sit above it).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from shapleig.extras import require_torch
-from shapleig.gp.posterior import Hyperparameters
 
 # gpytorch's float64 floor for fixed noise; the raw-units convention applies it (as the research
 # code did, implicitly); the standardized convention uses the requested noise as given.
@@ -23,6 +22,35 @@ MAX_FIT_ATTEMPTS = 5
 FIT_ENGINES = ("gpytorch", "numpy")
 # the engine every fit uses unless told otherwise (the options object and the fit functions read it)
 DEFAULT_FIT_ENGINE = "numpy"
+
+
+# Lengthscales are 1e-6 + softplus(raw) (gpytorch's GreaterThan(1e-6)).
+MIN_LENGTHSCALE = 1e-6
+# The size kernel (docs/math.md §15) starts here, in standardised units: jumps of about one standard
+# deviation of the values, from which the likelihood moves them either way (their profile is
+# unimodal), and a size trend of half the values' variance over half the size range.
+INITIAL_JUMP = 1.0
+INITIAL_SIZE_VARIANCE = 0.5
+INITIAL_SIZE_LENGTHSCALE = 0.5
+# the trend's lengthscale (normalised size units) has a normal prior on its log: (mean, sd)
+SIZE_LENGTHSCALE_PRIOR = (math.log(0.5), 1.0)
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    """``log(1 + e^x)`` without overflow (float64, elementwise)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.logaddexp(0.0, x)
+
+
+def inverse_softplus(y: np.ndarray) -> np.ndarray:
+    """``log(e^y - 1)`` for y > 0, stable for large and tiny y (gpytorch's inverse transform)."""
+    y = np.asarray(y, dtype=np.float64)
+    return y + np.log(-np.expm1(-y))
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """``1 / (1 + e^-x)``, the derivative of :func:`softplus` (float64, elementwise, no overflow)."""
+    return np.exp(-np.logaddexp(0.0, -np.asarray(x, dtype=np.float64)))
 
 
 def check_fit_engine(engine: str) -> str:
@@ -45,7 +73,7 @@ def initial_lengthscale(n_players: int) -> float:
     return math.exp(loc - scale**2)
 
 
-def standardized_noise(noise: float, y_scale: float, convention: str = "standardized") -> float:
+def standardized_noise(noise: float, y_scale: float, convention: str) -> float:
     """Observation noise variance in standardised units under a noise convention (docs/math.md §3).
 
     ``"standardized"`` (shapiq, default): ``noise`` is already in standardised units and used as
@@ -61,30 +89,3 @@ def standardized_noise(noise: float, y_scale: float, convention: str = "standard
     if convention == "standardized":
         return float(noise)
     return max(MIN_FIXED_NOISE, float(noise) / float(y_scale) / float(y_scale))  # s_y^2 overflows near 1e155
-
-
-@dataclass(frozen=True)
-class FitResult:
-    """Outcome of one MAP fit.
-
-    hyper:        fitted hyperparameters (standardised units); the fallback ones if the fit failed.
-    attempts:     L-BFGS-B runs made (1..5); retries resample the lengthscales from their prior.
-    seconds:      wall time of the fit.
-    success:      False when every attempt failed and ``hyper`` is the fallback.
-    noise:        standardised noise variance used; ``noise_convention`` names how it was derived.
-    y_mean, y_scale: the standardisation of the archive (raw units).
-    neg_mll:      final objective (negative MLL + log prior, per observation), nan on failure.
-    seed:         the torch seed used.
-    """
-
-    hyper: Hyperparameters
-    attempts: int
-    seconds: float
-    success: bool
-    noise: float
-    noise_convention: str
-    y_mean: float
-    y_scale: float
-    neg_mll: float
-    seed: int
-    message: str = ""

@@ -20,14 +20,14 @@ require_torch("the gpytorch fit engine (shapleig.gp.torch_model)")  # before imp
 import torch
 from botorch.models.kernels.categorical import CategoricalKernel
 
+from shapleig.gp.fit_result import FitResult
+from shapleig.gp.kernels import Hamming
 from shapleig.gp.posterior import Hyperparameters, standardize
 from shapleig.gp.priors import (
     MIN_FIXED_NOISE,
-    FitResult,
     initial_lengthscale,
     lengthscale_prior_params,
 )
-from shapleig.threads import compute_threads
 
 logger = logging.getLogger(__name__)
 # botorch raises gpytorch's exact-Cholesky size limit to 4096; we set it explicitly above that.
@@ -75,18 +75,22 @@ class HammingKernel(CategoricalKernel):
 def build_model(
     X: np.ndarray,
     y: np.ndarray,
+    kernel: Hamming,
     *,
     noise_std: float,
     init: Hyperparameters | None = None,
-    ard: bool = True,
 ):
-    """The botorch ``SingleTaskGP`` for archive ``X`` (bool[t, p]) and raw values ``y`` (float64[t]).
+    """The botorch ``SingleTaskGP`` of a plain Hamming ``kernel`` for archive ``X`` (bool[t, p]) and raw values ``y``.
 
     ``noise_std`` is the fixed noise variance in standardised units. ``init`` sets lengthscales,
     outputscale and mean constant (warm start); otherwise the docs/math.md §3 initial values are used.
-    ``ard=False`` gives every player one shared lengthscale (same prior, same initial value): one
-    kernel parameter instead of p, which fits far better from the few points of a small budget.
+    ``Hamming(ard=False)`` gives every player one shared lengthscale (same prior, same initial
+    value): one kernel parameter instead of p, which fits far better from the few points of a small
+    budget. Other kernel specs have no gpytorch model here (``ValueError``).
     """
+    if not isinstance(kernel, Hamming) or kernel.spread is not None:
+        raise ValueError(f"the gpytorch model is the plain Hamming kernel only, not {kernel!r}")
+    ard = kernel.ard
     from botorch.models import SingleTaskGP
     from botorch.models.transforms.outcome import Standardize
     from gpytorch import settings as gsettings
@@ -151,16 +155,17 @@ def model_hyperparameters(model) -> Hyperparameters:
     covar = model.covar_module
     p = model.train_inputs[0].shape[-1]
     ls = covar.base_kernel.lengthscale.detach().reshape(-1).cpu().numpy().astype(np.float64)
-    return Hyperparameters(
-        lengthscales=np.broadcast_to(ls, (p,)).copy(),
-        outputscale=float(covar.outputscale.detach()),
+    return Hyperparameters.hamming(
+        np.broadcast_to(ls, (p,)).copy(),
+        float(covar.outputscale.detach()),
         noise=float(model.likelihood.noise.detach().reshape(-1)[0]),
         mean_constant=float(model.mean_module.constant.detach()),
+        ard=ls.size > 1 or p == 1,
     )
 
 
-def fit_gpytorch(X, y, y_mean, y_scale, noise_std, noise_convention, seed, warm_start, fallback,
-                 max_attempts, threads, ard, start) -> FitResult:
+def fit_gpytorch(X, y, kernel, y_mean, y_scale, noise_std, noise_convention, seed, init, fallback,
+                 max_attempts, start) -> FitResult:
     """The ``engine="gpytorch"`` branch of :func:`shapleig.gp.fitting.fit_hyperparameters`.
 
     botorch's ``fit_gpytorch_mll`` (scipy L-BFGS-B) on gpytorch's exact marginal likelihood plus
@@ -183,10 +188,11 @@ def fit_gpytorch(X, y, y_mean, y_scale, noise_std, noise_convention, seed, warm_
         return result
 
     success, message, neg_mll = True, "", float("nan")
-    with torch.random.fork_rng(devices=[]), compute_threads(threads), \
+    # threads: the caller's compute_threads (the loop's, around every step) applies
+    with torch.random.fork_rng(devices=[]), \
             gsettings.max_cholesky_size(_CHOLESKY_SIZE), gsettings.cholesky_max_tries(6):
         torch.manual_seed(int(seed) % (2**63 - 1))
-        model = build_model(X, y, noise_std=noise_std, init=warm_start, ard=ard)
+        model = build_model(X, y, kernel, noise_std=noise_std, init=init)
         mll = ExactMarginalLogLikelihood(model.likelihood, model)
         try:
             with warnings.catch_warnings():
@@ -203,9 +209,11 @@ def fit_gpytorch(X, y, y_mean, y_scale, noise_std, noise_convention, seed, warm_
             if fallback is not None:
                 hyper = fallback
             else:
-                hyper = model_hyperparameters(build_model(X, y, noise_std=noise_std, ard=ard))
+                hyper = model_hyperparameters(build_model(X, y, kernel, noise_std=noise_std))
+    if hyper.kernel != kernel:  # the spec fitted, whatever the model says about it
+        hyper = Hyperparameters(kernel, hyper.params, hyper.noise, hyper.mean_constant)
     if hyper.noise != noise_std:
-        hyper = Hyperparameters(hyper.lengthscales, hyper.outputscale, noise_std, hyper.mean_constant)
+        hyper = hyper.with_noise(noise_std)
     return FitResult(
         hyper=hyper,
         attempts=attempts,

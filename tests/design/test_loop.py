@@ -11,6 +11,7 @@ from shapleig.design.estimators import ShaplEIG
 from shapleig.design.loop import DesignLoop
 from shapleig.errors import BudgetError, CoalitionError, GameError
 from shapleig.games.coalitions import all_coalitions, coalition_keys, to_bitmask
+from shapleig.gp.kernels import Hamming, HammingParams, SizeKernel, SizeParams
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
 from shapleig.runs.budget import BudgetedGame
 
@@ -42,7 +43,7 @@ def _smooth_table(p: int, seed: int) -> np.ndarray:
 
 
 def _fixed_hyper(p: int) -> Hyperparameters:
-    return Hyperparameters(np.linspace(0.4, 1.2, p), 1.3, 1e-6, 0.0)
+    return Hyperparameters.hamming(np.linspace(0.4, 1.2, p), 1.3, 1e-6, 0.0)
 
 
 # -- exactness at full budget ------------------------------------------------------------------
@@ -86,9 +87,9 @@ def test_full_budget_exact_p8_with_refits():
 def test_budget_and_one_call_per_batch(batch_size):
     p, budget = 5, 17
     game = TableGame(_smooth_table(p, 1))
-    loop = DesignLoop(game, budget, batch_size=batch_size, refit="never", progress=False)
     seen = []
-    loop.callbacks = (lambda lp: seen.append(lp.evaluations),)
+    loop = DesignLoop(game, budget, batch_size=batch_size, refit="never", progress=False,
+                      callbacks=(lambda lp: seen.append(lp.evaluations),))
     est = loop.run()
     assert est.evaluations == budget == len(game.rows) == len(set(game.rows))
     n_acq = budget - (p + 1)
@@ -181,7 +182,7 @@ def test_ties_go_to_pool_order():
     # exact-arithmetic ties between complement pairs: the pool puts size 1 before size p - 1, so a
     # frozen run from the design picks the singleton of each tied pair first
     p = 7  # odd p: the paired design is complement-closed, so complement pairs tie exactly
-    h = Hyperparameters(np.full(p, 0.7), 1.0, 1e-6, 0.0)
+    h = Hyperparameters.hamming(np.full(p, 0.7), 1.0, 1e-6, 0.0)
     loop = DesignLoop(TableGame(_smooth_table(p, 0)), p + 1 + 6, hyperparameters=h, progress=False, seed=0)
     loop.run()
     picks = loop.X[p + 1:]
@@ -196,7 +197,7 @@ def test_eig_picks_extremes_first_with_frozen_equal_lengthscales():
     from shapleig.design.initial import coalitions_of_size, size_order
 
     p, b = 8, 0.857
-    h = Hyperparameters(np.full(p, -1.0 / (p * np.log(b))), 1.0, 1e-6, 0.0)
+    h = Hyperparameters.hamming(np.full(p, -1.0 / (p * np.log(b))), 1.0, 1e-6, 0.0)
     post = ShapleyPosterior(h, np.zeros((0, p), dtype=bool), np.zeros(0))
     W = np.concatenate([coalitions_of_size(p, k) for k in size_order(p)])
     picks = W[select("eig", post.candidates(W), 22)]
@@ -295,7 +296,7 @@ def test_botorch_acquisition_rejects_bad_coalitions():
     from shapleig.interop.botorch_acquisition import ShapleyEIG
 
     post = ShapleyPosterior(_fixed_hyper(4), all_coalitions(4)[:5], np.arange(5.0))
-    model = build_model(all_coalitions(4)[:5], np.arange(5.0), noise_std=1e-6)
+    model = build_model(all_coalitions(4)[:5], np.arange(5.0), Hamming(ard=True), noise_std=1e-6)
     with pytest.raises(ValueError, match="b x q x 4"):
         ShapleyEIG(model, posterior=post)(torch.zeros(2, 1, 3, dtype=torch.float64))
 
@@ -311,7 +312,7 @@ def test_botorch_acquisitions_match_pool_path():
     rng = np.random.default_rng(1)
     X = all_coalitions(p)[rng.choice(32, 10, replace=False)]
     y = rng.normal(size=10)
-    model = build_model(X, y, noise_std=1e-6, init=_fixed_hyper(p))
+    model = build_model(X, y, Hamming(ard=True), noise_std=1e-6, init=_fixed_hyper(p))
     eig = ShapleyEIG(model)  # posterior read from the model (hyperparameters + raw data)
     post = ShapleyPosterior(_fixed_hyper(p), X, y)
     np.testing.assert_allclose(eig.posterior_phi.mean, post.mean, rtol=1e-10, atol=1e-12)
@@ -398,8 +399,12 @@ def test_gp_leverage_arm():
     # the read-out is the Shapley posterior of the fitted GP on exactly those coalitions
     X = np.array([np.frombuffer(k, dtype=np.uint8) for k in game.rows])
     X = np.unpackbits(X, axis=1)[:, :p].astype(bool)
-    h = Hyperparameters(np.asarray(est.info["lengthscales"]), est.info["outputscale"], 1e-6,
-                        est.info["mean_constant"], **est.info["size_kernel"])
+    size = est.info["size_kernel"]
+    h = Hyperparameters(Hamming(ard=True) + SizeKernel(trend=True),
+                        (HammingParams(est.info["lengthscales"], est.info["outputscale"]),
+                         SizeParams(size["empty_jump"], size["grand_jump"], size["size_variance"],
+                                    size["size_lengthscale"])),
+                        1e-6, est.info["mean_constant"])
     ref = ShapleyPosterior(h, X, game.table[to_bitmask(X)])
     np.testing.assert_allclose(est.values, ref.mean, rtol=1e-10, atol=1e-12)
     again = GPLeverage(surrogate="ard", size_trend=True).estimate(TableGame(_smooth_table(p, 6)), 14, seed=4)

@@ -44,15 +44,15 @@ def test_unknown_option_is_named() -> None:
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"pool_size": 0}, "pool_size must be >= 1"),
-    ({"batch_size": 0}, "batch_size must be >= 1"),
+    ({"pool_size": 0}, "pool_size must be an int >= 1"),
+    ({"batch_size": 0}, "batch_size must be an int >= 1"),
     ({"tol": -1.0}, "tol must be a positive finite number"),
     ({"surrogate": "ard", "ard": False}, "contradicts"),
     ({"noise_convention": "scaled"}, "unknown noise convention"),
     ({"fit_engine": "jax"}, "unknown fit engine"),
     ({"refit": "sometimes"}, "refit"),
     ({"initial_design": "sobol"}, "unknown initial design"),
-    ({"threads": 0}, "threads must be a positive int"),
+    ({"threads": 0}, "threads must be an int >= 1 or None"),
 ])
 def test_bad_options_fail_on_construction(bad, message) -> None:
     for build in (lambda: LoopOptions(**bad), lambda: ShaplEIG(**bad)):
@@ -92,3 +92,159 @@ def test_gp_leverage_uses_the_default_fit_engine() -> None:
     result = GPLeverage().estimate(_game(), 12, seed=0)
     assert result.info["fit_engine"] == LoopOptions().fit_engine == "numpy"
     assert GPLeverage().fit_engine == ShaplEIG().fit_engine
+
+
+# -- declarative constraints ----------------------------------------------------------------------
+
+def _constrained_fields():
+    from shapleig.gp.constraints import constraint_of
+
+    out = []
+    for f in dataclasses.fields(LoopOptions):
+        constraint = constraint_of(f)
+        for bad in (constraint.invalid() if constraint is not None else ()):
+            out.append(pytest.param(f.name, bad, id=f"{f.name}={bad!r}"))
+    return out
+
+
+def test_every_option_declares_a_constraint_with_invalid_examples() -> None:
+    from shapleig.gp.constraints import constraint_of
+
+    missing = [f.name for f in dataclasses.fields(LoopOptions) if constraint_of(f) is None]
+    assert not missing, f"options without a declared constraint: {missing}"
+    empty = [f.name for f in dataclasses.fields(LoopOptions) if not constraint_of(f).invalid()]
+    assert not empty, f"constraints that name no invalid value: {empty}"
+    for f in dataclasses.fields(LoopOptions):  # the default itself passes its own constraint
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        constraint_of(f).check(f.name, default)
+
+
+@pytest.mark.parametrize("name, bad", _constrained_fields())
+def test_each_field_refuses_an_invalid_value_naming_the_field(name: str, bad) -> None:
+    """Generated from the declarations: every field, each value its constraint refuses; the error
+    (raised on construction, before anything is evaluated) names the field."""
+    with pytest.raises((ValueError, TypeError), match=name):
+        LoopOptions(**{name: bad})
+    with pytest.raises((ValueError, TypeError), match=name):
+        ShaplEIG(**{name: bad})
+
+
+def test_constraints_normalise() -> None:
+    opts = LoopOptions(pool_size=np.int64(64), tol=np.float32(0.5), progress=np.bool_(False), hand_over=3.0)
+    assert type(opts.pool_size) is int and type(opts.tol) is float and opts.progress is False
+    assert type(opts.hand_over) is int and opts.callbacks == ()
+    assert GPOptions(calibrate=np.bool_(True)).calibrate is True
+    assert LoopOptions(callbacks=[print]).callbacks == (print,)
+
+
+# -- no default written twice ---------------------------------------------------------------------
+
+# parameters that share an option's name but mean something else
+_OTHER_MEANING = {
+    ("shapleig.design.acquisition", "first_argmax", "rtol"): "a tie tolerance, not the precision target",
+    ("shapleig.gp.index_esp", "IndexOperator.__init__", "hold_out_empty"):
+        "a resolved value (the option's None, the index's default, is resolved by the loop)",
+}
+
+
+def _functions_of(module):
+    import inspect
+
+    for name, obj in vars(module).items():
+        if getattr(obj, "__module__", None) != module.__name__:
+            continue
+        if inspect.isfunction(obj):
+            yield name, obj
+        elif inspect.isclass(obj) and not issubclass(obj, GPOptions):
+            for meth_name, meth in vars(obj).items():
+                if inspect.isfunction(meth) and not hasattr(meth, "__signature__"):  # not derived from the options
+                    yield f"{name}.{meth_name}", meth
+
+
+def test_no_default_is_written_twice() -> None:
+    """Every parameter of ``shapleig.gp`` and ``shapleig.design`` named like an option either has no
+    default, is "as configured" (UNSET), or has the options object's default (which it then states
+    by reading it, e.g. ``DEFAULT_POOL_SIZE``). ``GPOptions`` / ``LoopOptions`` and the constructors
+    generated from them are the one place a default is written."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import shapleig.design
+    import shapleig.gp
+    from shapleig.seeding import UNSET
+
+    defaults = LoopOptions().as_dict()
+    defaults["ard"] = None
+    aliases = {"engine": "fit_engine", "convention": "noise_convention", "fit_engine": "fit_engine"}
+    problems, checked = [], 0
+    for package in (shapleig.gp, shapleig.design):
+        for info in pkgutil.iter_modules(package.__path__):
+            if info.name == "torch_model":
+                continue  # imports torch; its builder takes the kernel spec, no option
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for qualname, fn in _functions_of(module):
+                for param in inspect.signature(fn).parameters.values():
+                    key = aliases.get(param.name, param.name)
+                    if key not in defaults or param.default is inspect.Parameter.empty or param.default is UNSET:
+                        continue
+                    if (module.__name__, qualname, param.name) in _OTHER_MEANING:
+                        continue
+                    checked += 1
+                    if param.default != defaults[key]:
+                        problems.append(f"{module.__name__}.{qualname}({param.name}={param.default!r}): "
+                                        f"the option's default is {defaults[key]!r}")
+    assert not problems, "\n".join(problems)
+    assert checked >= 3  # the scan sees the helpers that do take defaults (pool size, hand-over)
+
+
+def test_the_loop_keeps_the_options_whole_and_its_constructor_short() -> None:
+    import inspect
+
+    lines = inspect.getsource(DesignLoop.__init__).splitlines()
+    assert len(lines) < 40, f"DesignLoop.__init__ has {len(lines)} lines"
+    loop = DesignLoop(_game(), 12, pool_size=40, refit="never")
+    assert loop.options == LoopOptions(pool_size=40, refit="never")
+    copied = [name for name in LoopOptions.names() if name in vars(loop)]
+    assert not copied, f"options copied onto the loop: {copied}"
+
+
+# -- progress, tol and rtol: options, overridden per call -------------------------------------------
+
+def test_one_progress_bar_however_the_loop_runs(monkeypatch) -> None:
+    import shapleig.design.loop as loop_module
+    import shapleig.estimation.base as base_module
+    from shapleig.estimation.base import evaluation_progress_bar
+
+    opened = []
+
+    def counting(*args, **kwargs):
+        opened.append(args[-1])
+        return evaluation_progress_bar(*args, **kwargs)
+
+    monkeypatch.setattr(loop_module, "evaluation_progress_bar", counting)
+    monkeypatch.setattr(base_module, "evaluation_progress_bar", counting)
+    ShaplEIG(progress=True, pool_size=40).estimate(_game(), 12, seed=0)
+    assert opened == ["shapleig"]
+    opened.clear()
+    ShaplEIG(pool_size=40).estimate(_game(), 12, seed=0, progress=True)
+    assert opened == ["shapleig"]
+    opened.clear()
+    DesignLoop(_game(), 12, progress=True, pool_size=40).run()
+    assert opened == ["shapleig eig"]
+    opened.clear()
+    ShaplEIG(progress=True, pool_size=40).estimate(_game(), 12, seed=0, progress=False)
+    assert opened == []
+
+
+def test_estimate_overrides_options_for_one_call_only() -> None:
+    est = ShaplEIG(pool_size=40, refit="never")
+    before = est.get_params()
+    loose = est.estimate(_game(), 30, seed=0, tol=1e6)  # met at once
+    assert loose.info["tol"] == 1e6 and loose.info["target_reached"] and loose.evaluations < 30
+    assert est.get_params() == before and est.tol is None
+    assert est.estimate(_game(), 30, seed=0).evaluations == 30
+    configured = ShaplEIG(pool_size=40, refit="never", tol=1e6)
+    assert configured.estimate(_game(), 30, seed=0, tol=None).evaluations == 30  # None: no target this call
+    with pytest.raises(ValueError, match="rtol"):
+        est.estimate(_game(), 30, rtol=-1.0)

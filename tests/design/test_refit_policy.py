@@ -11,6 +11,7 @@ from shapleig.design.loop import DesignLoop
 from shapleig.design.refit import AdaptiveRefit, refit_schedule
 from shapleig.games.game import FunctionGame
 from shapleig.gp.esp import hamming_kernel
+from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior, standardize
 
 
@@ -30,7 +31,7 @@ def test_innovations_are_one_step_ahead_residuals():
     rng = np.random.default_rng(1)
     X = rng.random((20, p)) < 0.5
     y = X @ rng.normal(size=p) + 3.0
-    h = Hyperparameters(rng.uniform(0.3, 2, p), 1.2, 1e-4, 0.2)
+    h = Hyperparameters.hamming(rng.uniform(0.3, 2, p), 1.2, 1e-4, 0.2)
     post = ShapleyPosterior(h, X[:8], y[:8])
     for t in range(8, 20, 3):
         post = post.extend(X[t : t + 3], y[t : t + 3])
@@ -113,9 +114,9 @@ def test_auto_refits_every_step_up_to_8p_warm_after_2p_with_cold_checks():
 
     orig = loop_module.fit_kernels
 
-    def spy(X, y, surrogate, **kw):
-        warm_calls.append((X.shape[0], kw["warm_start"], kw["cold_check"]))
-        return orig(X, y, surrogate, **kw)
+    def spy(X, y, options, **kw):
+        warm_calls.append((X.shape[0], kw["plan"].warm, kw["plan"].cold_check))
+        return orig(X, y, options, **kw)
 
     loop_module.fit_kernels = spy
     try:
@@ -187,21 +188,25 @@ def test_fit_points_caps_the_rows_a_refit_fits_on():
 
 
 def test_cold_check_keeps_the_better_objective():
-    from shapleig.gp.kernel_choice import fit_kernels
+    from dataclasses import replace
+
+    from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
 
     p = 6
     rng = np.random.default_rng(0)
     X = rng.random((40, p)) < 0.5
     y = X @ rng.normal(size=p) + 2.0 * X[:, 0] * X[:, 1]
-    kw = dict(seed=0, noise=1e-6, noise_convention="standardized")
-    first = fit_kernels(X[:20], y[:20], "auto", **kw)
+    options = GPOptions(size_trend=False)
+    cold_plan, warm_plan = RefitPlan.cold(), RefitPlan(warm=True, cold_check=False, warm_options=None,
+                                                       lazy_cold_check=False)
+    first = fit_kernels(X[:20], y[:20], options, seed=0, plan=cold_plan, previous=None)
     # a poor warm start: lengthscales far from the MAP ones
-    bad = [type(k)(k.kernel, type(k.fit)(**{**vars(k.fit), "hyper": Hyperparameters(
+    bad = [type(k)(k.kernel, type(k.fit)(**{**vars(k.fit), "hyper": Hyperparameters.hamming(
         np.full(p, 50.0), k.fit.hyper.outputscale, k.fit.hyper.noise, k.fit.hyper.mean_constant)}),
         k.log_evidence, 1.0) for k in first]  # weight 1: no lazy nudge, a full warm fit
-    warm = fit_kernels(X, y, "auto", previous=bad, warm_start=True, **kw)
-    cold = fit_kernels(X, y, "auto", **kw)
-    checked = fit_kernels(X, y, "auto", previous=bad, warm_start=True, cold_check=True, **kw)
+    warm = fit_kernels(X, y, options, seed=0, plan=warm_plan, previous=bad)
+    cold = fit_kernels(X, y, options, seed=0, plan=cold_plan, previous=None)
+    checked = fit_kernels(X, y, options, seed=0, plan=replace(warm_plan, cold_check=True), previous=bad)
     for w, c, k in zip(warm, cold, checked):
         assert k.fit.neg_mll == min(w.fit.neg_mll, c.fit.neg_mll)
 
@@ -212,31 +217,33 @@ def test_kernels_the_evidence_rules_out_are_only_nudged_on_warm_refits():
     from dataclasses import replace
 
     from shapleig.gp import kernel_choice
-    from shapleig.gp.kernel_choice import LAZY_WEIGHT, fit_kernels
+    from shapleig.gp.kernel_choice import LAZY_WEIGHT, RefitPlan, fit_kernels
 
     p = 6
     rng = np.random.default_rng(1)
     X = rng.random((40, p)) < 0.5
     y = X @ rng.normal(size=p) + 0.5 * X[:, 0] * X[:, 1]
-    kw = dict(seed=0, noise=1e-6, noise_convention="standardized", size_trend=False)
-    first = fit_kernels(X[:30], y[:30], "auto", **kw)
+    options = GPOptions(size_trend=False)
+    first = fit_kernels(X[:30], y[:30], options, seed=0, plan=RefitPlan.cold(), previous=None)
+    warm = RefitPlan(warm=True, cold_check=False, warm_options={"ftol": 1e-7}, lazy_cold_check=False)
     prev = [replace(first[0], weight=1.0), replace(first[1], weight=LAZY_WEIGHT / 10)]
     seen = []
     orig = kernel_choice.fit_hyperparameters
 
-    def spy(*args, **kwargs):
-        seen.append((kwargs["ard"], kwargs.get("optimizer_options")))
-        return orig(*args, **kwargs)
+    def spy(X, y, kernel, options, **kwargs):
+        seen.append((kernel.ard, kwargs.get("optimizer_options")))
+        return orig(X, y, kernel, options, **kwargs)
 
     kernel_choice.fit_hyperparameters = spy
     try:
-        fit_kernels(X, y, "auto", previous=prev, warm_start=True, warm_options={"ftol": 1e-7}, **kw)
+        fit_kernels(X, y, options, seed=0, plan=warm, previous=prev)
         lazy = dict(seen)
         seen.clear()
-        fit_kernels(X, y, "auto", previous=prev, warm_start=True, cold_check=True, **kw)
+        fit_kernels(X, y, options, seed=0, plan=replace(warm, warm_options=None, cold_check=True), previous=prev)
         full = list(seen)
         seen.clear()
-        fit_kernels(X, y, "auto", previous=prev, warm_start=True, cold_check=True, lazy_cold_check=True, **kw)
+        fit_kernels(X, y, options, seed=0, plan=replace(warm, warm_options=None, cold_check=True,
+                                                        lazy_cold_check=True), previous=prev)
     finally:
         kernel_choice.fit_hyperparameters = orig
     assert lazy[False] == {"ftol": 1e-7} and lazy[True] == {"ftol": 1e-7, "maxiter": kernel_choice.LAZY_ITERATIONS}

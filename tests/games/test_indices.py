@@ -74,9 +74,9 @@ def test_fast_products_equal_dense(index: str, p: int, shared: bool) -> None:
     op = IndexOperator(p, index)
     assert op.terms == index_terms(p, index)
     sub = rng.choice(Z.shape[0], size=min(Z.shape[0], 40), replace=False)  # also the small-m (non-shared) path
-    assert rel(op.kernel_columns(Z, ls, s), B @ K) < 1e-10
-    assert rel(op.kernel_columns(Z[sub], ls, s), (B @ K)[:, sub]) < 1e-10
-    M = op.prior_covariance(ls, s)
+    assert rel(op.hamming_columns(Z, ls, s), B @ K) < 1e-10
+    assert rel(op.hamming_columns(Z[sub], ls, s), (B @ K)[:, sub]) < 1e-10
+    M = op.hamming_covariance(ls, s)
     assert rel(M, B @ K @ B.T) < 1e-10
     np.testing.assert_array_equal(M, M.T)
 
@@ -101,8 +101,8 @@ def test_sv_operator_is_the_existing_path() -> None:
     ls = rng.uniform(0.1, 3, 9)
     Z = rng.random((20, 9)) < 0.5
     op = IndexOperator(9, "SV")
-    np.testing.assert_array_equal(op.kernel_columns(Z, ls, 1.0), shapley_kernel_columns(Z, ls, 1.0))
-    np.testing.assert_array_equal(op.prior_covariance(ls, 1.0), prior_shapley_covariance(ls, 1.0))
+    np.testing.assert_array_equal(op.hamming_columns(Z, ls, 1.0), shapley_kernel_columns(Z, ls, 1.0))
+    np.testing.assert_array_equal(op.hamming_covariance(ls, 1.0), prior_shapley_covariance(ls, 1.0))
 
 
 def test_large_p_products_are_finite_and_psd() -> None:
@@ -112,8 +112,8 @@ def test_large_p_products_are_finite_and_psd() -> None:
     ls = rng.uniform(0.2, 3, p)
     for index in ("k-SII", "FSII", "STII"):
         op = IndexOperator(p, index)
-        M = op.prior_covariance(ls, 1.0)
-        C = op.kernel_columns(rng.random((5, p)) < 0.5, ls, 1.0)
+        M = op.hamming_covariance(ls, 1.0)
+        C = op.hamming_columns(rng.random((5, p)) < 0.5, ls, 1.0)
         assert np.all(np.isfinite(M)) and np.all(np.isfinite(C))
         assert np.linalg.eigvalsh(M).min() > -1e-10 * np.abs(M).max()
 

@@ -9,14 +9,20 @@ import pytest
 from _optional import import_or_skip
 
 from shapleig.gp.fitting import fit_hyperparameters
-from shapleig.gp.numpy_fit import MapProblem, inverse_softplus, softplus
+from shapleig.gp.kernels import Hamming, HammingParams
+from shapleig.gp.numpy_fit import MapProblem
+from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters, standardize
 
 # the whole module compares with the gpytorch route: skipped without the extra shapleig[botorch]
 torch = import_or_skip("torch")
 pytestmark = pytest.mark.torch
 
+from shapleig.gp.priors import inverse_softplus, softplus  # noqa: E402
 from shapleig.gp.torch_model import build_model  # noqa: E402
+
+NUMPY = GPOptions(fit_engine="numpy", size_trend=False)
+GPYTORCH = GPOptions(fit_engine="gpytorch", size_trend=False)
 
 
 def _archive(t: int, p: int, seed: int):
@@ -32,7 +38,7 @@ def _gpytorch_objective(X, y, noise, ard, theta):
     """Loss and gradient of botorch's ExactMarginalLogLikelihood closure at theta = (c, raw_s, raw_l)."""
     from gpytorch.mlls import ExactMarginalLogLikelihood
 
-    model = build_model(X, y, noise_std=noise, ard=ard)
+    model = build_model(X, y, Hamming(ard=ard), noise_std=noise)
     with torch.no_grad():
         model.mean_module.raw_constant.fill_(float(theta[0]))
         model.covar_module.raw_outputscale.fill_(float(theta[1]))
@@ -55,7 +61,7 @@ def test_objective_and_gradient_match_gpytorch_and_finite_differences(ard, seed)
     X, y = _archive(t, p, seed)
     y_std, _, _ = standardize(y)
     noise = 1e-4
-    problem = MapProblem.build(X, y_std, noise, ard)
+    problem = MapProblem.build(Hamming(ard=ard), X, y_std, noise)
     rng = np.random.default_rng(seed + 10)
     theta = np.concatenate([[0.3 * rng.normal()], [rng.normal()], rng.normal(size=p if ard else 1)])
     value, grad = problem.objective(theta)
@@ -78,24 +84,24 @@ def test_softplus_round_trip():
 def test_optimum_no_worse_than_gpytorch(ard):
     for seed in range(3):
         X, y = _archive(30 + 10 * seed, 6 + seed, 100 + seed)
-        ref = fit_hyperparameters(X, y, seed=seed, ard=ard, engine="gpytorch")
-        new = fit_hyperparameters(X, y, seed=seed, ard=ard, engine="numpy")
+        ref = fit_hyperparameters(X, y, Hamming(ard=ard), GPYTORCH, seed=seed)
+        new = fit_hyperparameters(X, y, Hamming(ard=ard), NUMPY, seed=seed)
         assert ref.success and new.success
         assert new.neg_mll <= ref.neg_mll + 1e-6
         # the numpy fit reports the objective at its hyperparameters
         y_std, _, _ = standardize(y)
-        problem = MapProblem.build(X, y_std, new.noise, ard)
+        problem = MapProblem.build(Hamming(ard=ard), X, y_std, new.noise)
         h = new.hyper
-        theta = problem.pack(h.mean_constant, h.outputscale, h.lengthscales if ard else h.lengthscales[:1])
+        theta = problem.pack(h.mean_constant, h.params)
         assert problem.objective(theta, grad=False)[0] == pytest.approx(new.neg_mll, abs=1e-12)
 
 
 def test_deterministic_per_seed_and_warm_start():
     X, y = _archive(40, 8, 7)
-    a = fit_hyperparameters(X, y, seed=3, engine="numpy")
-    b = fit_hyperparameters(X, y, seed=3, engine="numpy")
+    a = fit_hyperparameters(X, y, Hamming(ard=True), NUMPY, seed=3)
+    b = fit_hyperparameters(X, y, Hamming(ard=True), NUMPY, seed=3)
     assert a.hyper == b.hyper and a.neg_mll == b.neg_mll
-    warm = fit_hyperparameters(X, y, seed=3, engine="numpy", warm_start=a.hyper)
+    warm = fit_hyperparameters(X, y, Hamming(ard=True), NUMPY, seed=3, init=a.hyper)
     assert warm.neg_mll <= a.neg_mll + 1e-9
 
 
@@ -107,15 +113,24 @@ def test_failed_fit_keeps_fallback(monkeypatch):
 
     monkeypatch.setattr(fit_module, "_run", broken)
     X, y = _archive(6, 3, 0)
-    fallback = Hyperparameters(np.ones(3), 1.0, 1e-6, 0.0)
-    res = fit_hyperparameters(X, y, seed=0, engine="numpy", fallback=fallback)
+    fallback = Hyperparameters.hamming(np.ones(3), 1.0, 1e-6, 0.0)
+    res = fit_hyperparameters(X, y, Hamming(ard=True), NUMPY, seed=0, fallback=fallback)
     assert not res.success and res.hyper == fallback and res.attempts == 5
 
 
 def test_unknown_engine():
+    with pytest.raises(ValueError, match="fit engine"):
+        GPOptions(fit_engine="jax")
+
+
+def test_gpytorch_engine_refuses_other_kernels():
+    from shapleig.gp.kernels import SizeKernel
+
     X, y = _archive(6, 3, 0)
-    with pytest.raises(ValueError, match="engine"):
-        fit_hyperparameters(X, y, seed=0, engine="jax")
+    with pytest.raises(ValueError, match="plain Hamming kernel only"):
+        fit_hyperparameters(X, y, Hamming(ard=True) + SizeKernel(), GPYTORCH, seed=0)
+    with pytest.raises(ValueError, match="plain Hamming kernel only"):
+        GPOptions(fit_engine="gpytorch", size_trend=False, surrogate=Hamming(ard=True) + SizeKernel(jumps=True))
 
 
 @pytest.mark.parametrize("ard", [True, False])
@@ -129,8 +144,8 @@ def test_optimum_no_worse_than_gpytorch_on_a_table_game(ard):
     game = discover_tables(root / "ImageClassifier_Game" / "9")[0].load()
     X = leverage_design(game.n_players, np.random.default_rng(0), size=4 * game.n_players)
     y = game(X)
-    ref = fit_hyperparameters(X, y, seed=0, ard=ard, engine="gpytorch")
-    new = fit_hyperparameters(X, y, seed=0, ard=ard, engine="numpy")
+    ref = fit_hyperparameters(X, y, Hamming(ard=ard), GPYTORCH, seed=0)
+    new = fit_hyperparameters(X, y, Hamming(ard=ard), NUMPY, seed=0)
     assert new.success and new.neg_mll <= ref.neg_mll + 1e-6
 
 
@@ -140,8 +155,8 @@ def test_iteration_limit_counts_as_stopped_success():
 
     X, y = _archive(20, 5, 1)
     y_std, _, _ = standardize(y)
-    problem = MapProblem.build(X, y_std, 1e-6, True)
-    theta0 = problem.pack(0.0, np.log(2.0), np.full(5, 1.0))
+    problem = MapProblem.build(Hamming(ard=True), X, y_std, 1e-6)
+    theta0 = problem.pack(0.0, HammingParams(np.full(5, 1.0), np.log(2.0)))
     fit = map_fit(problem, theta0, np.random.default_rng(0), options={"maxiter": 2})
     assert fit.success and fit.attempts == 1 and "ITERATIONS" in fit.message.upper()
 
@@ -152,7 +167,7 @@ def test_spread_prior_is_a_normalised_density_over_log_lengthscales():
     """Integrated over u = log l on a grid (p = 2 and 3), the prior with a spread has mass 1."""
     for p, spread in ((2, 0.4), (3, 0.8)):
         X = np.zeros((2, p), dtype=float)
-        prob = MapProblem.build(X, np.zeros(2), 1e-6, ard=True, spread=spread)
+        prob = Hamming(ard=True, spread=spread).fit_terms(X)
         grid = np.linspace(prob.prior_loc - 7 * prob.prior_scale, prob.prior_loc + 7 * prob.prior_scale,
                            61 if p == 3 else 301)
         du = grid[1] - grid[0]
@@ -168,25 +183,26 @@ def test_spread_prior_gradient_and_limits():
     rng = np.random.default_rng(0)
     X, y = _archive(30, 6, 1)
     y_std, _, _ = standardize(y)
-    prob = MapProblem.build(X, y_std, 1e-4, ard=True, spread=0.5)
+    problem = MapProblem.build(Hamming(ard=True, spread=0.5), X, y_std, 1e-4)
+    prob = problem.terms[0]
     ls = np.exp(rng.normal(0.5, 0.6, 6))
     _, d = prob.log_prior(ls)
     h = 1e-6
     fd = [(prob.log_prior(ls + h * e)[0] - prob.log_prior(ls - h * e)[0]) / (2 * h) for e in np.eye(6)]
     np.testing.assert_allclose(d, fd, rtol=1e-6)
     theta = rng.normal(size=8)
-    _, g = prob.objective(theta)
-    fd = [(prob.objective(theta + h * e, grad=False)[0] - prob.objective(theta - h * e, grad=False)[0]) / (2 * h)
-          for e in np.eye(8)]
+    _, g = problem.objective(theta)
+    fd = [(problem.objective(theta + h * e, grad=False)[0] - problem.objective(theta - h * e, grad=False)[0])
+          / (2 * h) for e in np.eye(8)]
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-8)
     # equal lengthscales pay no shrinkage: only the normaliser separates it from the independent prior
-    free = MapProblem.build(X, y_std, 1e-4, ard=True)
+    free = Hamming(ard=True).fit_terms(X)
     same = np.full(6, 1.7)
     gap = prob.log_prior(same)[0] - free.log_prior(same)[0]
     assert gap == pytest.approx(2.5 * np.log1p(3.0 / 0.25))
     np.testing.assert_allclose(prob.log_prior(same)[1], free.log_prior(same)[1])
     with pytest.raises(ValueError, match="spread"):
-        MapProblem.build(X, y_std, 1e-4, ard=False, spread=0.5)
+        Hamming(ard=False, spread=0.5)
 
 
 def test_spread_fit_moves_from_shared_to_free_ard():
@@ -197,9 +213,9 @@ def test_spread_fit_moves_from_shared_to_free_ard():
     X = rng.random((40, 6)) < 0.5
     y = np.log1p(X @ np.array([5.0, 4.0, 0.1, 0.2, 0.1, 0.2]))
     y_std, _, _ = standardize(y)
-    free, _ = fit_map_numpy(X, y_std, noise=1e-6, ard=True, seed=0)
-    tight, _ = fit_map_numpy(X, y_std, noise=1e-6, ard=True, seed=0, spread=1e-3)
-    wide, _ = fit_map_numpy(X, y_std, noise=1e-6, ard=True, seed=0, spread=1e3)
+    free, _ = fit_map_numpy(Hamming(ard=True), X, y_std, noise=1e-6, seed=0)
+    tight, _ = fit_map_numpy(Hamming(ard=True, spread=1e-3), X, y_std, noise=1e-6, seed=0)
+    wide, _ = fit_map_numpy(Hamming(ard=True, spread=1e3), X, y_std, noise=1e-6, seed=0)
     assert np.ptp(np.log(tight.lengthscales)) < 0.05
     assert np.ptp(np.log(free.lengthscales)) > 1.0
     np.testing.assert_allclose(np.log(wide.lengthscales), np.log(free.lengthscales), atol=1e-2)

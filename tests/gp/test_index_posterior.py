@@ -20,7 +20,7 @@ def all_sets(p: int) -> np.ndarray:
 
 def problem(p: int, seed: int, noise: float = 1e-6, t: int | None = None):
     rng = np.random.default_rng(500 + 7 * p + seed)
-    hyper = Hyperparameters(rng.uniform(0.05, 3.0, p), float(rng.uniform(0.5, 2.0)), noise, float(rng.normal()))
+    hyper = Hyperparameters.hamming(rng.uniform(0.05, 3.0, p), float(rng.uniform(0.5, 2.0)), noise, float(rng.normal()))
     n = 1 << p
     t = t if t is not None else min(n - 1, 2 * p + 3)
     archive = np.concatenate([[0, n - 1], rng.choice(np.arange(1, n - 1), size=t - 2, replace=False)])
@@ -92,7 +92,7 @@ def test_full_budget_gives_exact_index(index: str) -> None:
     rng = np.random.default_rng(11)
     Z = all_sets(p)
     v = rng.normal(size=1 << p)
-    hyper = Hyperparameters(rng.uniform(0.05, 0.5, p), 1.0, 1e-10, 0.0)  # short lengthscales: well conditioned
+    hyper = Hyperparameters.hamming(rng.uniform(0.05, 0.5, p), 1.0, 1e-10, 0.0)  # short lengthscales: well conditioned
     post = ShapleyPosterior(hyper, Z, v, operator=IndexOperator(p, index))
     np.testing.assert_allclose(post.mean, exact_index_values(v, index), atol=1e-6)
     assert np.max(post.std) < 1e-4
@@ -120,8 +120,8 @@ def test_hold_out_empty_equals_dense_split(index: str) -> None:
     Bp = B.copy()
     Bp[:, 0] = 0.0
     K = dense_kernel(Z, hyper.lengthscales, hyper.outputscale)
-    assert np.abs(op.kernel_columns(Z, hyper.lengthscales, hyper.outputscale) - Bp @ K).max() < 1e-12
-    assert np.abs(op.prior_covariance(hyper.lengthscales, hyper.outputscale) - Bp @ K @ Bp.T).max() < 1e-12
+    assert np.abs(op.hamming_columns(Z, hyper.lengthscales, hyper.outputscale) - Bp @ K).max() < 1e-12
+    assert np.abs(op.hamming_covariance(hyper.lengthscales, hyper.outputscale) - Bp @ K @ Bp.T).max() < 1e-12
     rest = archive != 0  # archive[0] is the empty coalition
     y_tilde, y_mean, y_scale = standardize(y[rest])
     Ks = K[np.ix_(archive[rest], archive[rest])] + hyper.noise * np.eye(rest.sum())
@@ -137,7 +137,7 @@ def test_hold_out_empty_equals_dense_split(index: str) -> None:
     # extension, new hyperparameters and the read-out stay on the split
     ext = ShapleyPosterior(hyper, Z[archive[:-2]], y[:-2], operator=op).extend(Z[archive[-2:]], y[-2:])
     np.testing.assert_allclose(ext.mean, post.mean, rtol=1e-7, atol=1e-9)
-    again = post.with_hyperparameters(Hyperparameters(hyper.lengthscales * 1.1, hyper.outputscale, hyper.noise,
+    again = post.with_hyperparameters(Hyperparameters.hamming(hyper.lengthscales * 1.1, hyper.outputscale, hyper.noise,
                                                       hyper.mean_constant))
     assert again.X.shape[0] == archive.size - 1 and np.all(np.isfinite(again.mean))
     with pytest.raises(ValueError, match="empty coalition"):
@@ -150,6 +150,6 @@ def test_hold_out_empty_at_full_budget_is_exact() -> None:
     Z = all_sets(p)
     v = rng.normal(size=1 << p)
     v[0] = -30.0  # a jump at the empty coalition
-    hyper = Hyperparameters(rng.uniform(0.05, 0.5, p), 1.0, 1e-10, 0.0)
+    hyper = Hyperparameters.hamming(rng.uniform(0.05, 0.5, p), 1.0, 1e-10, 0.0)
     post = ShapleyPosterior(hyper, Z, v, operator=IndexOperator(p, "BV", hold_out_empty=True))
     np.testing.assert_allclose(post.mean, exact_index_values(v, "BV"), atol=1e-6)

@@ -11,7 +11,9 @@ from _dense_reference import dense_surrogate_kernel as jump_kernel
 from shapleig.games.coalitions import all_coalitions
 from shapleig.games.indices import exact_index_values
 from shapleig.gp.index_esp import IndexOperator
+from shapleig.gp.kernels import Hamming, HammingParams, SizeKernel, SizeParams
 from shapleig.gp.numpy_fit import MapProblem, fit_map_numpy
+from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior, standardize
 
 INDICES = ["SV", "BV", "k-SII", "STII", "FSII"]
@@ -28,10 +30,15 @@ def dense_operator(p: int, index: str) -> np.ndarray:
     return np.array(cols).T
 
 
+def with_size(lengthscales, outputscale, noise, mean, jumps=(0.8, 0.3), trend=(0.6, 0.4)) -> Hyperparameters:
+    """The Hamming kernel plus the size kernel (jumps and trend) at these values."""
+    spec = Hamming(ard=True) + SizeKernel(trend=True, jumps=True)
+    return Hyperparameters(spec, (HammingParams(lengthscales, outputscale), SizeParams(*jumps, *trend)), noise, mean)
+
+
 def problem(p: int, seed: int, jumps=(0.8, 0.3), trend=(0.6, 0.4)):
     rng = np.random.default_rng(seed)
-    hyper = Hyperparameters(rng.uniform(0.1, 3.0, p), float(rng.uniform(0.5, 2.0)), 1e-6, float(rng.normal()),
-                            *jumps, *trend)
+    hyper = with_size(rng.uniform(0.1, 3.0, p), float(rng.uniform(0.5, 2.0)), 1e-6, float(rng.normal()), jumps, trend)
     Z = all_coalitions(p)  # bit order: row 0 is ∅, the last row N
     n = 1 << p
     archive = np.concatenate([[0, n - 1], rng.choice(np.arange(1, n - 1), 2 * p, replace=False)])
@@ -70,7 +77,7 @@ def test_posterior_with_jumps_matches_dense(index: str, p: int) -> None:
     B = dense_operator(p, index)
     K = jump_kernel(Z, hyper)
     np.testing.assert_allclose(post.prior_covariance, B @ K @ B.T, rtol=1e-9, atol=1e-13)
-    cols = op.kernel_columns(Z, hyper.lengthscales, hyper.outputscale, size_kernel=hyper.size_kernel())
+    cols = hyper.index_columns(op, Z)
     np.testing.assert_allclose(cols, B @ K, rtol=1e-9, atol=1e-13)
 
 
@@ -88,7 +95,7 @@ def test_jump_changes_the_posterior_only_through_the_extremes() -> None:
     p = 5
     hyper, Z, archive, y = problem(p, seed=3, trend=(0.0, 0.5))
     inner = archive[(archive != 0) & (archive != (1 << p) - 1)]
-    plain = Hyperparameters(hyper.lengthscales, hyper.outputscale, hyper.noise, hyper.mean_constant)
+    plain = Hyperparameters.hamming(hyper.lengthscales, hyper.outputscale, hyper.noise, hyper.mean_constant)
     a = ShapleyPosterior(hyper, Z[inner], y[: inner.size])
     b = ShapleyPosterior(plain, Z[inner], y[: inner.size])
     # the jumps still enter the prior of phi (phi weighs v(empty) and v(N)) ...
@@ -154,8 +161,9 @@ def _archive_with_outlying_empty(p: int, seed: int, empty_value: float):
 def test_size_kernel_gradient_matches_finite_differences(ard: bool, jumps: bool, trend: bool) -> None:
     X, y = _archive_with_outlying_empty(6, 0, -3.0)
     y_std, _, _ = standardize(y)
-    prob = MapProblem.build(X, y_std, 1e-4, ard, jumps=jumps, size_trend=trend)
-    assert prob.n_params == 2 + (6 if ard else 1) + 2 * jumps + 2 * trend
+    spec = Hamming(ard=ard) + SizeKernel(trend=trend, jumps=jumps)
+    prob = MapProblem.build(spec, X, y_std, 1e-4)
+    assert prob.n_params == 2 + (6 if ard else 1) + 2 * jumps + 2 * trend == 1 + spec.n_params(X)
     theta = np.random.default_rng(1).normal(scale=0.5, size=prob.n_params)
     _, g = prob.objective(theta)
     h = 1e-6
@@ -169,13 +177,13 @@ def test_fitted_jump_separates_an_outlying_empty_coalition() -> None:
     leave-one-out residual is +-1 (d/dj log N = 0 means alpha_0^2 = [K^-1]_00)."""
     X, y = _archive_with_outlying_empty(7, 2, -6.0)
     y_std, _, _ = standardize(y)
-    hyper, fit = fit_map_numpy(X, y_std, noise=1e-6, ard=False, seed=0, jumps=True)
-    assert fit.success and hyper.empty_jump > 1.0
+    hyper, fit = fit_map_numpy(Hamming(ard=False) + SizeKernel(trend=False, jumps=True), X, y_std, noise=1e-6, seed=0)
+    assert fit.success and hyper.size.empty_jump > 1.0
     post = ShapleyPosterior(hyper, X, y)
     z = post.loo_residuals()
     assert abs(z[0]) == pytest.approx(1.0, abs=2e-3)
     # the plain kernel explains the outlier by a much shorter lengthscale
-    plain, _ = fit_map_numpy(X, y_std, noise=1e-6, ard=False, seed=0)
+    plain, _ = fit_map_numpy(Hamming(ard=False), X, y_std, noise=1e-6, seed=0)
     assert plain.lengthscales[0] < 0.5 * hyper.lengthscales[0]
 
 
@@ -183,8 +191,8 @@ def test_smooth_game_keeps_a_small_jump() -> None:
     X, _ = _archive_with_outlying_empty(7, 2, 0.0)
     y = X @ np.random.default_rng(4).uniform(0.5, 2.0, 7)  # additive: v(empty) = 0 lies on the rest's plane
     y_std, _, _ = standardize(y)
-    hyper, fit = fit_map_numpy(X, y_std, noise=1e-6, ard=False, seed=0, jumps=True)
-    assert fit.success and hyper.empty_jump < 0.05
+    hyper, fit = fit_map_numpy(Hamming(ard=False) + SizeKernel(trend=False, jumps=True), X, y_std, noise=1e-6, seed=0)
+    assert fit.success and hyper.size.empty_jump < 0.05
 
 
 def test_size_trend_explains_a_symmetric_game() -> None:
@@ -196,8 +204,8 @@ def test_size_trend_explains_a_symmetric_game() -> None:
     X = Z[idx]
     y = 3.0 * np.sqrt(X.sum(axis=1)) + 0.01 * (X @ rng.normal(size=p))
     y_std, _, _ = standardize(y)
-    hyper, fit = fit_map_numpy(X, y_std, noise=1e-6, ard=False, seed=0, jumps=True, size_trend=True)
-    assert fit.success and hyper.size_variance > 0.5
+    hyper, fit = fit_map_numpy(Hamming(ard=False) + SizeKernel(trend=True, jumps=True), X, y_std, noise=1e-6, seed=0)
+    assert fit.success and hyper.size.variance > 0.5
     est = ShapleyPosterior(hyper, X, y).mean
     np.testing.assert_allclose(est, 3.0 * np.sqrt(p) / p, atol=0.05)
 
@@ -212,8 +220,11 @@ def test_size_kernel_needs_the_numpy_engine() -> None:
             LoopOptions(**{name: True}, fit_engine="gpytorch")
     X, y = _archive_with_outlying_empty(6, 0, 1.0)
     with pytest.raises(ValueError, match="numpy"):
-        fit_hyperparameters(X, y, seed=0, size_trend=True, engine="gpytorch")
+        fit_hyperparameters(X, y, Hamming(ard=True) + SizeKernel(), GPOptions(fit_engine="gpytorch", size_trend=False), seed=0)
     with pytest.raises(ValueError, match="jump"):
-        Hyperparameters(np.ones(3), 1.0, 1e-6, 0.0, -1.0, 0.0)
+        with_size(np.ones(3), 1.0, 1e-6, 0.0, (-1.0, 0.0), (0.6, 0.4))
     with pytest.raises(ValueError, match="size kernel"):
-        Hyperparameters(np.ones(3), 1.0, 1e-6, 0.0, 0.0, 0.0, 1.0, 0.0)
+        with_size(np.ones(3), 1.0, 1e-6, 0.0, (0.0, 0.0), (1.0, 0.0))
+    with pytest.raises(ValueError, match="without the trend"):  # a part's params must fit its spec
+        Hyperparameters(Hamming(ard=True) + SizeKernel(trend=False, jumps=True), (HammingParams(np.ones(3), 1.0),
+                        SizeParams(0.5, 0.5, 0.3)), 1e-6)

@@ -12,8 +12,10 @@ from shapleig.design.loop import DesignLoop
 from shapleig.games.coalitions import all_coalitions, to_bitmask
 from shapleig.games.exact import shapley_operator
 from shapleig.games.game import FunctionGame
-from shapleig.gp.kernel_choice import bic_log_evidence, evidence_weights, fit_kernels, resolve_surrogate
+from shapleig.gp.kernel_choice import RefitPlan, bic_log_evidence, evidence_weights, fit_kernels
+from shapleig.gp.kernels import Hamming
 from shapleig.gp.mixture import MixtureComponent, MixturePosterior, build_mixture, loo_calibration
+from shapleig.gp.options import GPOptions, resolve_surrogate
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior, standardize
 
 
@@ -28,12 +30,18 @@ def _table_game(p: int, seed: int, smooth: bool = True) -> FunctionGame:
     return FunctionGame(lambda X: table[to_bitmask(X)], p, name=f"table{seed}")
 
 
+def _fit_kernels(X: np.ndarray, y: np.ndarray, surrogate: str) -> list:
+    """A one-off fit of a surrogate mode's plain kernels (no size trend), seed 3."""
+    return fit_kernels(X, y, GPOptions(surrogate=surrogate, size_trend=False), seed=3, plan=RefitPlan.cold(),
+                       previous=None)
+
+
 def _random_archive(p: int, t: int, seed: int, **hyper) -> tuple[np.ndarray, np.ndarray, Hyperparameters]:
     """t distinct coalitions, random values and hyperparameters (ARD lengthscales unless given)."""
     rng = np.random.default_rng(seed)
     X = all_coalitions(p)[rng.choice(2**p, t, replace=False)]
     y = rng.normal(size=t)
-    h = Hyperparameters(hyper.get("lengthscales", rng.uniform(0.3, 2.0, p)), hyper.get("outputscale", 1.3),
+    h = Hyperparameters.hamming(hyper.get("lengthscales", rng.uniform(0.3, 2.0, p)), hyper.get("outputscale", 1.3),
                         hyper.get("noise", 1e-4), hyper.get("mean_constant", 0.1))
     return X, y, h
 
@@ -105,7 +113,7 @@ def test_fit_kernels_bic_weights_and_modes():
     rng = np.random.default_rng(0)
     X = all_coalitions(p)[rng.choice(2**p, 30, replace=False)]
     y = game(X)
-    fits = fit_kernels(X, y, "auto", seed=3, noise=1e-6, noise_convention="standardized")
+    fits = _fit_kernels(X, y, "auto")
     assert [k.kernel for k in fits] == ["shared", "ard"]
     ev = np.array([bic_log_evidence(k.fit, 30, d) for k, d in zip(fits, (3, p + 2))])
     np.testing.assert_allclose([k.log_evidence for k in fits], ev)
@@ -113,9 +121,9 @@ def test_fit_kernels_bic_weights_and_modes():
     shared = fits[0].hyper.lengthscales
     assert np.all(shared == shared[0]) and not np.all(fits[1].hyper.lengthscales == fits[1].hyper.lengthscales[0])
     for mode in ("shared", "ard"):
-        (only,) = fit_kernels(X, y, mode, seed=3, noise=1e-6, noise_convention="standardized")
+        (only,) = _fit_kernels(X, y, mode)
         assert only.kernel == mode and only.weight == 1.0
-    again = fit_kernels(X, y, "auto", seed=3, noise=1e-6, noise_convention="standardized")
+    again = _fit_kernels(X, y, "auto")
     assert [k.hyper for k in again] == [k.hyper for k in fits]  # deterministic per seed
 
 
@@ -140,11 +148,12 @@ def test_loo_subset_beyond_limit():
 
 def test_build_mixture_calibrates_each_kernel():
     X, y, h = _random_archive(5, 16, 4)
-    shared = Hyperparameters(np.full(5, 0.9), 1.1, 1e-4)
+    shared = Hyperparameters.hamming(np.full(5, 0.9), 1.1, 1e-4)
     mix = build_mixture([("ard", 0.4, h), ("shared", 0.6, shared)], X, y, calibrate="jackknife")
     for c in mix.components:
         assert c.tau == loo_calibration(ShapleyPosterior(c.posterior.hyper, X, y)) and c.scale is None
-    default = build_mixture([("ard", 0.4, h), ("shared", 0.6, shared)], X, y)  # influence scales, no tau
+    default = build_mixture([("ard", 0.4, h), ("shared", 0.6, shared)], X, y,
+                            calibrate=GPOptions().calibrate)  # influence scales, no tau
     assert [c.tau for c in default.components] == [1.0, 1.0] and default.jackknife is False
     assert all(c.scale is not None and np.all(c.scale >= 1.0) for c in default.components)
     raw = build_mixture([("ard", 0.4, h), ("shared", 0.6, shared)], X, y, calibrate=False)
@@ -161,8 +170,8 @@ def test_mixture_moments_agree_with_sampling():
     rng = np.random.default_rng(5)
     X = all_coalitions(p)[rng.choice(16, 9, replace=False)]
     y = rng.normal(size=9)
-    comps = [MixtureComponent("a", 0.3, 2.0, ShapleyPosterior(Hyperparameters(np.full(p, 0.5), 1.0, 1e-6), X, y)),
-             MixtureComponent("b", 0.7, 1.0, ShapleyPosterior(Hyperparameters(np.array([0.2, 1, 3, .5]), 2.0, 1e-6), X, y))]
+    comps = [MixtureComponent("a", 0.3, 2.0, ShapleyPosterior(Hyperparameters.hamming(np.full(p, 0.5), 1.0, 1e-6), X, y)),
+             MixtureComponent("b", 0.7, 1.0, ShapleyPosterior(Hyperparameters.hamming(np.array([0.2, 1, 3, .5]), 2.0, 1e-6), X, y))]
     mix = MixturePosterior(comps, jackknife=False)
     n = 400_000
     which = rng.random(n) < 0.3
@@ -232,7 +241,7 @@ def test_gated_floor_only_where_loo_says_overconfident_plus_disagreement():
     (max - min of their means)^2 / 4 over every kernel, a dropped one (weight < MIN_WEIGHT) included."""
     X, y, h = _random_archive(5, 15, 12, lengthscales=np.full(5, 0.6), noise=1e-6, mean_constant=0.0)
     a = ShapleyPosterior(h, X, y)
-    b = ShapleyPosterior(Hyperparameters(np.array([0.2, 1.0, 3.0, 0.5, 0.9]), 1.0, 1e-6), X, y)
+    b = ShapleyPosterior(Hyperparameters.hamming(np.array([0.2, 1.0, 3.0, 0.5, 0.9]), 1.0, 1e-6), X, y)
     jk = np.diag(a.jackknife_covariance())
     for tau, expect_jk in ((1.5, True), (0.5, False)):
         solo = MixturePosterior([MixtureComponent("a", 1.0, tau, a)])
@@ -273,7 +282,7 @@ def test_default_loop_equals_dense_mixture(surrogate, size_trend, calibrate):
     base = {"auto": {"shared", "ard"}, "shared": {"shared"}, "ard": {"ard"}}[surrogate]
     assert est.info["surrogate"] == surrogate
     assert names == (base | {f"{b}+size" for b in base} if size_trend == "both" else base)
-    trend_fitted = [k.hyper.size_variance > 0 for k in loop.kernel_fits]
+    trend_fitted = [k.hyper.size.variance > 0 for k in loop.kernel_fits]
     assert any(trend_fitted) == (size_trend is not False) and all(trend_fitted) == (size_trend is True)
     means, covs, ws, jks, taus = [], [], [], [], []
     for k in loop.kernel_fits:
@@ -349,7 +358,7 @@ def test_tol_stops_at_first_step_meeting_the_target():
     """Frozen hyperparameters: the loop stops exactly at the first step of an unrestricted run whose
     std meets the target; with refits, the final read-out meets it and every earlier step did not."""
     p = 6
-    h = Hyperparameters(np.full(p, 0.8), 1.0, 1e-6)
+    h = Hyperparameters.hamming(np.full(p, 0.8), 1.0, 1e-6)
     full = DesignLoop(_table_game(p, 10), 40, progress=False, seed=1, hyperparameters=h).run()
     stds = {n: s.max() for n, s in full.trace_std}
     tol = float(np.median(list(stds.values())))
@@ -399,21 +408,20 @@ def test_laplace_evidence_gradient_and_gaussian_integral():
     y = X @ rng.normal(size=p) + 0.3 * X[:, 0] * X[:, 1]
     ys, _, _ = standardize(y)
     for ard in (False, True):
-        hyper, _ = fit_map_numpy(X, ys, noise=1e-6, ard=ard, seed=0)
-        prob = MapProblem.build(X, ys, 1e-6, ard)
+        hyper, _ = fit_map_numpy(Hamming(ard=ard), X, ys, noise=1e-6, seed=0)
+        prob = MapProblem.build(Hamming(ard=ard), X, ys, 1e-6)
         ls = hyper.lengthscales if ard else hyper.lengthscales[:1]
-        u = np.concatenate([[hyper.mean_constant], [prob.pack(0.0, hyper.outputscale, ls)[1]], np.log(ls)])
+        u = np.concatenate([[hyper.mean_constant], [prob.pack(0.0, hyper.params)[1]], np.log(ls)])
         _, g = _grad_u(prob, u)
         num = [(_grad_u(prob, u + e)[0] - _grad_u(prob, u - e)[0]) / 2e-6 for e in np.eye(u.size) * 1e-6]
         np.testing.assert_allclose(g, num, atol=1e-5)
-    hyper, _ = fit_map_numpy(X, ys, noise=1e-6, ard=False, seed=0)
-    prob = MapProblem.build(X, ys, 1e-6, False)
-    u = np.concatenate([[hyper.mean_constant], [prob.pack(0.0, hyper.outputscale, hyper.lengthscales[:1])[1]],
-                        np.log(hyper.lengthscales[:1])])
+    hyper, _ = fit_map_numpy(Hamming(ard=False), X, ys, noise=1e-6, seed=0)
+    prob = MapProblem.build(Hamming(ard=False), X, ys, 1e-6)
+    u = np.concatenate([[hyper.mean_constant], [prob.pack(0.0, hyper.params)[1]], np.log(hyper.lengthscales[:1])])
     grid = u[2] + np.linspace(-6, 6, 2001)
     vals = np.array([-_grad_u(prob, np.array([u[0], u[1], v]))[0] for v in grid])
     direct = vals.max() + np.log(np.trapezoid(np.exp(vals - vals.max()), grid))
-    assert laplace_log_evidence(X, y, hyper, ard=False) == pytest.approx(direct, abs=0.1)
+    assert laplace_log_evidence(X, y, hyper) == pytest.approx(direct, abs=0.1)
 
 
 def test_laplace_mode_weighs_by_laplace_evidence():
@@ -424,8 +432,9 @@ def test_laplace_mode_weighs_by_laplace_evidence():
     rng = np.random.default_rng(0)
     X = all_coalitions(p)[rng.choice(2**p, 24, replace=False)]
     y = game(X)
-    fits = fit_kernels(X, y, "laplace", seed=3, noise=1e-6, noise_convention="standardized")
-    ev = np.array([laplace_log_evidence(X, y, k.hyper, k.kernel == "ard") for k in fits])
+    fits = _fit_kernels(X, y, "laplace")
+    assert [k.hyper.kernel for k in fits] == [Hamming(ard=False), Hamming(ard=True)]
+    ev = np.array([laplace_log_evidence(X, y, k.hyper) for k in fits])
     np.testing.assert_allclose([k.log_evidence for k in fits], ev)
     np.testing.assert_allclose([k.weight for k in fits], evidence_weights(ev))
     assert ShaplEIG(surrogate="laplace").estimate(game, 14, seed=0).info["surrogate"] == "laplace"

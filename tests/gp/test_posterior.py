@@ -47,7 +47,7 @@ class Dense:
 def make_dense(p: int, seed: int, noise: float, n_archive: int | None = None) -> Dense:
     """Recipe docs/math.md §12: l ~ U[0.05, 3], s ~ U[0.5, 2], random archive containing empty and N, raw y."""
     rng = np.random.default_rng(2000 + 31 * p + seed)
-    hyper = Hyperparameters(rng.uniform(0.05, 3.0, p), float(rng.uniform(0.5, 2.0)), noise, float(rng.normal()))
+    hyper = Hyperparameters.hamming(rng.uniform(0.05, 3.0, p), float(rng.uniform(0.5, 2.0)), noise, float(rng.normal()))
     Z = all_coalitions(p)
     n = 1 << p
     t = n_archive if n_archive is not None else min(n - 1, max(3, p + 1 + 2 * seed))
@@ -126,7 +126,7 @@ def test_mean_constant_enters_through_the_residual() -> None:
     d = make_dense(5, 0, 1e-6)
     base = ShapleyPosterior(d.hyper, d.Z[d.archive], d.y)
     h = d.hyper
-    shifted = ShapleyPosterior(Hyperparameters(h.lengthscales, h.outputscale, h.noise, h.mean_constant + 0.5), d.Z[d.archive], d.y)
+    shifted = ShapleyPosterior(Hyperparameters.hamming(h.lengthscales, h.outputscale, h.noise, h.mean_constant + 0.5), d.Z[d.archive], d.y)
     assert not np.allclose(base.mean, shifted.mean)
     np.testing.assert_array_equal(base.covariance, shifted.covariance)
     # A constant shift of the raw values never reaches phi (standardisation and A 1 = 0).
@@ -145,7 +145,7 @@ def test_consistency_with_full_table(p: int) -> None:
     phi = shapley_from_bitorder(values)
     errors = []
     for noise in (1e-8, 1e-10):
-        post = ShapleyPosterior(Hyperparameters(lengthscales, 1.0, noise), Z, values)
+        post = ShapleyPosterior(Hyperparameters.hamming(lengthscales, 1.0, noise), Z, values)
         errors.append(np.max(np.abs(post.mean - phi)))
     assert errors[1] < 1e-6
     assert 30.0 < errors[0] / errors[1] < 300.0
@@ -196,7 +196,7 @@ def test_eig_sequence_does_not_depend_on_values() -> None:
     rng = np.random.default_rng(0)
     runs = []
     for y, c in ((d.y, h.mean_constant), (rng.normal(size=d.y.size) * 1e3, -2.0)):
-        post = ShapleyPosterior(Hyperparameters(h.lengthscales, h.outputscale, h.noise, c), d.Z[d.archive], y)
+        post = ShapleyPosterior(Hyperparameters.hamming(h.lengthscales, h.outputscale, h.noise, c), d.Z[d.archive], y)
         runs.append(post.candidates(d.Z[d.pool]).greedy(12))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
@@ -256,7 +256,7 @@ def test_greedy_extremes_first_at_p8() -> None:
     complement pairs, then size-4 coalitions."""
     p = 8
     lengthscale = -1.0 / (p * np.log(0.857))
-    post = ShapleyPosterior(Hyperparameters(np.full(p, lengthscale), 1.0, 1e-6), np.zeros((0, p), bool), np.zeros(0))
+    post = ShapleyPosterior(Hyperparameters.hamming(np.full(p, lengthscale), 1.0, 1e-6), np.zeros((0, p), bool), np.zeros(0))
     Z = all_coalitions(p)
     picks, gains = post.candidates(Z).greedy(30)
     chosen = Z[picks]
@@ -301,10 +301,10 @@ def test_cholesky_jitter_only_on_failure() -> None:
 
 def test_bad_inputs_raise() -> None:
     with pytest.raises(ValueError, match="lengthscales"):
-        Hyperparameters(np.array([1.0, 0.0]), 1.0, 1e-6)
+        Hyperparameters.hamming(np.array([1.0, 0.0]), 1.0, 1e-6)
     with pytest.raises(ValueError, match="noise"):
-        Hyperparameters(np.ones(2), 1.0, -1.0)
-    h = Hyperparameters(np.ones(3), 1.0, 1e-6)
+        Hyperparameters.hamming(np.ones(2), 1.0, -1.0)
+    h = Hyperparameters.hamming(np.ones(3), 1.0, 1e-6)
     with pytest.raises(ValueError, match="values"):
         ShapleyPosterior(h, np.zeros((2, 3), bool), np.zeros(3))
     with pytest.raises(ValueError, match="non-finite"):
@@ -320,17 +320,17 @@ def test_bad_inputs_raise() -> None:
 
 def test_hyperparameters_equality_and_copy() -> None:
     ls = np.array([0.5, 1.0])
-    h = Hyperparameters(ls, 1.0, 1e-6)
+    h = Hyperparameters.hamming(ls, 1.0, 1e-6)
     ls[0] = 9.0  # the stored lengthscales are a private copy
     assert h.lengthscales[0] == 0.5 and not h.lengthscales.flags.writeable
-    assert h == Hyperparameters(np.array([0.5, 1.0]), 1.0, 1e-6)
-    assert h != Hyperparameters(np.array([0.5, 1.0]), 1.0, 1e-3)
-    assert hash(h) == hash(Hyperparameters(np.array([0.5, 1.0]), 1.0, 1e-6))
+    assert h == Hyperparameters.hamming(np.array([0.5, 1.0]), 1.0, 1e-6)
+    assert h != Hyperparameters.hamming(np.array([0.5, 1.0]), 1.0, 1e-3)
+    assert hash(h) == hash(Hyperparameters.hamming(np.array([0.5, 1.0]), 1.0, 1e-6))
 
 
 def test_zero_noise_duplicate_candidate_is_harmless() -> None:
     p = 4
-    h = Hyperparameters(np.full(p, 0.7), 1.0, 0.0)
+    h = Hyperparameters.hamming(np.full(p, 0.7), 1.0, 0.0)
     W = np.vstack([np.eye(p, dtype=bool)[0], np.eye(p, dtype=bool)[0], np.ones(p, bool)])
     cand = ShapleyPosterior(h, np.zeros((0, p), bool), np.zeros(0)).candidates(W)
     cand.condition(0)
@@ -344,9 +344,9 @@ def test_with_hyperparameters_reuses_kernel_parts() -> None:
     h = d.hyper
     post = ShapleyPosterior(h, d.Z[d.archive], d.y)
     for new in (
-        Hyperparameters(h.lengthscales, h.outputscale, 1e-3, h.mean_constant),
-        Hyperparameters(h.lengthscales, h.outputscale, h.noise, 0.7),
-        Hyperparameters(h.lengthscales * 1.5, 0.8, 1e-4, 0.0),
+        Hyperparameters.hamming(h.lengthscales, h.outputscale, 1e-3, h.mean_constant),
+        Hyperparameters.hamming(h.lengthscales, h.outputscale, h.noise, 0.7),
+        Hyperparameters.hamming(h.lengthscales * 1.5, 0.8, 1e-4, 0.0),
     ):
         moved, fresh = post.with_hyperparameters(new), ShapleyPosterior(new, d.Z[d.archive], d.y)
         assert moved.hyper == new
@@ -367,7 +367,7 @@ def test_candidate_copy_is_independent() -> None:
 def test_jittered_archive_still_gives_a_posterior() -> None:
     """Zero noise and a repeated coalition make K singular: jitter is added and recorded."""
     p = 4
-    h = Hyperparameters(np.full(p, 0.6), 1.0, 0.0)
+    h = Hyperparameters.hamming(np.full(p, 0.6), 1.0, 0.0)
     X = np.vstack([np.zeros(p, bool), np.ones(p, bool), np.eye(p, dtype=bool)[1], np.eye(p, dtype=bool)[1]])
     post = ShapleyPosterior(h, X, np.array([0.0, 2.0, 1.0, 1.0]))
     assert post.jitter > 0

@@ -31,7 +31,7 @@ def test_sequence_of_extensions_equals_scratch(shared, offset):
     p = 12
     X, y = _data(60, p, 0, offset)
     ls = np.full(p, 0.9) if shared else np.random.default_rng(2).uniform(0.2, 3.0, p)
-    h = Hyperparameters(ls, 1.4, 1e-6, 0.1)
+    h = Hyperparameters.hamming(ls, 1.4, 1e-6, 0.1)
     post = ShapleyPosterior(h, X[:10], y[:10])
     t = 10
     for k in (1, 3, 1, 1, 7, 1, 2, 20, 1):
@@ -43,7 +43,7 @@ def test_sequence_of_extensions_equals_scratch(shared, offset):
 def test_branching_keeps_every_posterior_valid():
     p = 8
     X, y = _data(30, p, 3)
-    h = Hyperparameters(np.full(p, 1.1), 0.9, 1e-6, 0.0)
+    h = Hyperparameters.hamming(np.full(p, 1.1), 0.9, 1e-6, 0.0)
     base = ShapleyPosterior(h, X[:10], y[:10]).extend(X[10:12], y[10:12])
     left = base.extend(X[12:15], y[12:15])
     right = base.extend(X[20:22], y[20:22])  # second extension of the same posterior
@@ -58,7 +58,7 @@ def test_branching_keeps_every_posterior_valid():
 def test_large_p_shared_extension():
     p = 300
     X, y = _data(400, p, 5)
-    h = Hyperparameters(np.full(p, 0.2048 * np.sqrt(p)), 1.0, 1e-6, 0.0)
+    h = Hyperparameters.hamming(np.full(p, 0.2048 * np.sqrt(p)), 1.0, 1e-6, 0.0)
     post = ShapleyPosterior(h, X[:350], y[:350])
     for t in range(350, 400, 10):
         post = post.extend(X[t : t + 10], y[t : t + 10])
@@ -68,7 +68,7 @@ def test_large_p_shared_extension():
 def test_indefinite_border_falls_back_to_refactorisation():
     p = 5
     X, y = _data(12, p, 4)
-    h = Hyperparameters(np.full(p, 1.0), 1.0, 0.0, 0.0)  # no noise: a repeated row is singular
+    h = Hyperparameters.hamming(np.full(p, 1.0), 1.0, 0.0, 0.0)  # no noise: a repeated row is singular
     post = ShapleyPosterior(h, X[:6], y[:6])
     ext = post.extend(X[:1], y[:1])
     assert ext.X.shape[0] == 7 and np.all(np.isfinite(ext.mean))

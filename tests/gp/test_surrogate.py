@@ -12,6 +12,8 @@ from shapleig.design.refit import REFIT_SCHEDULES, refit_schedule
 from shapleig.games.coalitions import all_coalitions
 from shapleig.gp.esp import hamming_kernel
 from shapleig.gp.fitting import fit_hyperparameters
+from shapleig.gp.kernels import Hamming
+from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import initial_lengthscale, lengthscale_prior_params, standardized_noise
 
@@ -20,6 +22,8 @@ torch = import_or_skip("torch")
 pytestmark = pytest.mark.torch
 
 from shapleig.gp.torch_model import build_model, model_hyperparameters  # noqa: E402
+
+GPYTORCH = GPOptions(fit_engine="gpytorch", size_trend=False)  # the published fit route
 
 
 def _archive(p: int = 5, t: int = 14, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -35,7 +39,7 @@ def test_initial_values_and_dtype():
     p = 9
     X, y = _archive(p, 12)
     dtype_before = torch.get_default_dtype()
-    model = build_model(X, y, noise_std=1e-6)
+    model = build_model(X, y, Hamming(ard=True), noise_std=1e-6)
     assert torch.get_default_dtype() == dtype_before  # not changed permanently
     h = model_hyperparameters(model)
     loc, scale = lengthscale_prior_params(p)
@@ -55,9 +59,9 @@ def test_initial_values_and_dtype():
 
 def test_model_kernel_matches_esp_kernel_after_fit():
     X, y = _archive(5, 14)
-    fit = fit_hyperparameters(X, y, seed=1, engine="gpytorch")
+    fit = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=1)
     assert fit.success and 1 <= fit.attempts <= 5
-    model = build_model(X, y, noise_std=fit.noise, init=fit.hyper)
+    model = build_model(X, y, Hamming(ard=True), noise_std=fit.noise, init=fit.hyper)
     with torch.no_grad():
         K = model.covar_module(torch.as_tensor(X, dtype=torch.float64)).to_dense().numpy()
     ref = hamming_kernel(X, X, fit.hyper.lengthscales, fit.hyper.outputscale)
@@ -70,9 +74,9 @@ def test_fit_is_deterministic_for_a_seed_and_leaves_global_rng_alone():
     X, y = _archive(5, 14, seed=3)
     torch.manual_seed(123)
     state = torch.random.get_rng_state().clone()
-    a = fit_hyperparameters(X, y, seed=7, engine="gpytorch")
+    a = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=7)
     assert torch.equal(torch.random.get_rng_state(), state)
-    b = fit_hyperparameters(X, y, seed=7, engine="gpytorch")
+    b = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=7)
     np.testing.assert_array_equal(a.hyper.lengthscales, b.hyper.lengthscales)
     assert a.hyper.outputscale == b.hyper.outputscale
     assert a.hyper.mean_constant == b.hyper.mean_constant
@@ -81,13 +85,13 @@ def test_fit_is_deterministic_for_a_seed_and_leaves_global_rng_alone():
 
 def test_warm_start_sets_initial_values():
     X, y = _archive(4, 10)
-    h = Hyperparameters(np.array([0.3, 0.5, 0.7, 0.9]), 1.7, 1e-6, -0.25)
-    model = build_model(X, y, noise_std=1e-6, init=h)
+    h = Hyperparameters.hamming(np.array([0.3, 0.5, 0.7, 0.9]), 1.7, 1e-6, -0.25)
+    model = build_model(X, y, Hamming(ard=True), noise_std=1e-6, init=h)
     got = model_hyperparameters(model)
     np.testing.assert_allclose(got.lengthscales, h.lengthscales, rtol=1e-12)
     assert got.outputscale == pytest.approx(1.7, rel=1e-12)
     assert got.mean_constant == pytest.approx(-0.25, rel=1e-12)
-    fit = fit_hyperparameters(X, y, seed=0, warm_start=h, engine="gpytorch")
+    fit = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=0, init=h)
     assert fit.success
 
 
@@ -100,13 +104,13 @@ def test_noise_conventions():
     with pytest.raises(ValueError, match="noise convention"):
         standardized_noise(1e-6, 1.0, "bogus")
     with pytest.raises(ValueError, match="noise"):
-        standardized_noise(-1.0, 1.0)
+        standardized_noise(-1.0, 1.0, "standardized")
     X, y = _archive(5, 12)
     y_small = 1e-3 * y
-    raw = fit_hyperparameters(X, y_small, seed=0, noise_convention="raw", engine="gpytorch")
+    raw = fit_hyperparameters(X, y_small, Hamming(ard=True), GPYTORCH.replace(noise_convention="raw"), seed=0)
     assert raw.noise == pytest.approx(max(1e-6, 1e-6 / np.std(y_small, ddof=1) ** 2))
     assert raw.hyper.noise == raw.noise and raw.noise_convention == "raw"
-    std = fit_hyperparameters(X, y_small, seed=0, engine="gpytorch")
+    std = fit_hyperparameters(X, y_small, Hamming(ard=True), GPYTORCH, seed=0)
     assert std.hyper.noise == 1e-6
 
 
@@ -119,8 +123,8 @@ def test_fit_failure_keeps_fallback(monkeypatch):
 
     monkeypatch.setattr(botorch.fit, "fit_gpytorch_mll", boom)
     X, y = _archive(4, 10)
-    prev = Hyperparameters(np.full(4, 0.4), 2.0, 1e-6, 0.1)
-    res = fit_hyperparameters(X, y, seed=0, fallback=prev, engine="gpytorch")
+    prev = Hyperparameters.hamming(np.full(4, 0.4), 2.0, 1e-6, 0.1)
+    res = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=0, fallback=prev)
     assert not res.success and "failed" in res.message
     np.testing.assert_array_equal(res.hyper.lengthscales, prev.lengthscales)
     assert res.hyper.outputscale == 2.0
@@ -129,15 +133,15 @@ def test_fit_failure_keeps_fallback(monkeypatch):
 def test_fit_rejects_bad_input():
     X, y = _archive(4, 10)
     with pytest.raises(ValueError, match="rows"):
-        fit_hyperparameters(X, y[:-1], seed=0, engine="gpytorch")
+        fit_hyperparameters(X, y[:-1], Hamming(ard=True), GPYTORCH, seed=0)
     bad = y.copy()
     bad[2] = np.nan
     with pytest.raises(ValueError, match="non-finite"):
-        fit_hyperparameters(X, bad, seed=0, engine="gpytorch")
+        fit_hyperparameters(X, bad, Hamming(ard=True), GPYTORCH, seed=0)
     with pytest.raises(ValueError):
-        fit_hyperparameters(X.astype(float) * 0.5, y, seed=0)
+        fit_hyperparameters(X.astype(float) * 0.5, y, Hamming(ard=True), GPOptions(size_trend=False), seed=0)
     with pytest.raises(ValueError, match="shape"):
-        fit_hyperparameters(X[0], y[:1], seed=0, engine="gpytorch")
+        fit_hyperparameters(X[0], y[:1], Hamming(ard=True), GPYTORCH, seed=0)
 
 
 def test_refit_schedules():
@@ -200,7 +204,7 @@ def test_shared_lengthscale_model_and_fit():
     """ard=False: one lengthscale parameter, the same prior and initial value, reported p times."""
     p = 6
     X, y = _archive(p, 14, seed=2)
-    model = build_model(X, y, noise_std=1e-6, ard=False)
+    model = build_model(X, y, Hamming(ard=False), noise_std=1e-6)
     base = model.covar_module.base_kernel
     assert base.lengthscale.numel() == 1
     h0 = model_hyperparameters(model)
@@ -208,24 +212,24 @@ def test_shared_lengthscale_model_and_fit():
     np.testing.assert_allclose(h0.lengthscales, initial_lengthscale(p), rtol=1e-13)
     assert float(base.lengthscale_prior.loc) == pytest.approx(lengthscale_prior_params(p)[0], rel=1e-15)
 
-    fit = fit_hyperparameters(X, y, seed=0, ard=False, engine="gpytorch")
+    fit = fit_hyperparameters(X, y, Hamming(ard=False), GPYTORCH, seed=0)
     assert fit.success
     ls = fit.hyper.lengthscales
     assert ls.shape == (p,) and np.all(ls == ls[0]) and ls[0] != pytest.approx(initial_lengthscale(p))
     # the fitted model's kernel is the ESP kernel with that lengthscale repeated p times
-    model = build_model(X, y, noise_std=fit.noise, init=fit.hyper, ard=False)
+    model = build_model(X, y, Hamming(ard=False), noise_std=fit.noise, init=fit.hyper)
     with torch.no_grad():
         K = model.covar_module(torch.as_tensor(X, dtype=torch.float64)).to_dense().numpy()
     ref = hamming_kernel(X, X, ls, fit.hyper.outputscale)
     np.testing.assert_allclose(K, ref, rtol=1e-11, atol=1e-13 * np.abs(ref).max())
     # the ARD fit of the same archive is a different (p-parameter) optimum
-    ard = fit_hyperparameters(X, y, seed=0, engine="gpytorch")
+    ard = fit_hyperparameters(X, y, Hamming(ard=True), GPYTORCH, seed=0)
     assert not np.all(ard.hyper.lengthscales == ard.hyper.lengthscales[0])
 
 
 def test_shared_lengthscale_warm_start_uses_geometric_mean():
     X, y = _archive(4, 10)
-    h = Hyperparameters(np.array([0.25, 1.0, 1.0, 4.0]), 1.7, 1e-6, -0.25)
-    got = model_hyperparameters(build_model(X, y, noise_std=1e-6, init=h, ard=False))
+    h = Hyperparameters.hamming(np.array([0.25, 1.0, 1.0, 4.0]), 1.7, 1e-6, -0.25)
+    got = model_hyperparameters(build_model(X, y, Hamming(ard=False), noise_std=1e-6, init=h))
     np.testing.assert_allclose(got.lengthscales, 1.0, rtol=1e-12)
     assert got.outputscale == pytest.approx(1.7, rel=1e-12)

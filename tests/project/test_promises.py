@@ -86,11 +86,11 @@ def test_the_heartbeat_refreshes_claims_every_quarter_lease(tmp_path):
 
 def test_bic_log_evidence_by_hand():
     """-t * objective - (d/2) log t, with numbers worked out by hand (not by the function)."""
+    from shapleig.gp.fit_result import FitResult
     from shapleig.gp.kernel_choice import bic_log_evidence, evidence_weights
     from shapleig.gp.posterior import Hyperparameters
-    from shapleig.gp.priors import FitResult
 
-    fit = FitResult(hyper=Hyperparameters(np.ones(3), 1.0, 1e-6, 0.0), attempts=1, seconds=0.0, success=True,
+    fit = FitResult(hyper=Hyperparameters.hamming(np.ones(3), 1.0, 1e-6, 0.0), attempts=1, seconds=0.0, success=True,
                     noise=1e-6, noise_convention="standardized", y_mean=0.0, y_scale=1.0, neg_mll=0.7, seed=0)
     # t = 30, d = 3: -30 * 0.7 - 1.5 * ln 30 = -21 - 1.5 * 3.4011973816621555
     assert bic_log_evidence(fit, 30, 3) == pytest.approx(-26.101796072493233, abs=1e-12)
@@ -187,7 +187,7 @@ def test_random_acquisition_draws_from_its_own_stream():
     loop.run()
     children = np.random.SeedSequence(seed).spawn(4)
     design_rng = np.random.default_rng(children[0])
-    initial_design(loop.initial_design_name, p, design_rng)  # the only draws of the design stream
+    initial_design(loop.options.initial_design, p, design_rng)  # the only draws of the design stream
     assert loop._design_rng.bit_generator.state == design_rng.bit_generator.state
     untouched = np.random.default_rng(children[2]).bit_generator.state
     assert loop._select_rng.bit_generator.state != untouched  # the picks advanced their own stream

@@ -113,7 +113,9 @@ def assets(tmp_path_factory):
 def _run_block(page: Path, index: int) -> dict:
     block = python_blocks(page)[index]
     namespace: dict = {"__name__": "__docs__"}
-    exec(compile(block, f"{page.name} python block {index}", "exec"), namespace)
+    # dont_inherit: the block runs as a user's own file would, without this module's __future__
+    # imports (postponed annotations would leave a docs dataclass unable to find its module)
+    exec(compile(block, f"{page.name} python block {index}", "exec", dont_inherit=True), namespace)
     return namespace
 
 

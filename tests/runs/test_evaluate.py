@@ -150,7 +150,7 @@ def test_greedy_batch_equals_sequential_selections_under_frozen_hyperparameters(
     p = 6
     rng = np.random.default_rng(4)
     game = QuadraticGame(p, seed=4)
-    hyper = Hyperparameters(rng.uniform(0.3, 2.0, p), 1.3, 1e-4, 0.1)
+    hyper = Hyperparameters.hamming(rng.uniform(0.3, 2.0, p), 1.3, 1e-4, 0.1)
     allz = all_coalitions(p)
     design = np.flatnonzero(np.isin(np.arange(2**p), [0, 2**p - 1, 5, 58, 12, 51, 33]))
     X = allz[design]

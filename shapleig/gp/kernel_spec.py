@@ -1,0 +1,294 @@
+"""The kernel-spec protocol: a surrogate kernel as a small object that composes with ``+``.
+
+A :class:`KernelSpec` describes a kernel *family* (its structure, the priors and starting values of
+its hyperparameters, how they map to the optimiser's coordinates); the *values* are a structured
+params object (one per part, e.g. :class:`~shapleig.gp.kernels.HammingParams`), held with the
+noise and the mean constant in :class:`~shapleig.gp.posterior.Hyperparameters`. Everything the GP
+computes with a kernel goes through its spec, so a new kernel is one class here and nothing above
+``shapleig/gp`` changes:
+
+- values: :meth:`KernelSpec.matrix` ``k(Z1, Z2)``, :meth:`KernelSpec.diagonal` ``k(z, z)`` (the
+  candidates' prior variances);
+- the index products the posterior needs (docs/math.md §4, §5, §14): :meth:`KernelSpec.index_columns`
+  ``B' k(., Z)`` and :meth:`KernelSpec.index_covariance` ``B' K B'^T`` for an
+  :class:`~shapleig.gp.index_esp.IndexOperator` (``B'`` is ``B`` without its empty-coalition column
+  when the operator holds v(empty) out, docs/math.md §14.5). A part without closed forms falls back
+  to dense 2^p products for p <= :data:`DENSE_MAX_PLAYERS` and refuses larger p by name;
+- the MAP fit (docs/math.md §3): :meth:`KernelSpec.fit_terms` gives the part's share of the
+  objective on one archive as :class:`FitTerms` (coordinates, log prior, kernel matrix and its
+  gradient), and :meth:`KernelSpec.n_params` its number of fitted hyperparameters (BIC).
+
+``a + b`` is a :class:`SumKernel`: ``k = k_a + k_b``, params a tuple aligned with ``parts``, every
+product the sum of the parts' products. Sums flatten (``(a + b) + c`` has three parts).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from shapleig.games.coalitions import all_coalitions
+from shapleig.games.indices import dense_index_operator
+from shapleig.gp.index_esp import IndexOperator
+
+# The dense fallback of the index products enumerates all 2^p coalitions: K over them is 4^p
+# entries (8 MB at p = 10).
+DENSE_MAX_PLAYERS = 10
+
+
+class FitTerms(abc.ABC):
+    """One kernel part's share of the MAP objective on one archive ``X`` (bool[t, p]).
+
+    The optimiser's vector is ``theta = (mean constant, part 0's coordinates, part 1's, ...)``; a
+    part owns ``n_params`` consecutive coordinates ("raw" values, unconstrained). The objective is
+    ``-log N(y | c 1, K + noise I) - sum of the parts' log priors`` with ``K`` the sum of the parts'
+    matrices (docs/math.md §3).
+    """
+
+    n_params: int
+    # the coordinates (within this part's) of lengthscales with a LogNormal prior, which the Laplace
+    # evidence integrates (:mod:`shapleig.gp.evidence`); None: the part has none
+    lengthscales: slice | None = None
+
+    @abc.abstractmethod
+    def pack(self, params: Any) -> np.ndarray:
+        """The coordinates ``float64[n_params]`` of this part's ``params``."""
+
+    @abc.abstractmethod
+    def unpack(self, raw: np.ndarray) -> Any:
+        """The params at coordinates ``raw`` (``float64[n_params]``)."""
+
+    @abc.abstractmethod
+    def evaluate(self, raw: np.ndarray) -> tuple[np.ndarray | None, float, Any]:
+        """``(K_part, log_prior, state)`` at ``raw``: the part's kernel matrix over the archive,
+        float64[t, t] (None when it is identically zero), its log prior density (over its values,
+        up to a constant) and whatever :meth:`gradient` needs again."""
+
+    @abc.abstractmethod
+    def gradient(self, raw: np.ndarray, W: np.ndarray, state: Any) -> np.ndarray:
+        """``d(-log N - log prior) / d raw``, float64[n_params], given ``W = alpha alpha^T - K^-1``
+        (``alpha = K^-1 (y - c)``; ``d(-log N)/d K_ab = -W_ab / 2``) and :meth:`evaluate`'s state."""
+
+    def resample(self, raw: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Coordinates for a retry after a failed fit: the prior-carrying ones redrawn from their
+        prior (default: unchanged; draws from ``rng`` in part order)."""
+        return raw
+
+
+class KernelSpec(abc.ABC):
+    """A surrogate kernel family. Subclasses are frozen dataclasses (compared and hashed by value).
+
+    A subclass implements :attr:`name`, :meth:`check_params`, :meth:`initial_params`,
+    :meth:`matrix`, :meth:`fit_terms`; it overrides :meth:`diagonal`, :meth:`index_columns`,
+    :meth:`index_covariance` when it has faster or closed forms (the defaults are exact but dense),
+    and :meth:`warm_params`, :meth:`is_zero`, :meth:`describe`, :meth:`n_params` where useful.
+    """
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str:
+        """The kernel's name in results (``info["kernel_weights"]``), unique within a surrogate."""
+
+    @property
+    def parts(self) -> tuple["KernelSpec", ...]:
+        """The additive parts (``(self,)`` unless a sum)."""
+        return (self,)
+
+    def __add__(self, other: "KernelSpec") -> "SumKernel":
+        if not isinstance(other, KernelSpec):
+            return NotImplemented
+        return SumKernel((*self.parts, *other.parts))
+
+    def renamed(self, name: str | None) -> "KernelSpec":
+        """The same kernel under another name (None: its own); every spec dataclass has an ``alias`` field."""
+        return dataclasses.replace(self, alias=None if name is None else str(name))  # type: ignore[type-var]
+
+    # -- values ------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def check_params(self, params: Any) -> Any:
+        """``params`` validated (``ValueError`` naming the problem) and normalised."""
+
+    @abc.abstractmethod
+    def initial_params(self, n_players: int) -> Any:
+        """The starting values of a cold fit (docs/math.md §3, §15)."""
+
+    def fallback_params(self, n_players: int) -> Any:
+        """The values kept when a fit fails and nothing was fitted before (default: the initial ones)."""
+        return self.initial_params(n_players)
+
+    def warm_params(self, params: Any | None, n_players: int) -> Any:
+        """Starting values of a warm fit from ``params`` of a previous fit (possibly of another
+        kernel of the same family); None: :meth:`initial_params`."""
+        return self.initial_params(n_players) if params is None else self.check_params(params)
+
+    def n_players(self, params: Any) -> int | None:
+        """The number of players the params are for (None if they do not say)."""
+        return None
+
+    def is_zero(self, params: Any) -> bool:
+        """True when ``params`` make the kernel identically zero (a sum then skips the part)."""
+        return False
+
+    def describe(self, params: Any) -> dict[str, Any]:
+        """The params as plain values, for ``info``."""
+        return {}
+
+    @abc.abstractmethod
+    def matrix(self, params: Any, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
+        """``k(Z1, Z2)``: float64[m1, m2] for coalition matrices bool[m1, p], bool[m2, p]."""
+
+    def diagonal(self, params: Any, Z: np.ndarray) -> np.ndarray:
+        """``k(z, z)`` for every row of ``Z`` (bool[m, p]): float64[m]."""
+        Z = np.asarray(Z, dtype=bool)
+        return np.array([self.matrix(params, z[None, :], z[None, :])[0, 0] for z in Z], dtype=np.float64)
+
+    def index_columns(self, params: Any, operator: IndexOperator, Z: np.ndarray) -> np.ndarray:
+        """``B' k(., z)`` for every row z of ``Z``: float64[d, m], the prior Cov[I, f(z)].
+
+        Default: dense, ``B'`` times the kernel over all 2^p coalitions (p <= :data:`DENSE_MAX_PLAYERS`).
+        """
+        B, every = _dense(self, operator)
+        return B @ self.matrix(params, every, np.asarray(Z, dtype=bool).reshape(-1, operator.n_players))
+
+    def index_covariance(self, params: Any, operator: IndexOperator) -> np.ndarray:
+        """``B' K B'^T``: float64[d, d], the prior covariance of the index vector.
+
+        Default: dense, over all 2^p coalitions (p <= :data:`DENSE_MAX_PLAYERS`).
+        """
+        B, every = _dense(self, operator)
+        M = B @ self.matrix(params, every, every) @ B.T
+        return 0.5 * (M + M.T)
+
+    # -- fitting -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def fit_terms(self, X: np.ndarray) -> FitTerms:
+        """This part's share of the MAP problem on archive ``X`` (bool[t, p])."""
+
+    def n_params(self, X: np.ndarray) -> int:
+        """Fitted hyperparameters on archive ``X`` (the BIC's count, docs/math.md §13)."""
+        return int(sum(part.fit_terms(X).n_params for part in self.parts))
+
+
+@lru_cache(maxsize=16)
+def _dense_operator(index: str, max_order: int, n_players: int, hold_out_empty: bool) -> np.ndarray:
+    B = dense_index_operator(n_players, index, max_order)
+    if hold_out_empty:  # B' = B - e 1_empty^T: the empty coalition (bit code 0) enters exactly
+        B = B.copy()
+        B[:, 0] = 0.0
+    B.setflags(write=False)
+    return B
+
+
+def _dense(spec: KernelSpec, operator: IndexOperator) -> tuple[np.ndarray, np.ndarray]:
+    p = operator.n_players
+    if p > DENSE_MAX_PLAYERS:
+        raise ValueError(
+            f"kernel {spec.name!r} ({type(spec).__name__}) has no closed-form index products, and the dense "
+            f"fallback enumerates the 2^p coalitions (p <= {DENSE_MAX_PLAYERS}); got p = {p}. Implement "
+            f"index_columns and index_covariance for it to use it at this p")
+    return _dense_operator(operator.index, operator.max_order, p, operator.hold_out_empty), all_coalitions(p)
+
+
+@dataclass(frozen=True)
+class SumKernel(KernelSpec):
+    """``k = k_1 + k_2 + ...`` (build it with ``+``). Params: a tuple aligned with :attr:`parts`.
+
+    A part whose params make it identically zero (:meth:`KernelSpec.is_zero`, e.g. a size kernel
+    whose jumps were not fitted) is skipped in every product.
+    """
+
+    kernels: tuple[KernelSpec, ...]
+    alias: str | None = None
+
+    def __post_init__(self) -> None:
+        flat: list[KernelSpec] = []
+        for k in self.kernels:
+            if not isinstance(k, KernelSpec):
+                raise TypeError(f"a kernel sum takes KernelSpec parts, got {type(k).__name__}")
+            flat.extend(k.parts)
+        if len(flat) < 2:
+            raise ValueError("a kernel sum needs at least two parts")
+        object.__setattr__(self, "kernels", tuple(flat))
+
+    @property
+    def name(self) -> str:
+        return self.alias or "+".join(k.name for k in self.kernels)
+
+    @property
+    def parts(self) -> tuple[KernelSpec, ...]:
+        return self.kernels
+
+    def _pairs(self, params: tuple) -> list[tuple[KernelSpec, Any]]:
+        """The parts that contribute under ``params``, with their params."""
+        return [(k, prm) for k, prm in zip(self.kernels, params) if not k.is_zero(prm)]
+
+    def check_params(self, params: Any) -> tuple:
+        if not isinstance(params, (tuple, list)) or len(params) != len(self.kernels):
+            raise ValueError(f"the params of {self.name!r} are a tuple of {len(self.kernels)} (one per part: "
+                             f"{[k.name for k in self.kernels]}), got {params!r}")
+        return tuple(k.check_params(prm) for k, prm in zip(self.kernels, params))
+
+    def initial_params(self, n_players: int) -> tuple:
+        return tuple(k.initial_params(n_players) for k in self.kernels)
+
+    def fallback_params(self, n_players: int) -> tuple:
+        return tuple(k.fallback_params(n_players) for k in self.kernels)
+
+    def warm_params(self, params: Any | None, n_players: int) -> tuple:
+        # each part starts from the first part of the previous params of the same type (a plain
+        # kernel's fit can start a sum's Hamming part), or from its initial values
+        previous = list(params) if isinstance(params, tuple) else ([] if params is None else [params])
+        out = []
+        for k in self.kernels:
+            match = next((prm for prm in previous if isinstance(prm, type(k.initial_params(n_players)))), None)
+            out.append(k.warm_params(match, n_players))
+        return tuple(out)
+
+    def n_players(self, params: tuple) -> int | None:
+        return next((n for k, prm in zip(self.kernels, params) if (n := k.n_players(prm)) is not None), None)
+
+    def is_zero(self, params: tuple) -> bool:
+        return not self._pairs(params)
+
+    def describe(self, params: tuple) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, prm in zip(self.kernels, params):
+            out.update(k.describe(prm))
+        return out
+
+    def _total(self, params: tuple, product) -> np.ndarray | None:
+        total = None
+        for k, prm in self._pairs(params):
+            term = product(k, prm)
+            total = term if total is None else total + term
+        return total
+
+    def matrix(self, params: tuple, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
+        K = self._total(params, lambda k, prm: k.matrix(prm, Z1, Z2))
+        return K if K is not None else np.zeros((np.shape(Z1)[0], np.shape(Z2)[0]))
+
+    def diagonal(self, params: tuple, Z: np.ndarray) -> np.ndarray:
+        d = self._total(params, lambda k, prm: k.diagonal(prm, Z))
+        return d if d is not None else np.zeros(np.shape(Z)[0])
+
+    def index_columns(self, params: tuple, operator: IndexOperator, Z: np.ndarray) -> np.ndarray:
+        cols = self._total(params, lambda k, prm: k.index_columns(prm, operator, Z))
+        return cols if cols is not None else np.zeros((operator.n_terms, np.shape(Z)[0]))
+
+    def index_covariance(self, params: tuple, operator: IndexOperator) -> np.ndarray:
+        pairs = self._pairs(params)
+        M = self._total(params, lambda k, prm: k.index_covariance(prm, operator))
+        if M is None:
+            return np.zeros((operator.n_terms,) * 2)
+        return 0.5 * (M + M.T) if len(pairs) > 1 else M
+
+    def fit_terms(self, X: np.ndarray) -> FitTerms:
+        raise TypeError("a kernel sum has no fit terms of its own: the MAP problem takes each part's (parts)")
+
+    def n_params(self, X: np.ndarray) -> int:
+        return int(sum(k.n_params(X) for k in self.kernels))

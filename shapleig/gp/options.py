@@ -1,0 +1,162 @@
+"""The GP surrogate's options, each stated once: :class:`GPOptions`, the single source of their defaults.
+
+What every GP arm shares (the surrogate's kernels, its noise, the read-out, the fit engine) is one
+frozen dataclass that validates and normalises itself from the constraints its fields declare
+(:mod:`shapleig.gp.constraints`), so a bad option fails before anything is evaluated. The gp layer
+takes this object whole (:func:`~shapleig.gp.kernel_choice.fit_kernels`,
+:func:`~shapleig.gp.fitting.fit_hyperparameters`): no function below restates a default.
+:class:`~shapleig.design.options.LoopOptions` extends it with the design loop's options.
+
+>>> GPOptions(surrogate="ard").ard
+True
+>>> [k.name for k in GPOptions(size_trend=False).kernels]
+['shared', 'ard']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from shapleig.gp.constraints import Boolean, Checked, Interval, OneOf, option, validate_fields
+from shapleig.gp.kernel_spec import KernelSpec
+from shapleig.gp.kernels import (
+    check_size_trend,
+    check_surrogate,
+    plain_hamming,
+    surrogate_evidence,
+    surrogate_kernels,
+)
+from shapleig.gp.mixture import check_calibrate
+from shapleig.gp.posterior import Hyperparameters
+from shapleig.gp.priors import DEFAULT_FIT_ENGINE, FIT_ENGINES, NOISE_CONVENTIONS, check_fit_engine
+
+
+def _calibrate(value: Any) -> bool | str:
+    check_calibrate(value)
+    return bool(value) if isinstance(value, (bool, np.bool_)) else value
+
+
+def resolve_surrogate(surrogate: Any, ard: bool | None) -> Any:
+    """The surrogate from the two ways of asking for it (``ard`` is the older switch).
+
+    ``ard=True`` means ``"ard"``, ``ard=False`` means ``"shared"``; giving both with different
+    meanings is an error. Neither gives the default ``"auto"``. A :class:`KernelSpec` (or a
+    sequence of them) is kept as given (then ``ard`` must be None).
+    """
+    if ard is not None and not isinstance(ard, (bool, np.bool_)):
+        raise ValueError(f"ard must be True (one lengthscale per player) or False (one shared), got {ard!r}")
+    from_ard = None if ard is None else ("ard" if ard else "shared")
+    if surrogate is None:
+        return from_ard or "auto"
+    surrogate = check_surrogate(surrogate)
+    if from_ard is not None and from_ard != surrogate:
+        raise ValueError(f"surrogate={surrogate!r} contradicts ard={ard!r}; give one of the two")
+    return surrogate
+
+
+def surrogate_ard(surrogate: Any) -> bool | None:
+    """The ``ard`` switch equivalent to a surrogate: True (ARD), False (shared), None (any other)."""
+    return {"ard": True, "shared": False}.get(surrogate) if isinstance(surrogate, str) else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GPOptions:
+    """Options shared by every GP arm.
+
+    Args:
+        noise: fixed observation-noise variance, in the units named by ``noise_convention``.
+        noise_convention: ``"standardized"`` (shapiq's, default) or ``"raw"`` (docs/math.md §3).
+        surrogate: the kernels fitted and weighed by evidence (:mod:`shapleig.gp.kernels`):
+            ``"auto"`` (default; None means it): a shared-lengthscale and an ARD Hamming kernel
+            (each with and without the size trend, ``size_trend``); ``"shared"``; ``"ard"``
+            (published); ``"laplace"`` (auto's kernels weighed by a Laplace evidence); or a
+            :class:`~shapleig.gp.kernel_spec.KernelSpec` (e.g. ``Hamming(ard=False) + MyKernel()``)
+            or a sequence of them, fitted as given.
+        ard: the older switch: True means ``surrogate="ard"``, False ``"shared"``; normalised to
+            agree with ``surrogate`` so ``clone()`` round-trips.
+        calibrate: the read-out (:mod:`shapleig.gp.mixture`): True / ``"influence"`` (default: each
+            player's std raised by the influence-weighted leave-one-out calibration of its kernel),
+            ``"jackknife"`` (the previous default: LOO outputscale and the jackknife floor, honest but
+            often several times too wide), ``"gated"`` or False (the raw MAP posterior, the published
+            read-out).
+        fit_engine: ``"numpy"`` (default, torch-free) or ``"gpytorch"`` (botorch's fit, the published
+            route; the plain Hamming kernel only).
+        threads: torch/BLAS threads while computing (None leaves the pools alone).
+        jumps: every kernel also fits the variances of independent jumps of the surrogate at ∅ and N
+            (the size kernel, docs/math.md §15): games whose empty or grand coalition stands apart (no
+            data, no features) no longer force short lengthscales. Needs the numpy fit engine.
+        size_trend: a smooth trend in the coalition size (the size kernel's squared-exponential part,
+            docs/math.md §15): ``"both"`` (default: every kernel with and without it, weighed by
+            evidence), True (always) or False (never; the published setting). Needs the numpy fit
+            engine unless False. ``jumps`` and ``size_trend`` shape the named surrogates only.
+    """
+
+    noise: float = option(1e-6, Interval(float, 0.0, open=True))
+    noise_convention: str = option("standardized", OneOf(NOISE_CONVENTIONS, "noise convention"))
+    surrogate: Any = option(None, Checked(lambda v: v if v is None else check_surrogate(v), bad=("rbf", [1])))
+    ard: bool | None = option(None, Boolean(none=True))
+    calibrate: bool | str = option(True, Checked(_calibrate, bad=("loo", 2.5)))
+    fit_engine: str = option(DEFAULT_FIT_ENGINE, OneOf(FIT_ENGINES, "fit engine"))
+    threads: int | None = option(1, Interval(int, 1, none=True))
+    jumps: bool = option(False, Boolean())
+    size_trend: bool | str = option("both", Checked(check_size_trend, bad=("always", None)))
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+        mode = resolve_surrogate(self.surrogate, self.ard)
+        object.__setattr__(self, "surrogate", mode)
+        object.__setattr__(self, "ard", surrogate_ard(mode))
+        check_fit_engine(self.fit_engine)  # the gpytorch engine needs the extra shapleig[botorch]: say so now
+        if self.fit_engine != "numpy":
+            for name in ("jumps", "size_trend"):
+                if getattr(self, name):
+                    raise ValueError(f"{name}={getattr(self, name)!r} needs fit_engine='numpy' (the size kernel's "
+                                     f"fit), got {self.fit_engine!r}; pass {name}=False to fit with gpytorch")
+            odd = [k.name for k in self.kernels if not plain_hamming(k)]
+            if odd:
+                raise ValueError(f"fit_engine={self.fit_engine!r} fits the plain Hamming kernel only, not {odd}; "
+                                 f"use fit_engine='numpy'")
+
+    @property
+    def kernels(self) -> list[KernelSpec]:
+        """The kernel specs the surrogate fits, in order, named as in results (:func:`surrogate_kernels`)."""
+        return surrogate_kernels(self.surrogate, self.size_trend, self.jumps)
+
+    @property
+    def evidence(self) -> str:
+        """How the kernels are weighed: ``"bic"`` or ``"laplace"`` (docs/math.md §13)."""
+        return surrogate_evidence(self.surrogate)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{name: value}`` of every option (shallow: callables and arrays kept as they are)."""
+        return {name: getattr(self, name) for name in self.names()}
+
+    def info(self) -> dict[str, Any]:
+        """The options as plain values for ``ShapleyEstimate.info`` (callables and kernels by name)."""
+        out: dict[str, Any] = {}
+        for name, value in self.as_dict().items():
+            if isinstance(value, KernelSpec):
+                value = value.name
+            elif isinstance(value, tuple) and value and all(isinstance(v, KernelSpec) for v in value):
+                value = [v.name for v in value]
+            elif callable(value):
+                value = getattr(value, "__name__", "custom")
+            elif name == "callbacks":
+                value = len(value)
+            elif isinstance(value, Hyperparameters):
+                value = "fixed"
+            out[name] = value
+        return out
+
+    def replace(self, **changes: Any) -> "GPOptions":
+        """A copy with ``changes`` (validated as on construction)."""
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,82 @@
+"""Results unchanged: the GP estimators reproduce a recorded fixture to 1e-12 relative.
+
+``tests/data/same_results.json`` was written by ``scripts/repro/same_results.py --record`` on the
+commit it names (before the kernel-spec refactoring): values, stds, the evaluated coalitions in
+order and the kernel weights of the default, published, shared, ARD, Laplace, size-trend, jump,
+Banzhaf, k-SII, FSII, jackknife, gated, raw-noise, batch and GP+Leverage configurations on three
+synthetic games and two shipped public tables (p = 8-14, budgets 2p and 4p, seeds 0-1). The
+default run replays the fast cases; ``-m slow`` replays all of them (about four minutes).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "data" / "same_results.json"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("same_results", REPO / "scripts" / "repro" / "same_results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SCRIPT = _script()
+CASES = json.loads(FIXTURE.read_text())["cases"]
+
+
+def _needs_torch(case: dict) -> bool:
+    return case["config"] == "published"
+
+
+def _params(fast: bool) -> list:
+    out = []
+    for case in CASES:
+        if case["fast"] != fast:
+            continue
+        marks = [pytest.mark.slow] if not fast else []
+        out.append(pytest.param(case, id=case["id"], marks=marks))
+    return out
+
+
+def _replay(case: dict) -> None:
+    if _needs_torch(case):
+        pytest.importorskip("botorch")
+    problems = SCRIPT.differences(case, SCRIPT.run_case(case))
+    assert not problems, f"{case['id']}: {'; '.join(problems)}"
+
+
+@pytest.mark.parametrize("case", _params(fast=True))
+def test_fast_cases_reproduce_the_fixture(case: dict) -> None:
+    _replay(case)
+
+
+@pytest.mark.parametrize("case", _params(fast=False))
+def test_every_case_reproduces_the_fixture(case: dict) -> None:
+    _replay(case)
+
+
+def test_the_fixture_covers_the_named_configurations() -> None:
+    configs = {case["config"] for case in CASES}
+    assert {"default", "published", "shared", "ard", "trend-false", "trend-true", "jumps", "BV", "k-SII", "FSII",
+            "jackknife"} <= configs
+    assert {case["game"] for case in CASES} == set(SCRIPT.GAMES)
+    assert sum(case["fast"] for case in CASES) >= 8
+
+
+def test_a_changed_value_is_reported() -> None:
+    """The comparison can fail: a value moved by 1e-11 relative, a swapped coalition, a renamed kernel."""
+    case = next(c for c in CASES if c["fast"] and c["config"] == "default")
+    moved = {**case, "values": [v * (1 + 1e-11) for v in case["values"]]}
+    assert any("values" in p for p in SCRIPT.differences(case, moved))
+    swapped = {**case, "coalitions": case["coalitions"][::-1]}
+    assert SCRIPT.differences(case, swapped) == ["evaluated coalitions differ"]
+    renamed = {**case, "kernel_weights": {f"x{k}": w for k, w in case["kernel_weights"].items()}}
+    assert SCRIPT.differences(case, renamed)
+    assert SCRIPT.differences(case, case) == []
