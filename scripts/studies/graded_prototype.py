@@ -1,0 +1,376 @@
+"""Read-out prototype of the graded Walsh kernel on the archives the current default chose (issue 29).
+
+Input: the archives written by ``graded_archives.py`` (one ``.npz`` per task and seed: the default's
+archive to 8p and its own estimates at 2p, 4p, 8p). For every archive prefix of 2p, 4p and 8p
+evaluations the Shapley values are read out by several surrogates refitted on that same prefix:
+
+- ``default``:       today's default as the harness reports it (the loop's anytime read-out at
+                     2p/4p, after its final refit at 8p: four kernels, influence calibration);
+- ``default-refit``: the same four-kernel mixture fitted afresh (cold) on the prefix;
+- ``shared``:        the plain shared Hamming kernel (library MAP fit, raw posterior);
+- ``G``:             graded shared kernel (g_1..g_3 free, log-normal prior around 1), fixed noise 1e-6;
+- ``GN``:            ``G`` with learned noise (prior centred on 1e-6, bounded below at 1e-12);
+- ``GN+-S``:         ``GN`` with and without the size trend, weighed by Laplace evidence, MAP plug-in;
+- ``GN-IS``, ``GN+-S-IS``: hyperparameters integrated (importance sampling around the Laplace
+                     approximation; law of total covariance), without / with the trend alternative;
+- ``GA-IS`` (``--ard``): graded ARD, per-player lengthscales shrunk toward the shared one
+                     (log-scale spread prior sd 0.5), with/without trend, integrated.
+
+Tail rule of the graded kernel: ``--tail hamming`` (g_k = 1 beyond order 3) or ``last``
+(g_k = g_3 for every k >= 3). Rows (one per archive, budget, method) go to ``--out`` (parquet);
+an existing file is extended (archives already read out are skipped). ``--report`` prints the
+tables: gm-MSE ratios to the default per cell and per group, coverage, RMS(error/std), time, and on
+the public suites the ratio to the best shapiq 1.8.0 method (anchors, seeds 0-2).
+
+    python scripts/studies/graded_prototype.py --archives /work/notes/w29-archives --out proto.parquet
+    python scripts/studies/graded_prototype.py --out proto.parquet --report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+for path in (ROOT, HERE):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import graded_gp as gg  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+Z95 = 1.959963984540054
+MULTIPLES = (2, 4, 8)
+N_IS = 32
+PUBLIC = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "california-dv-10",
+          "california-le-8", "bike-ge-12", "adult-fs-14")
+
+
+def library_readout(X: np.ndarray, y: np.ndarray, surrogate: str, size_trend, calibrate) -> tuple:
+    from shapleig.gp.kernel_choice import fit_kernels
+    from shapleig.gp.mixture import build_mixture
+
+    fits = fit_kernels(X, y, surrogate, seed=0, noise=1e-6, noise_convention="standardized", size_trend=size_trend)
+    mix = build_mixture([(k.kernel, k.weight, k.hyper) for k in fits], X, y, calibrate=calibrate)
+    return mix.mean, mix.covariance, {k.kernel: round(k.weight, 4) for k in fits}
+
+
+# The structural alternatives of the prototype (all with learned noise): P plain Hamming (g = 1),
+# G graded with independent log-normal g (sd 2), R graded with a random-walk prior over the orders
+# (increments sd 0.5: close to the geometric law unless the data insist), GA graded ARD (per-player
+# log lengthscales shrunk toward the shared one, sd 1); "S": with the size trend.
+MODELS = {
+    "P": dict(orders=0), "PS": dict(orders=0, trend=True),
+    "G": dict(), "GS": dict(trend=True),
+    "R": dict(g_prior="rw", rw_sd=0.5), "RS": dict(g_prior="rw", rw_sd=0.5, trend=True),
+    "GA": dict(ard_spread=1.0), "GAS": dict(ard_spread=1.0, trend=True),
+}
+# read-outs: name -> (models, how): "map" one model's MAP posterior; "laplace" Laplace-evidence
+# weights over the models with each MAP posterior; "is" importance sampling pooled over the models
+READOUTS = {
+    "GN": (("G",), "map"),
+    "G+-S": (("G", "GS"), "laplace"),
+    "G+-S-IS": (("G", "GS"), "is"),
+    "BMA": (tuple(MODELS), "laplace"),
+    "BMA-IS": (tuple(MODELS), "is"),
+    "BMAsh-IS": (("P", "PS", "G", "GS", "R", "RS"), "is"),
+}
+
+
+def model_specs(tail: str, ard: bool) -> dict[str, gg.Spec]:
+    return {k: gg.Spec(k, tail=tail, learn_noise=True, **kw) for k, kw in MODELS.items()
+            if ard or "ard_spread" not in kw}
+
+
+def _info(fit: gg.Fit) -> dict:
+    h = fit.problem.unpack(fit.theta)
+    out = {"g": np.round(h["g"], 4).tolist(), "l": round(h["l"], 4), "noise": float(f"{h['noise']:.2e}"),
+           "logZ": round(fit.log_evidence, 2)}
+    if fit.problem.spec.trend:
+        out["size_var"] = round(h["size_var"], 4)
+    return out
+
+
+def readouts(X: np.ndarray, y: np.ndarray, tail: str, ard: bool, rng: np.random.Generator,
+             skip_library: bool = False) -> dict[str, tuple]:
+    """Every surrogate's (mean, covariance, seconds, info) on one archive (Shapley values)."""
+    from shapleig.gp.index_esp import IndexOperator
+
+    p = X.shape[1]
+    op = IndexOperator(p, "SV")
+    out: dict[str, tuple] = {}
+    if not skip_library:
+        for name, sur, trend, cal in (("default-refit", "auto", "both", True), ("shared", "shared", False, False)):
+            t0 = time.perf_counter()
+            mean, cov, w = library_readout(X, y, sur, trend, cal)
+            out[name] = (mean, cov, time.perf_counter() - t0, {"weights": w})
+    ys, mu, sc = gg.standardized(y)
+    specs = model_specs(tail, ard)
+    fits: dict[str, gg.Fit] = {}
+    secs: dict[str, float] = {}
+    posts: dict[str, tuple] = {}
+    for key, spec in specs.items():
+        t0 = time.perf_counter()
+        pr = gg.Problem(X, ys, spec)
+        fit = gg.laplace(gg.fit_map(pr, gg.default_starts(pr)))
+        fits[key] = fit
+        posts[key] = gg.index_posterior(pr, fit.theta, mu, sc, op)
+        secs[key] = time.perf_counter() - t0
+    samples: dict[str, tuple] = {}
+
+    def sampled(key: str) -> tuple:
+        if key not in samples:
+            t0 = time.perf_counter()
+            draws, logw = gg.importance_samples(fits[key], N_IS, rng)
+            reads = []
+            for th, lw in zip(draws, logw):
+                try:
+                    reads.append(gg.index_posterior(fits[key].problem, th, mu, sc, op) if np.isfinite(lw) else None)
+                except np.linalg.LinAlgError:
+                    reads.append(None)
+            samples[key] = (logw, reads, time.perf_counter() - t0)
+        return samples[key]
+
+    for name, (keys, how) in READOUTS.items():
+        keys = tuple(k for k in keys if k in specs)
+        if how == "map":
+            k = keys[0]
+            out[name] = (*posts[k], secs[k], _info(fits[k]))
+            continue
+        if how == "laplace":
+            le = np.array([fits[k].log_evidence for k in keys])
+            w = np.exp(le - le.max())
+            w = w / w.sum()
+            mean, cov = gg.mixture([posts[k][0] for k in keys], [posts[k][1] for k in keys], w)
+            info = {k: round(float(wk), 4) for k, wk in zip(keys, w) if wk > 1e-3}
+            out[name] = (mean, cov, sum(secs[k] for k in keys), info)
+            continue
+        means, covs, lws, owner = [], [], [], []
+        for k in keys:
+            logw, reads, _ = sampled(k)
+            for lw, r in zip(logw, reads):
+                if r is not None:
+                    means.append(r[0])
+                    covs.append(r[1])
+                    lws.append(lw - np.log(len(reads)))  # each alternative's evidence is its mean weight
+                    owner.append(k)
+        lws = np.array(lws)
+        w = np.exp(lws - lws.max())
+        ess = float(w.sum() ** 2 / np.sum(w**2))
+        mean, cov = gg.mixture(means, covs, w)
+        by = {k: round(float(w[np.array(owner) == k].sum() / w.sum()), 4) for k in keys}
+        info = {"ess": round(ess, 1), **{k: v for k, v in by.items() if v > 1e-3}}
+        out[name] = (mean, cov, sum(secs[k] + samples[k][2] for k in keys), info)
+    return out
+
+
+def score(mean: np.ndarray, cov: np.ndarray, exact: np.ndarray) -> dict:
+    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    err = np.abs(np.asarray(mean) - exact)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z2 = np.where(sd > 0, (err / sd) ** 2, np.where(err > 0, np.inf, 0.0))
+    return {"mse": float(np.mean(err**2)), "covered": int(np.sum(err <= Z95 * sd)), "z2": float(np.sum(z2)),
+            "players": int(exact.size)}
+
+
+def run(archives: Path, out: Path, tail: str, ard: bool, groups: list[str] | None, seeds: list[int] | None,
+        limit: int | None, skip_library: bool) -> pd.DataFrame:
+    old = pd.read_parquet(out) if out.exists() else None
+    done = set(old.file) if old is not None else set()
+    rows = []
+    files = sorted(archives.glob("*.npz"))
+    count = 0
+    for f in files:
+        d = np.load(f)
+        group, seed = str(d["group"]), int(d["seed"])
+        if (groups and group not in groups) or (seeds is not None and seed not in seeds) or f.name in done:
+            continue
+        if limit is not None and count >= limit:
+            break
+        count += 1
+        X, y, exact = d["X"], d["y"], d["exact"]
+        p = X.shape[1]
+        rng = np.random.default_rng(seed)
+        t0 = time.perf_counter()
+        for m in MULTIPLES:
+            n = m * p
+            base = {"file": f.name, "task": str(d["task"]), "group": group, "seed": seed, "p": p, "budget": f"{m}p",
+                    "var_exact": float(np.var(exact))}
+            if f"mean_{m}p" in d.files:
+                dm, ds = d[f"mean_{m}p"], d[f"std_{m}p"]
+                rows.append({**base, "method": "default", **score(dm, np.diag(ds**2), exact),
+                             "seconds": float(d[f"seconds_{m}p"]), "info": ""})
+            for name, (mean, cov, secs, info) in readouts(X[:n], y[:n], tail, ard, rng, skip_library).items():
+                rows.append({**base, "method": name, **score(mean, cov, exact), "seconds": secs,
+                             "info": json.dumps(info)})
+        print(f"{f.name}: {time.perf_counter() - t0:.1f} s", flush=True)
+        if len(rows) and count % 5 == 0:
+            _write(old, rows, out)
+    df = _write(old, rows, out)
+    return df
+
+
+def _write(old: pd.DataFrame | None, rows: list[dict], out: Path) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    if old is not None:
+        df = pd.concat([old[~old.file.isin(set(df.file))] if len(df) else old, df], ignore_index=True)
+    tmp = out.with_suffix(".tmp.parquet")
+    df.to_parquet(tmp)
+    os.replace(tmp, out)
+    return df
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+def gm(x) -> float:
+    return float(np.exp(np.mean(np.log(np.maximum(np.asarray(x, dtype=float), 1e-300)))))
+
+
+def exact_run(df: pd.DataFrame) -> pd.Series:
+    """Runs at rounding level (MSE <= 1e-20 x the exact values' variance): calibration is moot there."""
+    return df.mse <= 1e-20 * np.maximum(df.var_exact, 1e-300)
+
+
+def report(df: pd.DataFrame, baseline: str = "default", anchors: Path | None = None,
+           others: pd.DataFrame | None = None) -> None:
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_columns", 40)
+    pd.set_option("display.max_rows", 500)
+    f3 = lambda x: f"{x:.3g}"  # noqa: E731
+    methods = [m for m in df.method.unique()]
+    key = ["group", "budget"]
+    cells = df.groupby(key + ["method"]).mse.apply(gm).unstack("method")[methods]
+    ratio = cells.div(cells[baseline], axis=0)
+    print(f"gm-MSE ratio to {baseline} per (group, budget) cell (same archives; < 1 better)")
+    print(ratio.to_string(float_format=f3))
+    print("\ngeometric mean of the cell ratios per group")
+    print(ratio.groupby(level="group").apply(lambda r: r.apply(gm)).to_string(float_format=f3))
+    allr = ratio.apply(gm)
+    worst = ratio.max()
+    above = (ratio > 1.25).sum()
+    print("\nover all cells: gm ratio / worst cell / cells above 1.25")
+    print(pd.DataFrame({"gm": allr, "worst": worst, ">1.25": above, "cells": ratio.notna().sum()}).T
+          .to_string(float_format=f3))
+    # paired interval on the log ratio per method (runs pooled)
+    base = df[df.method == baseline].set_index(["file", "budget"]).mse
+    lines = []
+    for m in methods:
+        if m == baseline:
+            continue
+        mine = df[df.method == m].set_index(["file", "budget"]).mse
+        lr = np.log10(np.maximum(mine, 1e-300)) - np.log10(np.maximum(base.reindex(mine.index), 1e-300))
+        lr = lr.dropna()
+        se = lr.std() / np.sqrt(len(lr))
+        lines.append(f"  {m}: run-level gm ratio {10 ** lr.mean():.3g} (95% {10 ** (lr.mean() - 2 * se):.3g}-"
+                     f"{10 ** (lr.mean() + 2 * se):.3g}, {len(lr)} runs)")
+    print("\n".join(lines))
+
+    calib = df[~exact_run(df)]
+    c = calib.groupby(key + ["method"])[["covered", "players", "z2"]].sum()
+    cov = (c.covered / c.players).unstack("method")[methods]
+    rms = np.sqrt(c.z2 / c.players).unstack("method")[methods]
+    print("\ncoverage of 95% intervals per cell (runs at rounding level left out)")
+    print(cov.to_string(float_format=lambda x: f"{x:.2f}"))
+    print("\nRMS(error/std) per cell")
+    print(rms.to_string(float_format=lambda x: f"{x:.2f}"))
+    pooled = calib.groupby("method")[["covered", "players"]].sum()
+    summ = pd.DataFrame({
+        "cover pooled": pooled.covered / pooled.players,
+        "cover lowest": cov.min(),
+        "cells>=0.85": (cov >= 0.85).sum() / cov.notna().sum(),
+        "RMS in [0.5,1.5]": ((rms >= 0.5) & (rms <= 1.5)).sum() / rms.notna().sum(),
+        "RMS<0.3": (rms < 0.3).sum(),
+        "RMS>2": (rms > 2).sum(),
+        "sec/readout": df.groupby("method").seconds.mean(),
+    })
+    print("\ncalibration and time summary")
+    print(summ.T[methods].to_string(float_format=f3))
+    nonvote = calib[calib.group != "voting"]
+    if len(nonvote) < len(calib):
+        pv = nonvote.groupby("method")[["covered", "players"]].sum()
+        print("  pooled coverage without voting: " + ", ".join(f"{m} {pv.covered[m] / pv.players[m]:.3f}"
+                                                              for m in methods if m in pv.index))
+    ex = df[exact_run(df)].groupby(["group", "budget", "method"]).size()
+    if len(ex):
+        print("\nruns at rounding level (MSE <= 1e-20 x var of the exact values), by cell and method")
+        print(ex.unstack("method").fillna(0).astype(int).to_string())
+    rel = df.assign(rel=df.mse / np.maximum(df.var_exact, 1e-300))
+    for fam in ("pairwise", "additive-pairs"):
+        sub = rel[(rel.group == fam) & (rel.budget == "4p")]
+        if len(sub):
+            print(f"\n{fam} at 4p: max MSE / var over runs: "
+                  + ", ".join(f"{m} {sub[sub.method == m].rel.max():.2g}" for m in methods))
+    if anchors is not None and anchors.is_file():
+        anchor_table(df, anchors, methods)
+    if others is not None:
+        other_table(df, others, methods)
+
+
+def anchor_table(df: pd.DataFrame, anchors: Path, methods: list[str]) -> None:
+    a = pd.read_csv(anchors)
+    a = a[a["error"].isna() | (a["error"] == "")]
+    suites = {("ImageClassifier_Game", 9): "vit-9", ("ImageClassifier_Game", 14): "resnet-14",
+              ("ImageClassifier_Game", 16): "vit-16", ("CaliforniaHousing_DatasetValuation_Game", 10): "california-dv-10",
+              ("CaliforniaHousing_LocalExplanation_Game", 8): "california-le-8",
+              ("BikeSharing_GlobalExplanation_Game", 12): "bike-ge-12",
+              ("AdultCensus_FeatureSelection_Game", 14): "adult-fs-14"}
+    a["suite"] = [suites.get((g, p)) for g, p in zip(a.game_type, a.p)]
+    bike = a.game_type.eq("BikeSharing_DatasetValuation_Game")
+    a.loc[bike, "suite"] = np.where(a.loc[bike, "table_file"].str.contains("random_forest"), "bike-dv-10-rf",
+                                    "bike-dv-10")
+    best = a.groupby(["suite", "budget_spec", "method"]).mse.apply(gm).groupby(level=[0, 1]).min()
+    pub = df[df.group.isin(PUBLIC) & (df.seed <= 2)]
+    mine = pub.groupby(["group", "budget", "method"]).mse.apply(gm).unstack("method")[methods]
+    mine.index = mine.index.set_names(["suite", "budget_spec"])
+    r = mine.div(best.reindex(mine.index), axis=0)
+    print("\npublic suites: gm-MSE (seeds 0-2) over the best shapiq 1.8.0 method (anchors)")
+    print(r.to_string(float_format=lambda x: f"{x:.3g}"))
+    print("  gm over cells: " + ", ".join(f"{m} {gm(r[m].dropna()):.3g}" for m in methods)
+          + "\n  cells above 1.25: " + ", ".join(f"{m} {int((r[m] > 1.25).sum())}" for m in methods))
+
+
+def other_table(df: pd.DataFrame, others: pd.DataFrame, methods: list[str]) -> None:
+    """Per family: gm over cells of (method / best other project method), other methods run by the harness."""
+    ok = others[others["error"] == ""]
+    best = ok.groupby(["group", "budget_spec", "method"]).mse.apply(gm).groupby(level=[0, 1]).min()
+    best.index = best.index.set_names(["group", "budget"])
+    mine = df.groupby(["group", "budget", "method"]).mse.apply(gm).unstack("method")[methods]
+    r = mine.div(best.reindex(mine.index), axis=0).dropna(how="all")
+    print("\ngeneralityfamilies: gm over budgets of (method / best other project method per cell)")
+    print(r.groupby(level="group").apply(lambda x: x.apply(gm)).to_string(float_format=lambda x: f"{x:.3g}"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--archives", default="graded_archives")
+    ap.add_argument("--out", default="graded_prototype.parquet")
+    ap.add_argument("--tail", choices=("hamming", "last"), default="hamming")
+    ap.add_argument("--ard", action="store_true", help="also the shrunk graded ARD kernel, integrated")
+    ap.add_argument("--groups", nargs="+", default=None)
+    ap.add_argument("--seeds", default=None, help="e.g. 0,1")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many archives")
+    ap.add_argument("--skip-library", action="store_true", help="no default-refit / shared read-outs")
+    ap.add_argument("--report", action="store_true", help="print the report of --out")
+    ap.add_argument("--baseline", default="default")
+    ap.add_argument("--anchors", default=str(Path(os.environ.get("SHAPLEIG_SHARED") or ROOT.parent / "shared")
+                                             / "data" / "anchors" / "shapiq-1.8.0_public.csv"))
+    ap.add_argument("--others", default=None, help="harness results of the other project methods (parquet)")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    if not args.report:
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+        run(Path(args.archives), out, args.tail, args.ard, args.groups, seeds, args.limit, args.skip_library)
+    df = pd.read_parquet(out)
+    others = pd.read_parquet(args.others) if args.others else None
+    report(df, args.baseline, Path(args.anchors), others)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
