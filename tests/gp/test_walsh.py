@@ -23,6 +23,7 @@ from shapleig.gp.walsh import (
     graded_index_columns,
     graded_index_covariance,
     graded_kernel,
+    graded_kernel_vjp,
     krawtchouk_table,
     order_index_columns,
     order_index_covariance,
@@ -194,6 +195,34 @@ def test_graded_kernel_equals_its_spectrum(p, shared, seed, tail):
     # fewer free orders: the rest follow g_tail
     lam2 = parity_variances(p, rho, kappa, [4.0], 0.5)
     close(graded_kernel(Z, Z, ls, s, [4.0], 0.5), (H * lam2) @ H.T, s)
+
+
+@pytest.mark.parametrize("shared, g, g_tail", [(True, [2.0, 0.5, 0.1], 1.0), (False, [2.0, 0.5, 0.1], 0.1),
+                                                (False, [0.3], 3.0), (False, [1.0, 1.0, 1.0], 1.0)])
+def test_graded_kernel_vjp_matches_finite_differences(shared, g, g_tail):
+    p = 6
+    ls, s = hyper(p, shared, 13)
+    rng = np.random.default_rng(2)
+    Z1, Z2 = rng.random((8, p)) < 0.5, rng.random((5, p)) < 0.5
+    W = rng.normal(size=(8, 5))
+    g = np.array(g)
+    got = graded_kernel_vjp(W, Z1, Z2, ls, s, g, g_tail)
+
+    def f(ls=ls, s=s, g=g, g_tail=g_tail):
+        return float(np.sum(W * graded_kernel(Z1, Z2, ls, s, g, g_tail)))
+
+    h = 1e-6
+    for j in range(p):
+        e = np.zeros(p)
+        e[j] = h * ls[j]
+        assert got["lengthscales"][j] == pytest.approx((f(ls=ls + e) - f(ls=ls - e)) / (2 * e[j]), rel=1e-6, abs=1e-9)
+    assert got["outputscale"] == pytest.approx((f(s=s + h) - f(s=s - h)) / (2 * h), rel=1e-7)
+    # K_g is linear in g and g_tail: a unit step is exact up to rounding
+    for k in range(g.size):
+        e = np.zeros(g.size)
+        e[k] = 1.0
+        assert got["g"][k] == pytest.approx(f(g=g + e) - f(), rel=1e-9, abs=1e-13)
+    assert got["g_tail"] == pytest.approx(f(g_tail=g_tail + 1.0) - f(), rel=1e-9, abs=1e-13)
 
 
 def test_g_one_is_the_hamming_kernel():
