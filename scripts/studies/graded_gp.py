@@ -225,6 +225,23 @@ class Problem:
         value = float(-0.5 * np.sum(z**2) - np.sum(np.log(self.prior_sd)) - 0.5 * self.dim * LOG2PI)
         grad = -z / self.prior_sd
         K = self.spec.orders
+        if self.spec.g_prior == "rw2" and K >= 2:
+            # second differences of (log g_0 = 0, log g_1, ..., log g_K): the log variance per order,
+            # log g_k + k log rho, is a priori linear in k (the geometric law, at a rate the data set)
+            # and bends only where the data insist; unit Jacobian
+            i1 = self.layout.index("log_g1")
+            lg = np.concatenate([[0.0], th[i1:i1 + K]])
+            zi = z[i1 + 1:i1 + K]
+            value += float(0.5 * np.sum(zi**2))
+            grad[i1 + 1:i1 + K] += zi / self.prior_sd[i1 + 1:i1 + K]
+            d2 = (lg[2:] - 2 * lg[1:-1] + lg[:-2]) / self.spec.rw_sd
+            value += float(-0.5 * np.sum(d2**2) + np.sum(np.log(self.prior_sd[i1 + 1:i1 + K]))
+                           - (K - 1) * math.log(self.spec.rw_sd))
+            gl = np.zeros(K + 1)
+            gl[2:] -= d2 / self.spec.rw_sd
+            gl[1:-1] += 2 * d2 / self.spec.rw_sd
+            gl[:-2] -= d2 / self.spec.rw_sd
+            grad[i1:i1 + K] += gl[1:]
         if self.spec.g_prior == "rw" and K >= 2:
             # replace the independent terms of log g_2..g_K by increments (unit Jacobian)
             i1 = self.layout.index("log_g1")

@@ -7,16 +7,21 @@ evaluations the Shapley values are read out by several surrogates refitted on th
 - ``default``:       today's default as the harness reports it (the loop's anytime read-out at
                      2p/4p, after its final refit at 8p: four kernels, influence calibration);
 - ``default-refit``: the same four-kernel mixture fitted afresh (cold) on the prefix;
-- ``shared``:        the plain shared Hamming kernel (library MAP fit, raw posterior);
-- ``G``:             graded shared kernel (g_1..g_3 free, log-normal prior around 1), fixed noise 1e-6;
-- ``GN``:            ``G`` with learned noise (prior centred on 1e-6, bounded below at 1e-12);
-- ``GN+-S``:         ``GN`` with and without the size trend, weighed by Laplace evidence, MAP plug-in;
-- ``GN-IS``, ``GN+-S-IS``: hyperparameters integrated (importance sampling around the Laplace
-                     approximation; law of total covariance), without / with the trend alternative;
-- ``GA-IS`` (``--ard``): graded ARD, per-player lengthscales shrunk toward the shared one
-                     (log-scale spread prior sd 0.5), with/without trend, integrated.
+- ``shared``:        the plain shared Hamming kernel (library MAP fit, fixed noise, raw posterior);
+- ``G``:             graded shared kernel, g_1..g_3 free with independent log-normal priors around 1,
+                     learned noise (prior centred on 1e-6, bounded below at 1e-12); MAP plug-in;
+- ``Q``:             graded shared kernel with the g_k a priori on the geometric law (second
+                     differences of log g over the orders ~ N(0, 4^2)), learned noise; ``Qfix``: the
+                     noise fixed at 1e-6;
+- ``Q+-S``:          ``Q`` with and without the size trend, weighed by Laplace evidence, MAP plug-in;
+- ``Q+-S-IS``:       the same with the hyperparameters integrated (importance sampling around each
+                     Laplace approximation, pooled by evidence; law of total covariance);
+- ``QA+-S-IS`` (``--ard``): the graded ARD kernel (per-player log lengthscales shrunk toward the
+                     shared one, sd 1), with and without the trend, integrated;
+- ``BMA``, ``BMA-IS`` (``--ard``): plain, graded and graded ARD, each with and without the trend (six
+                     models), by Laplace evidence with MAP plug-in / integrated.
 
-Tail rule of the graded kernel: ``--tail hamming`` (g_k = 1 beyond order 3) or ``last``
+See ``MODELS`` and ``READOUTS``. Tail rule of the graded kernel: ``--tail hamming`` (g_k = 1 beyond order 3) or ``last``
 (g_k = g_3 for every k >= 3). Rows (one per archive, budget, method) go to ``--out`` (parquet);
 an existing file is extended (archives already read out are skipped). ``--report`` prints the
 tables: gm-MSE ratios to the default per cell and per group, coverage, RMS(error/std), time, and on
@@ -61,30 +66,36 @@ def library_readout(X: np.ndarray, y: np.ndarray, surrogate: str, size_trend, ca
     return mix.mean, mix.covariance, {k.kernel: round(k.weight, 4) for k in fits}
 
 
-# The structural alternatives of the prototype (all with learned noise): P plain Hamming (g = 1),
-# G graded with independent log-normal g (sd 2), R graded with a random-walk prior over the orders
-# (increments sd 0.5: close to the geometric law unless the data insist), GA graded ARD (per-player
-# log lengthscales shrunk toward the shared one, sd 1); "S": with the size trend.
+# The structural alternatives of the prototype (learned noise unless "fixed"): P the plain Hamming
+# kernel (g = 1); Q graded, its log g_k a priori on the geometric law (second differences of
+# (0, log g_1, log g_2, log g_3) ~ N(0, 4^2), log g_1 ~ N(0, 2^2): an order the data do not
+# constrain continues the decay of the orders below it); QA the same with per-player log
+# lengthscales shrunk toward the shared one (sd 1); G graded with independent log g_k ~ N(0, 2^2);
+# "S": with the size trend; Qfix: Q with the noise fixed at 1e-6.
+Q_PRIOR = dict(g_prior="rw2", rw_sd=4.0)
 MODELS = {
     "P": dict(orders=0), "PS": dict(orders=0, trend=True),
-    "G": dict(), "GS": dict(trend=True),
-    "R": dict(g_prior="rw", rw_sd=0.5), "RS": dict(g_prior="rw", rw_sd=0.5, trend=True),
-    "GA": dict(ard_spread=1.0), "GAS": dict(ard_spread=1.0, trend=True),
+    "Q": dict(Q_PRIOR), "QS": dict(Q_PRIOR, trend=True),
+    "QA": dict(Q_PRIOR, ard_spread=1.0), "QAS": dict(Q_PRIOR, ard_spread=1.0, trend=True),
+    "G": dict(), "Qfix": dict(Q_PRIOR, learn_noise=False),
 }
 # read-outs: name -> (models, how): "map" one model's MAP posterior; "laplace" Laplace-evidence
 # weights over the models with each MAP posterior; "is" importance sampling pooled over the models
+BMA_SET = ("P", "PS", "Q", "QS", "QA", "QAS")
 READOUTS = {
-    "GN": (("G",), "map"),
-    "G+-S": (("G", "GS"), "laplace"),
-    "G+-S-IS": (("G", "GS"), "is"),
-    "BMA": (tuple(MODELS), "laplace"),
-    "BMA-IS": (tuple(MODELS), "is"),
-    "BMAsh-IS": (("P", "PS", "G", "GS", "R", "RS"), "is"),
+    "G": (("G",), "map"),
+    "Qfix": (("Qfix",), "map"),
+    "Q": (("Q",), "map"),
+    "Q+-S": (("Q", "QS"), "laplace"),
+    "Q+-S-IS": (("Q", "QS"), "is"),
+    "QA+-S-IS": (("QA", "QAS"), "is"),
+    "BMA": (BMA_SET, "laplace"),
+    "BMA-IS": (BMA_SET, "is"),
 }
 
 
 def model_specs(tail: str, ard: bool) -> dict[str, gg.Spec]:
-    return {k: gg.Spec(k, tail=tail, learn_noise=True, **kw) for k, kw in MODELS.items()
+    return {k: gg.Spec(k, tail=tail, **{"learn_noise": True, **kw}) for k, kw in MODELS.items()
             if ard or "ard_spread" not in kw}
 
 
@@ -237,8 +248,19 @@ def exact_run(df: pd.DataFrame) -> pd.Series:
     return df.mse <= 1e-20 * np.maximum(df.var_exact, 1e-300)
 
 
+# MSEs below this fraction of the exact values' variance are rounding: ratios between two of them
+# say nothing, so every MSE is floored here before ratios are taken
+ROUNDING = 1e-20
+
+
+def floored(df: pd.DataFrame) -> pd.DataFrame:
+    return df.assign(mse=np.maximum(df.mse, ROUNDING * df.var_exact))
+
+
 def report(df: pd.DataFrame, baseline: str = "default", anchors: Path | None = None,
            others: pd.DataFrame | None = None) -> None:
+    raw = df
+    df = floored(df)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 40)
     pd.set_option("display.max_rows", 500)
@@ -271,7 +293,7 @@ def report(df: pd.DataFrame, baseline: str = "default", anchors: Path | None = N
                      f"{10 ** (lr.mean() + 2 * se):.3g}, {len(lr)} runs)")
     print("\n".join(lines))
 
-    calib = df[~exact_run(df)]
+    calib = raw[~exact_run(raw)]
     c = calib.groupby(key + ["method"])[["covered", "players", "z2"]].sum()
     cov = (c.covered / c.players).unstack("method")[methods]
     rms = np.sqrt(c.z2 / c.players).unstack("method")[methods]
@@ -296,11 +318,11 @@ def report(df: pd.DataFrame, baseline: str = "default", anchors: Path | None = N
         pv = nonvote.groupby("method")[["covered", "players"]].sum()
         print("  pooled coverage without voting: " + ", ".join(f"{m} {pv.covered[m] / pv.players[m]:.3f}"
                                                               for m in methods if m in pv.index))
-    ex = df[exact_run(df)].groupby(["group", "budget", "method"]).size()
+    ex = raw[exact_run(raw)].groupby(["group", "budget", "method"]).size()
     if len(ex):
         print("\nruns at rounding level (MSE <= 1e-20 x var of the exact values), by cell and method")
         print(ex.unstack("method").fillna(0).astype(int).to_string())
-    rel = df.assign(rel=df.mse / np.maximum(df.var_exact, 1e-300))
+    rel = raw.assign(rel=raw.mse / np.maximum(raw.var_exact, 1e-300))
     for fam in ("pairwise", "additive-pairs"):
         sub = rel[(rel.group == fam) & (rel.budget == "4p")]
         if len(sub):
@@ -337,12 +359,17 @@ def anchor_table(df: pd.DataFrame, anchors: Path, methods: list[str]) -> None:
 
 def other_table(df: pd.DataFrame, others: pd.DataFrame, methods: list[str]) -> None:
     """Per family: gm over cells of (method / best other project method), other methods run by the harness."""
-    ok = others[others["error"] == ""]
+    ok = others[(others["error"] == "") & others.seed.isin(set(df.seed))]  # the same seeds
+    var = ok.exact.apply(lambda e: float(np.var(np.asarray(e, dtype=float))))
+    ok = ok.assign(mse=np.maximum(ok.mse, ROUNDING * var))
     best = ok.groupby(["group", "budget_spec", "method"]).mse.apply(gm).groupby(level=[0, 1]).min()
     best.index = best.index.set_names(["group", "budget"])
     mine = df.groupby(["group", "budget", "method"]).mse.apply(gm).unstack("method")[methods]
     r = mine.div(best.reindex(mine.index), axis=0).dropna(how="all")
-    print("\ngeneralityfamilies: gm over budgets of (method / best other project method per cell)")
+    print(f"\ngenerality families: gm-MSE over the best other project method per cell (MSE floored at "
+          f"{ROUNDING:g} x var; others: {sorted(set(ok.method))})")
+    print(r.to_string(float_format=lambda x: f"{x:.3g}"))
+    print("gm over budgets per family")
     print(r.groupby(level="group").apply(lambda x: x.apply(gm)).to_string(float_format=lambda x: f"{x:.3g}"))
 
 
@@ -360,14 +387,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", default="default")
     ap.add_argument("--anchors", default=str(Path(os.environ.get("SHAPLEIG_SHARED") or ROOT.parent / "shared")
                                              / "data" / "anchors" / "shapiq-1.8.0_public.csv"))
-    ap.add_argument("--others", default=None, help="harness results of the other project methods (parquet)")
+    ap.add_argument("--others", nargs="+", default=None,
+                    help="harness results of the other project methods (parquet files)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     if not args.report:
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
         run(Path(args.archives), out, args.tail, args.ard, args.groups, seeds, args.limit, args.skip_library)
     df = pd.read_parquet(out)
-    others = pd.read_parquet(args.others) if args.others else None
+    others = pd.concat([pd.read_parquet(f) for f in args.others], ignore_index=True) if args.others else None
     report(df, args.baseline, Path(args.anchors), others)
     return 0
 
