@@ -436,6 +436,34 @@ def index_posterior(problem: Problem, th: np.ndarray, y_mean: float, y_scale: fl
     return mean, y_scale**2 * 0.5 * (cov + cov.T)
 
 
+def influence_scale(problem: Problem, th: np.ndarray, operator: IndexOperator,
+                    drop_extremes: bool = True) -> np.ndarray:
+    """Per-term std factors ``sqrt(clip(tau_j, 1, 1e4))`` of the influence read-out (docs/math.md §13) at ``th``.
+
+    ``tau_j = sum_i psi_ij^2 z_i^2 / sum_i psi_ij^2``: z_i the standardised leave-one-out residual
+    of observation i, ``psi_ij = [Psi K^-1]_ji / sqrt([K^-1]_ii)``. ``drop_extremes`` leaves the
+    empty and grand coalitions out of the sums (they are always observed, and on data valuation
+    they carry nearly all of the weight while saying nothing about extrapolation).
+    """
+    h = problem.unpack(th)
+    ls, s = h["lengthscales"], h["s"]
+    g = h["g"] if problem.spec.orders else np.ones(1)
+    psi = graded_index_columns(problem.X, ls, s, g, operator, h["g_tail"], size_kernel=problem.size_kernel(h))
+    L = chol(problem.kernel(h))
+    Kinv = cho_solve((L, True), np.eye(problem.t), check_finite=False)
+    alpha = Kinv @ (problem.y - h["c"])
+    q = np.diag(Kinv)
+    psi2 = (psi @ Kinv) ** 2 / q[None, :]
+    z2 = alpha**2 / q
+    if drop_extremes:
+        keep = (problem.sizes > 0) & (problem.sizes < problem.p)
+        psi2, z2 = psi2[:, keep], z2[keep]
+    total = psi2.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = np.where(total > 0, (psi2 @ z2) / total, 1.0)
+    return np.sqrt(np.clip(np.nan_to_num(tau, nan=1.0), 1.0, 1e4))
+
+
 def mixture(means: list[np.ndarray], covs: list[np.ndarray], weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Law of total covariance over weighted Gaussian read-outs."""
     w = np.asarray(weights, dtype=np.float64)

@@ -101,6 +101,11 @@ READOUTS = {
     "BMA": (BMA_SET, "laplace"),
     "BMA-IS": (BMA_SET, "is"),
     "BMA-hyb": (BMA_SET, "hybrid"),
+    # each model's MAP covariance scaled by the influence factors (the default's read-out, with the
+    # empty and grand coalitions left out of the leave-one-out sums; "-infl-all": kept in)
+    "Q+-S-infl": (("Q", "QS"), "influence"),
+    "BMA-infl": (BMA_SET, "influence"),
+    "BMA-infl-all": (BMA_SET, "influence-all"),
 }
 
 
@@ -178,6 +183,13 @@ def combine(res: dict[str, dict], keys, how: str) -> tuple[np.ndarray, np.ndarra
     le = np.array([res[k]["logz"] for k in keys])
     wl = np.exp(le - le.max())
     mean_l, cov_l = gg.mixture([res[k]["mean"] for k in keys], [res[k]["cov"] for k in keys], wl)
+    if how.startswith("influence"):
+        field = "scale" if how == "influence" else "scale_all"
+        if not all(field in res[k] for k in keys):
+            return None
+        covs = [res[k]["cov"] * np.outer(res[k][field], res[k][field]) for k in keys]
+        mean_f, cov_f = gg.mixture([res[k]["mean"] for k in keys], covs, wl)
+        return mean_f, cov_f, secs, {}
     if how == "laplace":
         return mean_l, cov_l, secs, {k: round(float(v / wl.sum()), 4) for k, v in zip(keys, wl) if v / wl.sum() > 1e-3}
     li = np.array([res[k]["logz_is"] for k in keys])
@@ -207,7 +219,11 @@ def _pack(r: dict) -> dict:
 
 def _unpack(row) -> dict:
     d = len(row["mean"])
-    return {"mean": np.asarray(row["mean"]), "cov": np.asarray(row["cov"]).reshape(d, d), "logz": row["logz"],
+    extra = {}
+    for field in ("scale", "scale_all"):
+        if field in row and row[field] is not None and not (isinstance(row[field], float) and np.isnan(row[field])):
+            extra[field] = np.asarray(row[field])
+    return {**extra, "mean": np.asarray(row["mean"]), "cov": np.asarray(row["cov"]).reshape(d, d), "logz": row["logz"],
             "mean_is": np.asarray(row["mean_is"]), "cov_is": np.asarray(row["cov_is"]).reshape(d, d),
             "logz_is": row["logz_is"], "seconds": row["seconds"], "seconds_is": row["seconds_is"]}
 
@@ -259,6 +275,53 @@ def run(archives: Path, out: Path, tail: str, keys: list[str], groups: list[str]
     return _write(old, rows, out)
 
 
+def calibration_pass(archives: Path, out: Path, tail: str, keys: list[str], groups, seeds) -> None:
+    """Rows ``c:<model>``: the influence factors of each model at its MAP (the fit is deterministic,
+    so these belong to the stored ``m:<model>`` rows), with and without the extremes."""
+    from shapleig.gp.index_esp import IndexOperator
+
+    old = pd.read_parquet(out)
+    have = set(zip(old.file, old.method))
+    if calibration_path(out).exists():
+        done = pd.read_parquet(calibration_path(out))
+        have |= set(zip(done.file, done.method))
+    rows = []
+    for f in sorted(archives.glob("*.npz")):
+        d = np.load(f)
+        group, seed = str(d["group"]), int(d["seed"])
+        if (groups and group not in groups) or (seeds is not None and seed not in seeds):
+            continue
+        todo = [k for k in keys if (f.name, f"c:{k}") not in have and (f.name, f"m:{k}") in have]
+        if not todo:
+            continue
+        t0 = time.perf_counter()
+        X, y = d["X"], d["y"]
+        p = X.shape[1]
+        op = IndexOperator(p, "SV")
+        for m in MULTIPLES:
+            ys, _, _ = gg.standardized(y[: m * p])
+            for key, spec in model_specs(tail, todo).items():
+                pr = gg.Problem(X[: m * p], ys, spec)
+                fit = gg.fit_map(pr, gg.default_starts(pr))
+                rows.append({"file": f.name, "task": str(d["task"]), "group": group, "seed": seed, "p": p,
+                             "budget": f"{m}p", "method": f"c:{key}",
+                             "scale": gg.influence_scale(pr, fit.theta, op).tolist(),
+                             "scale_all": gg.influence_scale(pr, fit.theta, op, drop_extremes=False).tolist()})
+        print(f"{f.name}: {time.perf_counter() - t0:.1f} s", flush=True)
+    # a file of its own (the main run may be writing --out meanwhile); the report merges it
+    cal = calibration_path(out)
+    new = pd.DataFrame(rows)
+    if cal.exists():
+        new = pd.concat([pd.read_parquet(cal), new], ignore_index=True)
+    tmp = cal.with_suffix(".tmp.parquet")
+    new.to_parquet(tmp)
+    os.replace(tmp, cal)
+
+
+def calibration_path(out: Path) -> Path:
+    return out.with_name(out.stem + "-cal.parquet")
+
+
 def _exact_index(task: str, index: str) -> np.ndarray:
     """Exact values of another index for a table task (public suites and enumerated families)."""
     from shapleig_tasks.catalog import resolve_task
@@ -286,9 +349,14 @@ def combined(df: pd.DataFrame, readouts: dict | None = None) -> pd.DataFrame:
     """The rows of every :data:`READOUTS` entry, combined from the stored per-model rows."""
     readouts = READOUTS if readouts is None else readouts
     models = df[df.method.str.startswith("m:")]
+    scales = {}
+    if "scale" in df:
+        for _, r in df[df.method.str.startswith("c:")].iterrows():
+            scales[(r.file, r.budget, r.method[2:])] = {"scale": np.asarray(r.scale),
+                                                        "scale_all": np.asarray(r.scale_all)}
     rows = []
     for (f, budget), grp in models.groupby(["file", "budget"]):
-        res = {r.method[2:]: _unpack(r) for _, r in grp.iterrows()}
+        res = {r.method[2:]: {**_unpack(r), **scales.get((f, budget, r.method[2:]), {})} for _, r in grp.iterrows()}
         first = grp.iloc[0]
         exact_var = first.var_exact
         base = {c: first[c] for c in ("file", "task", "group", "seed", "p", "budget", "var_exact")}
@@ -296,13 +364,16 @@ def combined(df: pd.DataFrame, readouts: dict | None = None) -> pd.DataFrame:
         for name, (keys, how) in readouts.items():
             if not all(k in res for k in keys):
                 continue
-            mean, cov, secs, info = combine(res, keys, how)
+            got = combine(res, keys, how)
+            if got is None:
+                continue
+            mean, cov, secs, info = got
             if exact is None:
                 # the exact values are not stored with the model rows: recover them from a MAP row
                 exact = _exact_from(grp)
             rows.append({**base, "method": name, **score(mean, cov, exact), "seconds": secs,
                          "info": json.dumps(info), "var_exact": exact_var})
-    plain = df[~df.method.str.startswith("m:")]
+    plain = df[~df.method.str.startswith(("m:", "c:"))]
     return pd.concat([plain, pd.DataFrame(rows)], ignore_index=True)
 
 
@@ -475,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="at most this many archives")
     ap.add_argument("--skip-library", action="store_true", help="no default-refit / shared read-outs")
     ap.add_argument("--report", action="store_true", help="print the report of --out")
+    ap.add_argument("--calibration", action="store_true",
+                    help="add the influence factors of the models' MAP fits to --out (rows c:<model>)")
     ap.add_argument("--baseline", default="default")
     ap.add_argument("--anchors", default=str(Path(os.environ.get("SHAPLEIG_SHARED") or ROOT.parent / "shared")
                                              / "data" / "anchors" / "shapiq-1.8.0_public.csv"))
@@ -483,10 +556,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     ARCHIVES = Path(args.archives)
     out = Path(args.out)
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    if args.calibration:
+        calibration_pass(ARCHIVES, out, args.tail, [k for k in args.models if k in BMA_SET], args.groups, seeds)
+        return 0
     if not args.report:
-        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
         run(ARCHIVES, out, args.tail, args.models, args.groups, seeds, args.limit, args.skip_library, args.index)
     df = pd.read_parquet(out)
+    if calibration_path(out).exists():
+        df = pd.concat([df, pd.read_parquet(calibration_path(out))], ignore_index=True)
     others = pd.concat([pd.read_parquet(f) for f in args.others], ignore_index=True) if args.others else None
     report(df, args.baseline if args.index == "SV" else "default-refit", Path(args.anchors), others)
     return 0
