@@ -416,26 +416,37 @@ def order_index_covariance(rho: np.ndarray, kappa: float, order: int,
     out = np.zeros((d, d))
     if k == 0 or k > p:
         return out
-    masks = [sum(1 << r for r in T) for T in operator.terms]
-    sizes = [len(T) for T in operator.terms]
-    cache: dict[int, float] = {}
-
-    def weight(V: int) -> float:  # rho^V e_{k-|V|}(rho outside V)
-        if V not in cache:
-            inside = np.array([(V >> r) & 1 for r in range(p)], dtype=bool)
-            cache[V] = float(np.prod(rho[inside]) * _positive_esp(rho[~inside], k - int(inside.sum()))[-1])
-        return cache[V]
-
-    for a in range(d):
-        ca = coef[sizes[a]]
-        if ca == 0.0:
-            continue
-        for b in range(a, d):
-            cb = coef[sizes[b]]
-            V = masks[a] | masks[b]
-            if cb == 0.0 or V.bit_count() > k:
-                continue
-            out[a, b] = out[b, a] = kappa * ca * cb * weight(V)
+    # every pair of terms (T, T') at once: V = T cup T' from the (up to four) sorted players
+    _, single, pair = _terms_of(operator)
+    members = np.where(single[:, None] >= 0, np.column_stack([single, np.full(d, -1)]), pair)
+    sizes = (members >= 0).sum(axis=1)
+    iu, ju = np.triu_indices(d)
+    cu = np.array([coef[t] for t in sizes])
+    use = (cu[iu] != 0.0) & (cu[ju] != 0.0)
+    iu, ju = iu[use], ju[use]
+    both = np.sort(np.concatenate([members[iu], members[ju]], axis=1), axis=1)
+    first = np.concatenate([np.ones((both.shape[0], 1), dtype=bool), both[:, 1:] != both[:, :-1]], axis=1)
+    distinct = first & (both >= 0)
+    nv = distinct.sum(axis=1)
+    keep = nv <= k
+    iu, ju, nv = iu[keep], ju[keep], nv[keep]
+    V = np.sort(np.where(distinct[keep], both[keep], -1), axis=1)
+    uniq, inv = np.unique(V, axis=0, return_inverse=True)
+    inV = np.zeros((uniq.shape[0], p), dtype=bool)
+    for col in range(uniq.shape[1]):
+        hit = uniq[:, col] >= 0
+        inV[np.flatnonzero(hit), uniq[hit, col]] = True
+    usize = inV.sum(axis=1)
+    # rho^V e_{k-|V|}(rho outside V): the ESP of the non-negative rho outside V, folded (no cancellation)
+    rho_out = np.where(inV, 0.0, rho[None, :])
+    E = np.zeros((uniq.shape[0], k + 1))
+    E[:, 0] = 1.0
+    for r in range(p):
+        E[:, 1:] = E[:, 1:] + rho_out[:, r, None] * E[:, :-1]
+    weight = np.prod(np.where(inV, rho[None, :], 1.0), axis=1) * E[np.arange(uniq.shape[0]), k - usize]
+    vals = kappa * cu[iu] * cu[ju] * weight[inv.reshape(-1)]
+    out[iu, ju] = vals
+    out[ju, iu] = vals
     return out
 
 
