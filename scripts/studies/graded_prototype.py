@@ -106,6 +106,10 @@ READOUTS = {
     "Q+-S-infl": (("Q", "QS"), "influence"),
     "BMA-infl": (BMA_SET, "influence"),
     "BMA-infl-all": (BMA_SET, "influence-all"),
+    # "-spread": each term's variance raised to the models' disagreement (max_m mu_m - min_m mu_m)^2 / 4
+    # over every model whatever its weight (the gated floor of docs/math.md §13)
+    "BMA-hyb-spread": (BMA_SET, "hybrid-spread"),
+    "BMA-spread": (BMA_SET, "laplace-spread"),
 }
 
 
@@ -173,9 +177,19 @@ def _posterior(pr: gg.Problem, th: np.ndarray, mu: float, sc: float, op, X: np.n
     return mean, cov
 
 
-def combine(res: dict[str, dict], keys, how: str) -> tuple[np.ndarray, np.ndarray, float, dict]:
+def combine(res: dict[str, dict], keys, how: str) -> tuple[np.ndarray, np.ndarray, float, dict] | None:
     """A read-out of :data:`READOUTS` from the stored per-model results."""
     keys = [k for k in keys if k in res]
+    if how.endswith("-spread"):
+        got = combine(res, keys, how[: -len("-spread")])
+        if got is None:
+            return None
+        mean, cov, secs, info = got
+        means = np.array([res[k]["mean"] for k in keys])
+        floor = 0.25 * (means.max(axis=0) - means.min(axis=0)) ** 2
+        sd = np.sqrt(np.clip(np.diag(cov), 1e-300, None))
+        f = np.maximum(1.0, np.sqrt(floor) / sd)
+        return mean, cov * np.outer(f, f), secs, info
     secs = sum(res[k]["seconds"] + (res[k]["seconds_is"] if how in ("is", "hybrid") else 0.0) for k in keys)
     if how == "map":
         r = res[keys[0]]
@@ -439,6 +453,12 @@ def report(df: pd.DataFrame, baseline: str = "default", anchors: Path | None = N
     print("\nover all cells: gm ratio / worst cell / cells above 1.25")
     print(pd.DataFrame({"gm": allr, "worst": worst, ">1.25": above, "cells": ratio.notna().sum()}).T
           .to_string(float_format=f3))
+    domain = pd.Series(["public" if g in PUBLIC else ("lightgbm" if g.startswith(("hpi-", "fi-", "dv-")) else "families")
+                        for g in ratio.index.get_level_values("group")], index=ratio.index)
+    for name, part in ratio.groupby(domain):
+        print(f"\n{name} ({len(part)} cells): gm ratio / worst cell / cells above 1.25")
+        print(pd.DataFrame({"gm": part.apply(gm), "worst": part.max(), ">1.25": (part > 1.25).sum()}).T
+              .to_string(float_format=f3))
     # paired interval on the log ratio per method (runs pooled)
     base = df[df.method == baseline].set_index(["file", "budget"]).mse
     lines = []

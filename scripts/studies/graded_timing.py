@@ -11,7 +11,7 @@ For each task and seed, in one process one after the other (so machine load hits
 The loop's estimated time with the graded surrogate is (1) minus the default's fit seconds plus
 (2). Prints per task the seconds and the ratio.
 
-    python scripts/studies/graded_timing.py --tasks vit-9/seed=1 bike-ge-12/seed=1 vit-16/seed=1 --models P PS Q QS QA QAS
+    python scripts/studies/graded_timing.py --tasks vit-9/seed=1 pairwise/i=2 bike-ge-12/seed=1 vit-16/seed=1
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ for path in (ROOT, HERE):
 
 import graded_gp as gg  # noqa: E402
 import numpy as np  # noqa: E402
-from graded_prototype import MODELS, readouts  # noqa: E402
+from graded_prototype import BMA_SET, MODELS, model_results  # noqa: E402
 
 
 def graded_fit_seconds(X: np.ndarray, y: np.ndarray, models: list[str]) -> float:
@@ -57,15 +57,20 @@ def graded_fit_seconds(X: np.ndarray, y: np.ndarray, models: list[str]) -> float
 def main(argv: list[str] | None = None) -> int:
     from shapleig.design.loop import DesignLoop
     from shapleig_tasks.catalog import resolve_task
+    from shapleig_tasks.generality import make_game
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", default=["vit-9/seed=1", "bike-ge-12/seed=1", "vit-16/seed=1"])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--models", nargs="+", default=["P", "PS", "Q", "QS", "QA", "QAS"])
+    ap.add_argument("--models", nargs="+", default=list(BMA_SET))
     args = ap.parse_args(argv)
     print("task  p  default_s  default_fit_s  graded_fits_s  graded_readout_s  estimated_ratio")
     for name in args.tasks:
-        game = resolve_task(name)[0].game()
+        if "/i=" in name:  # a generality family instance, e.g. pairwise/i=2
+            fam, k = name.split("/i=")
+            game = make_game(fam, int(k))
+        else:
+            game = resolve_task(name)[0].game()
         p = game.n_players
         t0 = time.perf_counter()
         loop = DesignLoop(game, 8 * p, seed=args.seed, progress=False)
@@ -74,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         fit_s = loop.timings["fit_s"]
         fits = graded_fit_seconds(loop.X, loop.y, args.models)
         t0 = time.perf_counter()
-        readouts(loop.X, loop.y, "hamming", True, np.random.default_rng(0), skip_library=True)
+        model_results(loop.X, loop.y, args.models, "hamming", np.random.default_rng(0))  # MAP, Laplace, IS
         read_s = time.perf_counter() - t0
         est = default_s - fit_s + fits + read_s
         print(f"{name}  {p}  {default_s:.1f}  {fit_s:.1f}  {fits:.1f}  {read_s:.1f}  {est / default_s:.2f}", flush=True)
