@@ -533,6 +533,10 @@ def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, t
     from shapleig_tasks.metrics import max_abs_error, mse
 
     estimator = spec.build()
+    # a game with per-run state (a noisy game's call counts) gives every run a fresh copy, so a
+    # run's values do not depend on the runs before it in this process
+    fresh = getattr(game, "fresh", None)
+    game = fresh() if callable(fresh) else game
     if threads is not None and "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)  # no oversubscription under joblib workers
     pending = sorted(job.budgets, key=lambda bn: bn[1])

@@ -1,8 +1,10 @@
 """The default ShaplEIG on games it was not tuned on: seeded synthetic families with exact values.
 
 Families (``tasks/generality.py``): a few dominant players, sparse high-order unanimity games,
-additive plus pairwise terms, near-symmetric games, weighted voting; ``--instances`` games each
-(p = 8, 12, 16 in turn), methods seeded 0..S-1, budgets 2p/4p/8p. Methods: the default
+additive plus pairwise terms, near-symmetric games, weighted voting, a strong additive part with
+sparse pairs, SOUM-like unanimity sums of any order, an additive-plus-pairwise game with fresh
+noise per call, ensemble selection over scikit-learn models; ``--instances`` games each
+(p = 8, 12, 16 in turn; ensemble selection 8, 10, 12), methods seeded 0..S-1, budgets 2p/4p/8p. Methods: the default
 (``shapleig``), its four kernels alone (shared and ARD lengthscales, each with and without the size
 trend: ``shapleig:size_trend=False,surrogate=shared`` ...) and every baseline whose minimum budget
 fits. Runs through the harness (``shapleig_tasks.harness``).
@@ -55,7 +57,8 @@ def default_methods() -> list[str]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
-    ap.add_argument("--instances", type=int, default=3, help="games per family (p = 8, 12, 16 in turn)")
+    ap.add_argument("--instances", type=int, default=3,
+                    help="games per family (p = 8, 12, 16 in turn; ensemble selection 8, 10, 12)")
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="player counts to cycle (default 8 12 16)")
     ap.add_argument("--seeds", default="2", help="a count or a list such as 0,1 (default 2: seeds 0-1)")
     ap.add_argument("--budgets", nargs="+", default=list(BUDGETS))

@@ -1,0 +1,510 @@
+"""Order-by-order (Walsh) parts of the Hamming kernel and the graded kernel (docs/math.md §2-§5, §14).
+
+The Hamming kernel is diagonal in the parity (Walsh) basis ``chi_U(z) = (-1)^{|U cap z|}``:
+
+    K = sum_U kappa rho^U chi_U chi_U^T,   rho^U = prod_{j in U} rho_j,
+
+with ``rho_j = tanh(1/(2 p l_j))`` and ``kappa = s prod_j (1 + b_j)/2 = s / prod_j (1 + rho_j)``
+(:func:`walsh_coordinates`). Grouping the parities by their order k = |U| gives the *order-k part*
+
+    K^(k)(z, z') = kappa e_k(rho_1 sigma_1, ..., rho_p sigma_p),   sigma_j = +1 if z_j = z'_j else -1,
+
+(``e_k`` the elementary symmetric polynomial), so ``K = sum_k K^(k)``. The *graded kernel* gives
+orders 1..K (K <= 3) their own variance factors g_k and every higher order a common ``g_tail``
+(1: the Hamming tail; ``g_tail = g_K``: the last factor continues):
+
+    K_g = g_tail K + (1 - g_tail) K^(0) + sum_{k=1..K} (g_k - g_tail) K^(k),
+
+so g = 1 is the Hamming kernel. Every linear index ``I = B v`` (docs/math.md §14) sees a parity through
+``(B chi_U)_T = [T subset U] c_|T|(|U|)`` (:func:`shapleig.gp.index_esp.parity_coefficients`), hence
+
+    [B K^(k)(., z)]_T  = kappa c_|T|(k) rho^T chi_T(z) e_{k-|T|}(rho_j (-1)^{z_j} : j not in T),
+    [B K^(k) B^T]_TT'  = kappa c_|T|(k) c_|T'|(k) rho^V e_{k-|V|}(rho_j : j not in V),   V = T cup T',
+
+zero unless |T| <= k (columns) or |V| <= k (covariance). Graded products are the Hamming products of
+:mod:`shapleig.gp.index_esp` plus these parts.
+
+Numerical route (float64). Orders are at most 3, so every ESP here has degree <= 3:
+
+- kernel parts: with a shared rho, ``e_k(rho sigma) = rho^k Kraw_k(d)`` with d the Hamming
+  distance and the Krawtchouk value Kraw_k(d) an exact integer; with per-player rho, the signed
+  ESP is folded player by player (``E_k += x_j E_{k-1}``), whose absolute error is a few p eps
+  times ``e_k(rho)`` -- the diagonal of the order-k part, its natural scale;
+- index columns: the ESP of the other players by prefix and suffix folds (degree <= 2, no division);
+  pairs need ``e_1`` of the others, a signed sum (absolute error eps sum_j rho_j);
+- index covariances: ESPs of positive rho only (folded with V held out): no cancellation at all;
+- no high-order signed ESP and no synthetic division of a full product is ever formed; the
+  gradient contraction :func:`order_kernel_rho_vjp` divides out one factor from a degree <= 2
+  ESP (absolute error eps e_k(rho), as above).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from math import comb
+
+import numpy as np
+
+from shapleig.gp.esp import _as_bool, hamming_kernel, kernel_factors
+from shapleig.gp.index_esp import IndexOperator, parity_coefficients
+
+MAX_ORDER = 3
+
+
+# -- coordinates ----------------------------------------------------------------------------------
+
+def walsh_coordinates(lengthscales: np.ndarray, outputscale: float) -> tuple[np.ndarray, float]:
+    """``(rho float64[p], kappa)`` of the Hamming kernel with ``lengthscales`` and ``outputscale`` s.
+
+    ``rho_j = tanh(1/(2 p l_j))`` (computed directly, no cancellation) and
+    ``kappa = s prod_j (1 + b_j)/2 = s / prod_j (1 + rho_j)``, summed in log space.
+
+    Examples:
+        >>> rho, kappa = walsh_coordinates(np.full(4, 1.0), 2.0)
+        >>> bool(np.isclose(kappa * np.prod(1 + rho), 2.0))
+        True
+    """
+    kf = kernel_factors(lengthscales, outputscale)
+    return kf.rho.copy(), float(np.exp(np.log(kf.outputscale) + kf.log_half_one_plus_b.sum()))
+
+
+def walsh_coordinates_derivatives(lengthscales: np.ndarray, outputscale: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(d rho_j / d l_j, d log kappa / d l_j)``, both float64[p] (``d log kappa / d s = 1 / s``).
+
+    ``d rho/d l = -(1 - rho^2) / (2 p l^2)`` and ``d log kappa / d l_j = -(d rho_j / d l_j) / (1 + rho_j)``.
+    """
+    kf = kernel_factors(lengthscales, outputscale)
+    p = kf.n_players
+    drho = -(1.0 - kf.rho**2) / (2.0 * p * kf.lengthscales**2)
+    return drho, -drho / (1.0 + kf.rho)
+
+
+def _check_walsh(rho: np.ndarray, kappa: float) -> tuple[np.ndarray, float]:
+    rho = np.asarray(rho, dtype=np.float64)
+    if rho.ndim != 1 or rho.shape[0] < 1:
+        raise ValueError(f"rho must be a non-empty float vector of shape (p,), got shape {rho.shape}")
+    if not np.all(np.isfinite(rho)) or np.any(rho < 0) or np.any(rho > 1):
+        raise ValueError(f"rho must lie in [0, 1], got {rho}")
+    kappa = float(kappa)
+    if not np.isfinite(kappa) or kappa <= 0:
+        raise ValueError(f"kappa must be finite and positive, got {kappa}")
+    return rho, kappa
+
+
+def _check_order(order: int) -> int:
+    if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)) \
+            or not 0 <= int(order) <= MAX_ORDER:
+        raise ValueError(f"order must be an integer in 0..{MAX_ORDER}, got {order!r}")
+    return int(order)
+
+
+def _check_g(g, g_tail: float) -> tuple[np.ndarray, float]:
+    g = np.atleast_1d(np.asarray(g, dtype=np.float64))
+    if g.ndim != 1 or not 1 <= g.shape[0] <= MAX_ORDER:
+        raise ValueError(f"g must hold the variance factors of orders 1..K, K <= {MAX_ORDER}, got shape {g.shape}")
+    if not np.all(np.isfinite(g)) or np.any(g < 0):
+        raise ValueError(f"g must be finite and non-negative, got {g}")
+    g_tail = float(g_tail)
+    if not np.isfinite(g_tail) or g_tail < 0:
+        raise ValueError(f"g_tail must be finite and non-negative, got {g_tail}")
+    return g, g_tail
+
+
+def _is_shared(rho: np.ndarray) -> bool:
+    return bool(np.all(rho == rho[0]))
+
+
+# -- order-k kernel parts -------------------------------------------------------------------------
+
+@lru_cache(maxsize=256)
+def krawtchouk_table(n_players: int, order: int) -> np.ndarray:
+    """``Kraw_k(d) = e_k(sigma)`` for sigma with d entries -1 and p - d entries +1, d = 0..p: float64[p+1].
+
+    ``sum_i (-1)^i C(d, i) C(p - d, k - i)``, summed in exact integers (read-only).
+    """
+    p, k = int(n_players), _check_order(order)
+    out = np.array([float(sum((-1) ** i * comb(d, i) * comb(p - d, k - i) for i in range(k + 1)))
+                    for d in range(p + 1)])
+    out.setflags(write=False)
+    return out
+
+
+def _mismatch(z1: np.ndarray, z2: np.ndarray) -> np.ndarray:
+    """Integer Hamming distances float64[m1, m2] (exact in float64)."""
+    a, b = z1.astype(np.float64), z2.astype(np.float64)
+    return a @ (1.0 - b).T + (1.0 - a) @ b.T
+
+
+def _signed_esp(z1: np.ndarray, z2: np.ndarray, rho: np.ndarray, kmax: int) -> np.ndarray:
+    """``e_k(rho sigma(z, z'))`` for k = 0..kmax: float64[kmax+1, m1, m2] (exact integers times
+    rho^k when rho is shared; else folded player by player)."""
+    m1, m2, p = z1.shape[0], z2.shape[0], rho.shape[0]
+    E = np.zeros((kmax + 1, m1, m2))
+    if _is_shared(rho):
+        d = _mismatch(z1, z2).astype(np.int64)
+        for k in range(kmax + 1):
+            E[k] = rho[0] ** k * krawtchouk_table(p, k)[d]
+        return E
+    E[0] = 1.0
+    for j in range(p):
+        x = rho[j] * np.where(z1[:, j, None] == z2[None, :, j], 1.0, -1.0)
+        for k in range(kmax, 0, -1):
+            E[k] += x * E[k - 1]
+    return E
+
+
+def order_kernels(Z1: np.ndarray, Z2: np.ndarray, rho: np.ndarray, kappa: float,
+                  orders: tuple[int, ...] = (1, 2, 3)) -> np.ndarray:
+    """The order-k parts ``K^(k)(Z1, Z2) = kappa e_k(rho sigma)`` for each k in ``orders``.
+
+    Args:
+        Z1: bool[m1, p] coalitions (0/1 integers accepted).
+        Z2: bool[m2, p] coalitions.
+        rho: float64[p] in [0, 1] (:func:`walsh_coordinates`); equal entries take the exact
+            Krawtchouk route.
+        kappa: the Walsh scale (> 0).
+        orders: orders in 0..3.
+
+    Returns:
+        float64[len(orders), m1, m2].
+
+    Examples:
+        >>> Z = np.array([[0, 0, 1], [1, 1, 0]], dtype=bool)
+        >>> rho, kappa = walsh_coordinates(np.full(3, 0.5), 1.0)
+        >>> full = order_kernels(Z, Z, rho, kappa, (0, 1, 2, 3)).sum(axis=0)  # p = 3: every order
+        >>> bool(np.allclose(full, hamming_kernel(Z, Z, np.full(3, 0.5), 1.0)))
+        True
+    """
+    rho, kappa = _check_walsh(rho, kappa)
+    p = rho.shape[0]
+    orders = tuple(_check_order(k) for k in orders)
+    z1, z2 = _as_bool(Z1, p, "Z1"), _as_bool(Z2, p, "Z2")
+    E = _signed_esp(z1, z2, rho, max(orders, default=0))
+    return kappa * E[list(orders)]
+
+
+def _prefix_suffix(x: np.ndarray, kmax: int) -> tuple[np.ndarray, np.ndarray]:
+    """Truncated ESP tables of the prefixes and suffixes of ``x`` (float64[p, ...]).
+
+    ``pre[j]`` holds e_0..e_kmax of x_0..x_{j-1}, ``suf[j]`` of x_j..x_{p-1}; shapes (p+1, kmax+1, ...).
+    """
+    p = x.shape[0]
+    shape = (p + 1, kmax + 1) + x.shape[1:]
+    pre, suf = np.zeros(shape), np.zeros(shape)
+    pre[0, 0] = 1.0
+    suf[p, 0] = 1.0
+    for j in range(p):
+        pre[j + 1] = pre[j]
+        pre[j + 1, 1:] += x[j] * pre[j, :-1]
+    for j in range(p - 1, -1, -1):
+        suf[j] = suf[j + 1]
+        suf[j, 1:] += x[j] * suf[j + 1, :-1]
+    return pre, suf
+
+
+def _leave_one_out_esp(x: np.ndarray, kmax: int) -> np.ndarray:
+    """``e_a(x without x_j)`` for a = 0..kmax and every j: float64[p, kmax+1, ...] (prefix x suffix)."""
+    p = x.shape[0]
+    pre, suf = _prefix_suffix(x, kmax)
+    out = np.zeros((p, kmax + 1) + x.shape[1:])
+    for a in range(kmax + 1):
+        for u in range(a + 1):
+            out[:, a] += pre[:p, u] * suf[1:, a - u]
+    return out
+
+
+def order_kernel_rho_gradient(Z1: np.ndarray, Z2: np.ndarray, rho: np.ndarray, kappa: float,
+                              order: int) -> np.ndarray:
+    """``d K^(k)(Z1, Z2) / d rho_j`` at fixed kappa: float64[p, m1, m2] (dense; tests and small archives).
+
+    ``kappa sigma_j e_{k-1}(rho sigma without j)``, the ESP of the other players by prefix and
+    suffix folds. For a shared rho the derivative along it is the sum over j, ``(k / rho) K^(k)``.
+    """
+    rho, kappa = _check_walsh(rho, kappa)
+    k = _check_order(order)
+    p = rho.shape[0]
+    z1, z2 = _as_bool(Z1, p, "Z1"), _as_bool(Z2, p, "Z2")
+    if k == 0:
+        return np.zeros((p, z1.shape[0], z2.shape[0]))
+    sigma = np.where(z1.T[:, :, None] == z2.T[:, None, :], 1.0, -1.0)  # (p, m1, m2)
+    loo = _leave_one_out_esp(rho[:, None, None] * sigma, k - 1)
+    return kappa * sigma * loo[:, k - 1]
+
+
+def _mismatch_contraction(G: np.ndarray, z1: np.ndarray, z2: np.ndarray) -> np.ndarray:
+    """``sum_ab G_ab [z1_aj != z2_bj]`` for every player j: float64[p]."""
+    a, b = z1.astype(np.float64), z2.astype(np.float64)
+    return np.einsum("aj,aj->j", a, G @ (1.0 - b)) + np.einsum("aj,aj->j", 1.0 - a, G @ b)
+
+
+def order_kernel_rho_vjp(W: np.ndarray, Z1: np.ndarray, Z2: np.ndarray, rho: np.ndarray, kappa: float,
+                         order: int) -> np.ndarray:
+    """``sum_ab W_ab d K^(k)_ab / d rho_j`` for every player j (kappa fixed): float64[p].
+
+    What a likelihood gradient needs (W = 0.5 (alpha alpha^T - K^-1) for a marginal likelihood), in
+    O(m1 m2 p) without the p x m1 x m2 tensor: with ``x = rho sigma`` and E_a = e_a(x),
+    ``e_{k-1}(x without j) = sum_i (-x_j)^i E_{k-1-i}`` (degree <= 2), and
+    ``sum_ab G_ab sigma_j = sum G - 2 sum_ab G_ab [z_aj != z'_bj]``.
+    """
+    rho, kappa = _check_walsh(rho, kappa)
+    k = _check_order(order)
+    p = rho.shape[0]
+    z1, z2 = _as_bool(Z1, p, "Z1"), _as_bool(Z2, p, "Z2")
+    W = np.asarray(W, dtype=np.float64)
+    if W.shape != (z1.shape[0], z2.shape[0]):
+        raise ValueError(f"W must have shape {(z1.shape[0], z2.shape[0])}, got {W.shape}")
+    if k == 0:
+        return np.zeros(p)
+    E = _signed_esp(z1, z2, rho, k - 1)
+
+    def signed(G: np.ndarray) -> np.ndarray:  # sum_ab G_ab sigma_j(ab), every j
+        return G.sum() - 2.0 * _mismatch_contraction(G, z1, z2)
+
+    # sigma_j e_{k-1}(x^-j) = sum_i (-rho_j)^i sigma_j^(i+1) E_{k-1-i};  sigma^(i+1) = sigma (i even), 1 (i odd)
+    out = np.zeros(p)
+    for i in range(k):
+        G = W * E[k - 1 - i]
+        out += (-rho) ** i * (signed(G) if i % 2 == 0 else G.sum())
+    return kappa * out
+
+
+def _positive_esp(rho: np.ndarray, kmax: int) -> np.ndarray:
+    """``e_0..e_kmax`` of non-negative ``rho`` (float64[kmax+1]), folded (positive terms only)."""
+    e = np.zeros(kmax + 1)
+    e[0] = 1.0
+    for r in rho:
+        e[1:] = e[1:] + r * e[:-1]
+    return e
+
+
+def graded_kernel(Z1: np.ndarray, Z2: np.ndarray, lengthscales: np.ndarray, outputscale: float, g,
+                  g_tail: float = 1.0) -> np.ndarray:
+    """The graded kernel ``K_g(Z1, Z2)``: float64[m1, m2].
+
+    ``g_tail K + (1 - g_tail) K^(0) + sum_{k=1..K} (g_k - g_tail) K^(k)`` with K the Hamming kernel of
+    ``lengthscales`` (float64[p]) and ``outputscale``; ``g`` float64[K] (K <= 3) the variance factors
+    of orders 1..K, ``g_tail`` that of every order above K (order 0 keeps 1).
+
+    Examples:
+        >>> Z = np.array([[0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 0, 0]], dtype=bool)
+        >>> ls = np.full(4, 0.7)
+        >>> bool(np.allclose(graded_kernel(Z, Z, ls, 1.5, [1, 1, 1]), hamming_kernel(Z, Z, ls, 1.5)))
+        True
+    """
+    g, g_tail = _check_g(g, g_tail)
+    rho, kappa = walsh_coordinates(lengthscales, outputscale)
+    K = g_tail * hamming_kernel(Z1, Z2, lengthscales, outputscale) + (1.0 - g_tail) * kappa
+    parts = order_kernels(Z1, Z2, rho, kappa, tuple(range(1, g.shape[0] + 1)))
+    return K + np.tensordot(g - g_tail, parts, axes=1)
+
+
+def graded_kernel_vjp(W: np.ndarray, Z1: np.ndarray, Z2: np.ndarray, lengthscales: np.ndarray,
+                      outputscale: float, g, g_tail: float = 1.0) -> dict[str, np.ndarray | float]:
+    """``sum_ab W_ab d K_g(Z1, Z2)_ab / d theta`` for every hyperparameter theta of :func:`graded_kernel`.
+
+    What a marginal-likelihood gradient needs (``W = (alpha alpha^T - K^-1) / 2``), in O(m1 m2 p):
+
+    - ``"g"`` float64[K]: ``sum W K^(k)``; ``"g_tail"``: ``sum W (K - K^(0) - sum_{k<=K} K^(k))``;
+    - ``"outputscale"``: ``sum W K_g / s`` (every part is proportional to s);
+    - ``"lengthscales"`` float64[p]: the Hamming part ``g_tail sum W K [z_j != z'_j] / (p l_j^2)`` plus
+      the Walsh parts through rho_j (:func:`order_kernel_rho_vjp`) and ``d log kappa / d rho_j =
+      -1/(1 + rho_j)``, times ``d rho_j / d l_j`` (:func:`walsh_coordinates_derivatives`).
+    """
+    g, g_tail = _check_g(g, g_tail)
+    ls = np.asarray(lengthscales, dtype=np.float64)
+    s = float(outputscale)
+    rho, kappa = walsh_coordinates(ls, s)
+    p = rho.shape[0]
+    z1, z2 = _as_bool(Z1, p, "Z1"), _as_bool(Z2, p, "Z2")
+    W = np.asarray(W, dtype=np.float64)
+    if W.shape != (z1.shape[0], z2.shape[0]):
+        raise ValueError(f"W must have shape {(z1.shape[0], z2.shape[0])}, got {W.shape}")
+    K = g.shape[0]
+    ham = hamming_kernel(z1, z2, ls, s)
+    parts = order_kernels(z1, z2, rho, kappa, tuple(range(K + 1)))  # orders 0..K
+    wparts = np.einsum("ab,kab->k", W, parts)
+    w_ham = float(np.sum(W * ham))
+    total = g_tail * w_ham + (1.0 - g_tail) * wparts[0] + float(np.dot(g - g_tail, wparts[1:]))
+    drho, _ = walsh_coordinates_derivatives(ls, s)
+    d_rho = (1.0 - g_tail) * wparts[0] * (-1.0 / (1.0 + rho))  # order 0 is kappa alone
+    for k in range(1, K + 1):
+        if g[k - 1] != g_tail:
+            d_rho = d_rho + (g[k - 1] - g_tail) * (order_kernel_rho_vjp(W, z1, z2, rho, kappa, k)
+                                                   - wparts[k] / (1.0 + rho))
+    d_ham = g_tail * _mismatch_contraction(W * ham, z1, z2) / (p * ls**2)
+    return {"lengthscales": d_ham + d_rho * drho, "outputscale": total / s, "g": wparts[1:].copy(),
+            "g_tail": w_ham - float(wparts.sum())}
+
+
+def graded_diagonal(lengthscales: np.ndarray, outputscale: float, g, g_tail: float = 1.0) -> float:
+    """``k_g(z, z)``, the same for every coalition: ``g_tail s + (1 - g_tail) kappa + sum_k (g_k - g_tail)
+    kappa e_k(rho)`` (positive ESPs). The prior variance of f(z); not the outputscale unless g = 1."""
+    g, g_tail = _check_g(g, g_tail)
+    rho, kappa = walsh_coordinates(lengthscales, outputscale)
+    e = _positive_esp(rho, g.shape[0])
+    return float(g_tail * float(outputscale) + (1.0 - g_tail) * kappa + kappa * np.dot(g - g_tail, e[1:]))
+
+
+# -- products with index operators ----------------------------------------------------------------
+
+def _terms_of(operator: IndexOperator) -> tuple[int, np.ndarray, np.ndarray]:
+    """(p, the singleton term per row or -1, the pair (i, j) per row or (-1, -1))."""
+    p = operator.n_players
+    single = np.array([T[0] if len(T) == 1 else -1 for T in operator.terms])
+    pair = np.array([T if len(T) == 2 else (-1, -1) for T in operator.terms]).reshape(-1, 2)
+    return p, single, pair
+
+
+def _as_operator(operator: IndexOperator | str, n_players: int) -> IndexOperator:
+    if isinstance(operator, str):
+        return IndexOperator(n_players, operator)
+    if not isinstance(operator, IndexOperator):
+        raise TypeError(f"operator must be an index name or an IndexOperator, got {type(operator).__name__}")
+    if operator.n_players != n_players:
+        raise ValueError(f"operator is for {operator.n_players} players, rho for {n_players}")
+    return operator
+
+
+def order_index_columns(Z: np.ndarray, rho: np.ndarray, kappa: float, order: int,
+                        operator: IndexOperator | str = "SV") -> np.ndarray:
+    """``B K^(k)(., z)`` for every row z of ``Z`` (bool[m, p]): float64[d, m], the prior covariance of the
+    index with f(z) under the order-k part (the operator's own hold-out of the empty coalition is not
+    applied: see :func:`graded_index_columns`).
+
+    Singleton i: ``kappa c_1(k) rho_i s_i e_{k-1}(rho_j s_j : j != i)``, s_j = (-1)^{z_j}; pair (i, j):
+    ``kappa c_2(k) rho_i rho_j s_i s_j e_{k-2}(rho_l s_l : l != i, j)``. O(p) per coalition for the
+    singletons (prefix and suffix folds), O(1) per pair.
+    """
+    rho, kappa = _check_walsh(rho, kappa)
+    k = _check_order(order)
+    p = rho.shape[0]
+    operator = _as_operator(operator, p)
+    z = _as_bool(Z, p)
+    m = z.shape[0]
+    c1, c2 = parity_coefficients(operator.index, p)
+    out = np.zeros((operator.n_terms, m))
+    if k == 0 or k > p:
+        return out
+    _, single, pair = _terms_of(operator)
+    y = rho[:, None] * np.where(z.T, -1.0, 1.0)  # (p, m): rho_j s_j
+    rows = np.flatnonzero(single >= 0)
+    if c1[k] != 0.0:
+        loo = _leave_one_out_esp(y, k - 1)[:, k - 1]  # (p, m)
+        out[rows] = kappa * c1[k] * (y * loo)[single[rows]]
+    rows = np.flatnonzero(pair[:, 0] >= 0)
+    if rows.size and k >= 2 and c2[k] != 0.0:
+        i, j = pair[rows, 0], pair[rows, 1]
+        rest = 1.0 if k == 2 else y.sum(axis=0)[None, :] - y[i] - y[j]
+        out[rows] = kappa * c2[k] * y[i] * y[j] * rest
+    return out
+
+
+def order_index_covariance(rho: np.ndarray, kappa: float, order: int,
+                           operator: IndexOperator | str = "SV") -> np.ndarray:
+    """``B K^(k) B^T``: float64[d, d], the prior covariance of the index under the order-k part.
+
+    ``kappa c_|T|(k) c_|T'|(k) rho^V e_{k-|V|}(rho outside V)`` for ``V = T cup T'`` with |V| <= k, else 0:
+    every ESP is of non-negative rho (folded with V held out), so nothing cancels.
+    """
+    rho, kappa = _check_walsh(rho, kappa)
+    k = _check_order(order)
+    p = rho.shape[0]
+    operator = _as_operator(operator, p)
+    d = operator.n_terms
+    c1, c2 = parity_coefficients(operator.index, p)
+    coef = {1: c1[k] if k <= p else 0.0, 2: c2[k] if k <= p else 0.0}
+    out = np.zeros((d, d))
+    if k == 0 or k > p:
+        return out
+    # every pair of terms (T, T') at once: V = T cup T' from the (up to four) sorted players
+    _, single, pair = _terms_of(operator)
+    members = np.where(single[:, None] >= 0, np.column_stack([single, np.full(d, -1)]), pair)
+    sizes = (members >= 0).sum(axis=1)
+    iu, ju = np.triu_indices(d)
+    cu = np.array([coef[t] for t in sizes])
+    use = (cu[iu] != 0.0) & (cu[ju] != 0.0)
+    iu, ju = iu[use], ju[use]
+    both = np.sort(np.concatenate([members[iu], members[ju]], axis=1), axis=1)
+    first = np.concatenate([np.ones((both.shape[0], 1), dtype=bool), both[:, 1:] != both[:, :-1]], axis=1)
+    distinct = first & (both >= 0)
+    nv = distinct.sum(axis=1)
+    keep = nv <= k
+    iu, ju, nv = iu[keep], ju[keep], nv[keep]
+    V = np.sort(np.where(distinct[keep], both[keep], -1), axis=1)
+    uniq, inv = np.unique(V, axis=0, return_inverse=True)
+    inV = np.zeros((uniq.shape[0], p), dtype=bool)
+    for col in range(uniq.shape[1]):
+        hit = uniq[:, col] >= 0
+        inV[np.flatnonzero(hit), uniq[hit, col]] = True
+    usize = inV.sum(axis=1)
+    # rho^V e_{k-|V|}(rho outside V): the ESP of the non-negative rho outside V, folded (no cancellation)
+    rho_out = np.where(inV, 0.0, rho[None, :])
+    E = np.zeros((uniq.shape[0], k + 1))
+    E[:, 0] = 1.0
+    for r in range(p):
+        E[:, 1:] = E[:, 1:] + rho_out[:, r, None] * E[:, :-1]
+    weight = np.prod(np.where(inV, rho[None, :], 1.0), axis=1) * E[np.arange(uniq.shape[0]), k - usize]
+    vals = kappa * cu[iu] * cu[ju] * weight[inv.reshape(-1)]
+    out[iu, ju] = vals
+    out[ju, iu] = vals
+    return out
+
+
+def graded_index_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: float, g,
+                         operator: IndexOperator | str = "SV", g_tail: float = 1.0,
+                         size_kernel: np.ndarray | None = None) -> np.ndarray:
+    """``B K_g(., z)`` for every row z of ``Z`` (bool[m, p]): float64[d, m].
+
+    The Hamming columns of ``operator`` (:meth:`IndexOperator.hamming_columns`, which also adds the
+    size kernel's ``beta size_kernel[:, |z|]``) times ``g_tail`` plus ``(g_k - g_tail) B K^(k)(., z)``; an
+    operator holding the empty coalition out (docs/math.md §14.5) subtracts ``e k_g(empty, z)``.
+    """
+    g, g_tail = _check_g(g, g_tail)
+    ls = np.asarray(lengthscales, dtype=np.float64)
+    operator = _as_operator(operator, ls.shape[0])
+    rho, kappa = walsh_coordinates(ls, outputscale)
+    base = IndexOperator(operator.n_players, operator.index)
+    cols = g_tail * base.hamming_columns(Z, ls, outputscale)
+    for k in range(1, g.shape[0] + 1):
+        if g[k - 1] != g_tail:
+            cols = cols + (g[k - 1] - g_tail) * order_index_columns(Z, rho, kappa, k, base)
+    if operator.hold_out_empty:
+        empty = np.zeros((1, operator.n_players), dtype=bool)
+        cols = cols - np.outer(operator.empty_column(), graded_kernel(empty, Z, ls, outputscale, g, g_tail)[0])
+    if size_kernel is not None:
+        sizes = _as_bool(Z, operator.n_players).sum(axis=1)
+        cols = cols + (operator.size_coefficients() @ size_kernel)[:, sizes]
+    return cols
+
+
+def graded_index_covariance(lengthscales: np.ndarray, outputscale: float, g,
+                            operator: IndexOperator | str = "SV", g_tail: float = 1.0,
+                            size_kernel: np.ndarray | None = None) -> np.ndarray:
+    """``B K_g B^T``: float64[d, d] (``size_kernel`` adds ``beta size_kernel beta^T``; a held-out empty
+    coalition as in :meth:`IndexOperator.hamming_covariance`, with the graded kernel)."""
+    g, g_tail = _check_g(g, g_tail)
+    ls = np.asarray(lengthscales, dtype=np.float64)
+    operator = _as_operator(operator, ls.shape[0])
+    rho, kappa = walsh_coordinates(ls, outputscale)
+    base = IndexOperator(operator.n_players, operator.index)
+    M = g_tail * base.hamming_covariance(ls, outputscale)
+    for k in range(1, g.shape[0] + 1):
+        if g[k - 1] != g_tail:
+            M = M + (g[k - 1] - g_tail) * order_index_covariance(rho, kappa, k, base)
+    if operator.hold_out_empty:
+        e = operator.empty_column()
+        empty = np.zeros((1, operator.n_players), dtype=bool)
+        u = graded_index_columns(empty, ls, outputscale, g, base, g_tail)[:, 0]
+        M = M - np.outer(e, u) - np.outer(u, e) + graded_diagonal(ls, outputscale, g, g_tail) * np.outer(e, e)
+    if size_kernel is not None:
+        beta = operator.size_coefficients()
+        M = M + beta @ size_kernel @ beta.T
+    return 0.5 * (M + M.T)
+
+
+__all__ = [
+    "MAX_ORDER", "graded_diagonal", "graded_index_columns", "graded_index_covariance", "graded_kernel",
+    "graded_kernel_vjp",
+    "krawtchouk_table", "order_index_columns", "order_index_covariance", "order_kernel_rho_gradient",
+    "order_kernel_rho_vjp", "order_kernels", "walsh_coordinates", "walsh_coordinates_derivatives",
+]
