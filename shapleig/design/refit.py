@@ -180,7 +180,8 @@ REFIT_SCHEDULES = ("auto", "auto-cold", "every", "decaying", "geometric", "never
 _ALIASES = {"every_iteration": "every", "init_64_factor_4": "decaying"}
 
 
-def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedule:
+# complexity over budget: one branch per named schedule, a flat table
+def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedule:  # noqa: C901
     """Refit schedule ``it -> bool`` by name; ``it`` counts acquisitions from 0 after the design.
 
     ``"auto"`` (default, :class:`AutoRefit`), ``"auto-cold"`` (every refit cold), ``"every"``, ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0

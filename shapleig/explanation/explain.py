@@ -82,7 +82,8 @@ def _accepts_progress(estimator: Any) -> bool:
         return False
 
 
-def explain(
+# argument count over budget: the public one-call API: model, data, imputer, method and run options (keyword defaults)
+def explain(  # noqa: PLR0913
     model: Any,
     background: Any,
     x: Any,

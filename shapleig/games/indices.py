@@ -212,7 +212,8 @@ def _fsii_dense(p: int) -> np.ndarray:
     return sol[1:n]  # drop the empty term (order 0) and the multipliers
 
 
-def dense_index_operator(n_players: int, index: str = "SV", max_order: int | None = None) -> np.ndarray:
+# complexity over budget: the reference operator spells out each index's definition
+def dense_index_operator(n_players: int, index: str = "SV", max_order: int | None = None) -> np.ndarray:  # noqa: C901
     """Dense operator ``B`` (float64[d, 2^p], bit-order columns) with ``I = B v``, from the definitions.
 
     For tests (p <= 12). k-SII is the Bernoulli aggregation of SII rows, FSII the weighted

@@ -56,7 +56,8 @@ class HyperSHAPGame:
         return f"HyperSHAPGame({type(self.game).__name__}, {self.names})"
 
 
-def hypershap_game(
+# argument count over budget: hypershap's own keywords, passed through
+def hypershap_game(  # noqa: PLR0913
     task: Any,
     study: str = "tunability",
     *,

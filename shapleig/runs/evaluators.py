@@ -328,7 +328,8 @@ class ExecutorEvaluator(_RetryingEvaluator):
         self.max_retries = _check_retries(max_retries)
         self.timeout = check_timeout(timeout)
 
-    def evaluate(
+    # complexity over budget: retries, timeouts, failures and the store's claims in one loop
+    def evaluate(  # noqa: C901
         self,
         game: Game,
         coalitions: np.ndarray,

@@ -205,7 +205,8 @@ class EvaluationStore:
         (0, True)
     """
 
-    def __init__(
+    # argument count over budget: the public store options (path, game identity, locking, timeouts), keyword defaults
+    def __init__(  # noqa: PLR0913
         self,
         path: str | os.PathLike[str],
         *,
@@ -358,7 +359,8 @@ class EvaluationStore:
                 f"(it starts with {head[:8]!r}); refusing to use or overwrite it"
             )
 
-    def _check_contents(self, conn: sqlite3.Connection) -> None:
+    # complexity over budget: one check per way a file can fail to be a store, each with its own message
+    def _check_contents(self, conn: sqlite3.Connection) -> None:  # noqa: C901
         """Refuse a damaged database, or one that holds something other than a store."""
         try:
             # every object, internal names included: a store never has a trigger or a view, so

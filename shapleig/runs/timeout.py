@@ -214,8 +214,11 @@ class WorkerProcess:
             another game (naming why).
     """
 
-    def __init__(self, game: Any, start_method: str | None = None, payload: tuple[bytes, dict] | None = None,
-                 start_timeout: float = START_SECONDS):
+    # complexity over budget: starting a worker process checks each way it can fail to start
+    def __init__(  # noqa: C901
+        self, game: Any, start_method: str | None = None, payload: tuple[bytes, dict] | None = None,
+        start_timeout: float = START_SECONDS,
+    ):
         self.method = check_start_method(start_method)
         self.game = game
         self.payload: tuple[bytes, dict] | None = None
