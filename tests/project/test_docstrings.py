@@ -72,10 +72,7 @@ PENDING: frozenset[str] = frozenset({
     "shapleig.interop.shapiq_bridge",
     "shapleig.registry",
     "shapleig.runs.budget",
-    "shapleig.runs.claims",
     "shapleig.runs.evaluators",
-    "shapleig.runs.store",
-    "shapleig.runs.timeout",
     "shapleig.shapiq_bridge",
 })
 
