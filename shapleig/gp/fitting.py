@@ -114,6 +114,16 @@ def _fit_numpy(kernel, X, y_std, y_mean, y_scale, noise_std, noise_convention, s
 
 
 def initial_hyperparameters(kernel: KernelSpec, n_players: int, noise: float) -> Hyperparameters:
-    """The hyperparameters a failed fit without a fallback keeps (:meth:`KernelSpec.fallback_params`:
-    the Hamming part at its initial values, docs/math.md §3, and no size kernel)."""
+    """The hyperparameters a failed fit without a fallback keeps (:meth:`KernelSpec.fallback_params`).
+
+    The Hamming part at its initial values (docs/math.md §3) and no size kernel.
+
+    Args:
+        kernel: the kernel spec.
+        n_players: the number of players p.
+        noise: the standardised noise variance.
+
+    Returns:
+        the fallback :class:`Hyperparameters` (mean constant 0).
+    """
     return Hyperparameters(kernel, kernel.fallback_params(n_players), noise, 0.0)
