@@ -57,26 +57,69 @@ class FitTerms(abc.ABC):
 
     @abc.abstractmethod
     def pack(self, params: Any) -> np.ndarray:
-        """The coordinates ``float64[n_params]`` of this part's ``params``."""
+        """The coordinates ``float64[n_params]`` of this part's ``params``.
+
+        Args:
+            params: this part's params.
+
+        Returns:
+            ``float64[n_params]``.
+        """
 
     @abc.abstractmethod
     def unpack(self, raw: np.ndarray) -> Any:
-        """The params at coordinates ``raw`` (``float64[n_params]``)."""
+        """The params at coordinates ``raw`` (``float64[n_params]``).
+
+        Args:
+            raw: ``float64[n_params]`` coordinates.
+
+        Returns:
+            the params.
+        """
 
     @abc.abstractmethod
     def evaluate(self, raw: np.ndarray) -> tuple[np.ndarray | None, float, Any]:
-        """``(K_part, log_prior, state)`` at ``raw``: the part's kernel matrix over the archive,
-        float64[t, t] (None when it is identically zero), its log prior density (over its values,
-        up to a constant) and whatever :meth:`gradient` needs again."""
+        """``(K_part, log_prior, state)`` at ``raw``.
+
+        The part's kernel matrix over the archive, float64[t, t] (None when it is identically zero),
+        its log prior density (over its values, up to a constant) and whatever :meth:`gradient`
+        needs again.
+
+        Args:
+            raw: ``float64[n_params]`` coordinates.
+
+        Returns:
+            ``(K_part, log_prior, state)``.
+        """
 
     @abc.abstractmethod
     def gradient(self, raw: np.ndarray, W: np.ndarray, state: Any) -> np.ndarray:
-        """``d(-log N - log prior) / d raw``, float64[n_params], given ``W = alpha alpha^T - K^-1``
-        (``alpha = K^-1 (y - c)``; ``d(-log N)/d K_ab = -W_ab / 2``) and :meth:`evaluate`'s state."""
+        """``d(-log N - log prior) / d raw``, float64[n_params], given ``W`` and :meth:`evaluate`'s state.
+
+        ``W = alpha alpha^T - K^-1`` with ``alpha = K^-1 (y - c)``; ``d(-log N)/d K_ab = -W_ab / 2``.
+
+        Args:
+            raw: ``float64[n_params]`` coordinates.
+            W: ``alpha alpha^T - K^-1``, float64[t, t].
+            state: what :meth:`evaluate` returned as its state at ``raw``.
+
+        Returns:
+            ``float64[n_params]``.
+        """
 
     def resample(self, raw: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Coordinates for a retry after a failed fit: the prior-carrying ones redrawn from their
-        prior (default: unchanged; draws from ``rng`` in part order)."""
+        """Coordinates for a retry after a failed fit.
+
+        The prior-carrying ones redrawn from their prior (default: unchanged; draws from ``rng`` in
+        part order).
+
+        Args:
+            raw: ``float64[n_params]`` coordinates of the failed fit.
+            rng: the random generator.
+
+        Returns:
+            ``float64[n_params]``.
+        """
         return raw
 
 
@@ -105,45 +148,120 @@ class KernelSpec(abc.ABC):
         return SumKernel((*self.parts, *other.parts))
 
     def renamed(self, name: str | None) -> "KernelSpec":
-        """The same kernel under another name (None: its own); every spec dataclass has an ``alias`` field."""
+        """The same kernel under another name (None: its own); every spec dataclass has an ``alias`` field.
+
+        Args:
+            name: the new name, or None for the kernel's own.
+
+        Returns:
+            a copy of the spec.
+        """
         return dataclasses.replace(self, alias=None if name is None else str(name))  # type: ignore[type-var]
 
     # -- values ------------------------------------------------------------------------------
     @abc.abstractmethod
     def check_params(self, params: Any) -> Any:
-        """``params`` validated (``ValueError`` naming the problem) and normalised."""
+        """``params`` validated (``ValueError`` naming the problem) and normalised.
+
+        Args:
+            params: the kernel's params (its params object; a tuple for a sum).
+
+        Returns:
+            the normalised params.
+        """
 
     @abc.abstractmethod
     def initial_params(self, n_players: int) -> Any:
-        """The starting values of a cold fit (docs/math.md §3, §15)."""
+        """The starting values of a cold fit (docs/math.md §3, §15).
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            the params.
+        """
 
     def fallback_params(self, n_players: int) -> Any:
-        """The values kept when a fit fails and nothing was fitted before (default: the initial ones)."""
+        """The values kept when a fit fails and nothing was fitted before (default: the initial ones).
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            the params.
+        """
         return self.initial_params(n_players)
 
     def warm_params(self, params: Any | None, n_players: int) -> Any:
-        """Starting values of a warm fit from ``params`` of a previous fit (possibly of another
-        kernel of the same family); None: :meth:`initial_params`."""
+        """Starting values of a warm fit from ``params`` of a previous fit.
+
+        ``params`` may come from another kernel of the same family; None: :meth:`initial_params`.
+
+        Args:
+            params: the previous params, or None.
+            n_players: the number of players p.
+
+        Returns:
+            the params.
+        """
         return self.initial_params(n_players) if params is None else self.check_params(params)
 
     def n_players(self, params: Any) -> int | None:
-        """The number of players the params are for (None if they do not say)."""
+        """The number of players the params are for (None if they do not say).
+
+        Args:
+            params: the kernel's params.
+
+        Returns:
+            p, or None.
+        """
         return None
 
     def is_zero(self, params: Any) -> bool:
-        """True when ``params`` make the kernel identically zero (a sum then skips the part)."""
+        """True when ``params`` make the kernel identically zero (a sum then skips the part).
+
+        Args:
+            params: the kernel's params.
+
+        Returns:
+            whether the kernel is identically zero.
+        """
         return False
 
     def describe(self, params: Any) -> dict[str, Any]:
-        """The params as plain values, for ``info``."""
+        """The params as plain values, for ``info``.
+
+        Args:
+            params: the kernel's params.
+
+        Returns:
+            ``{name: value}``.
+        """
         return {}
 
     @abc.abstractmethod
     def matrix(self, params: Any, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
-        """``k(Z1, Z2)``: float64[m1, m2] for coalition matrices bool[m1, p], bool[m2, p]."""
+        """``k(Z1, Z2)``: float64[m1, m2] for coalition matrices bool[m1, p], bool[m2, p].
+
+        Args:
+            params: the kernel's params.
+            Z1: ``bool[m1, p]``.
+            Z2: ``bool[m2, p]``.
+
+        Returns:
+            float64[m1, m2].
+        """
 
     def diagonal(self, params: Any, Z: np.ndarray) -> np.ndarray:
-        """``k(z, z)`` for every row of ``Z`` (bool[m, p]): float64[m]."""
+        """``k(z, z)`` for every row of ``Z`` (bool[m, p]): float64[m].
+
+        Args:
+            params: the kernel's params.
+            Z: ``bool[m, p]``.
+
+        Returns:
+            float64[m].
+        """
         Z = np.asarray(Z, dtype=bool)
         return np.array([self.matrix(params, z[None, :], z[None, :])[0, 0] for z in Z], dtype=np.float64)
 
@@ -151,6 +269,14 @@ class KernelSpec(abc.ABC):
         """``B' k(., z)`` for every row z of ``Z``: float64[d, m], the prior Cov[I, f(z)].
 
         Default: dense, ``B'`` times the kernel over all 2^p coalitions (p <= :data:`DENSE_MAX_PLAYERS`).
+
+        Args:
+            params: the kernel's params.
+            operator: the index operator ``B'`` (index, order, held-out empty coalition).
+            Z: ``bool[m, p]``.
+
+        Returns:
+            float64[d, m].
         """
         B, every = _dense(self, operator)
         return B @ self.matrix(params, every, np.asarray(Z, dtype=bool).reshape(-1, operator.n_players))
@@ -159,6 +285,13 @@ class KernelSpec(abc.ABC):
         """``B' K B'^T``: float64[d, d], the prior covariance of the index vector.
 
         Default: dense, over all 2^p coalitions (p <= :data:`DENSE_MAX_PLAYERS`).
+
+        Args:
+            params: the kernel's params.
+            operator: the index operator ``B'``.
+
+        Returns:
+            float64[d, d].
         """
         B, every = _dense(self, operator)
         M = B @ self.matrix(params, every, every) @ B.T
@@ -167,10 +300,24 @@ class KernelSpec(abc.ABC):
     # -- fitting -----------------------------------------------------------------------------
     @abc.abstractmethod
     def fit_terms(self, X: np.ndarray) -> FitTerms:
-        """This part's share of the MAP problem on archive ``X`` (bool[t, p])."""
+        """This part's share of the MAP problem on archive ``X`` (bool[t, p]).
+
+        Args:
+            X: ``bool[t, p]``, the archive.
+
+        Returns:
+            the part's :class:`FitTerms`.
+        """
 
     def n_params(self, X: np.ndarray) -> int:
-        """Fitted hyperparameters on archive ``X`` (the BIC's count, docs/math.md §13)."""
+        """Fitted hyperparameters on archive ``X`` (the BIC's count, docs/math.md §13).
+
+        Args:
+            X: ``bool[t, p]``, the archive.
+
+        Returns:
+            the count.
+        """
         return int(sum(part.fit_terms(X).n_params for part in self.parts))
 
 
@@ -200,6 +347,10 @@ class SumKernel(KernelSpec):
 
     A part whose params make it identically zero (:meth:`KernelSpec.is_zero`, e.g. a size kernel
     whose jumps were not fitted) is skipped in every product.
+
+    Attributes:
+        kernels: the parts, in order (sums flatten).
+        alias: the sum's name in results; None: the parts' names joined by "+".
     """
 
     kernels: tuple[KernelSpec, ...]
@@ -217,10 +368,12 @@ class SumKernel(KernelSpec):
 
     @property
     def name(self) -> str:
+        """The name: ``alias``, else the parts' names joined by "+"."""
         return self.alias or "+".join(k.name for k in self.kernels)
 
     @property
     def parts(self) -> tuple[KernelSpec, ...]:
+        """The additive parts."""
         return self.kernels
 
     def _pairs(self, params: tuple) -> list[tuple[KernelSpec, Any]]:
@@ -228,20 +381,24 @@ class SumKernel(KernelSpec):
         return [(k, prm) for k, prm in zip(self.kernels, params) if not k.is_zero(prm)]
 
     def check_params(self, params: Any) -> tuple:
+        """One params object per part, each checked by its part."""
         if not isinstance(params, (tuple, list)) or len(params) != len(self.kernels):
             raise ValueError(f"the params of {self.name!r} are a tuple of {len(self.kernels)} (one per part: "
                              f"{[k.name for k in self.kernels]}), got {params!r}")
         return tuple(k.check_params(prm) for k, prm in zip(self.kernels, params))
 
     def initial_params(self, n_players: int) -> tuple:
+        """Each part's initial params."""
         return tuple(k.initial_params(n_players) for k in self.kernels)
 
     def fallback_params(self, n_players: int) -> tuple:
+        """Each part's fallback params."""
         return tuple(k.fallback_params(n_players) for k in self.kernels)
 
     def warm_params(self, params: Any | None, n_players: int) -> tuple:
         # each part starts from the first part of the previous params of the same type (a plain
         # kernel's fit can start a sum's Hamming part), or from its initial values
+        """Each part's warm start (from the matching entry of ``params``, or its initial values)."""
         previous = list(params) if isinstance(params, tuple) else ([] if params is None else [params])
         out = []
         for k in self.kernels:
@@ -250,12 +407,15 @@ class SumKernel(KernelSpec):
         return tuple(out)
 
     def n_players(self, params: tuple) -> int | None:
+        """The players the parts' params agree on (None if none says)."""
         return next((n for k, prm in zip(self.kernels, params) if (n := k.n_players(prm)) is not None), None)
 
     def is_zero(self, params: tuple) -> bool:
+        """True when every part is zero."""
         return not self._pairs(params)
 
     def describe(self, params: tuple) -> dict[str, Any]:
+        """Each part's description, prefixed with its name."""
         out: dict[str, Any] = {}
         for k, prm in zip(self.kernels, params):
             out.update(k.describe(prm))
@@ -269,18 +429,22 @@ class SumKernel(KernelSpec):
         return total
 
     def matrix(self, params: tuple, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
+        """The sum of the non-zero parts' matrices."""
         K = self._total(params, lambda k, prm: k.matrix(prm, Z1, Z2))
         return K if K is not None else np.zeros((np.shape(Z1)[0], np.shape(Z2)[0]))
 
     def diagonal(self, params: tuple, Z: np.ndarray) -> np.ndarray:
+        """The sum of the parts' diagonals."""
         d = self._total(params, lambda k, prm: k.diagonal(prm, Z))
         return d if d is not None else np.zeros(np.shape(Z)[0])
 
     def index_columns(self, params: tuple, operator: IndexOperator, Z: np.ndarray) -> np.ndarray:
+        """The sum of the parts' index columns."""
         cols = self._total(params, lambda k, prm: k.index_columns(prm, operator, Z))
         return cols if cols is not None else np.zeros((operator.n_terms, np.shape(Z)[0]))
 
     def index_covariance(self, params: tuple, operator: IndexOperator) -> np.ndarray:
+        """The sum of the parts' index covariances."""
         pairs = self._pairs(params)
         M = self._total(params, lambda k, prm: k.index_covariance(prm, operator))
         if M is None:
@@ -288,7 +452,9 @@ class SumKernel(KernelSpec):
         return 0.5 * (M + M.T) if len(pairs) > 1 else M
 
     def fit_terms(self, X: np.ndarray) -> FitTerms:
+        """The parts' fit terms, concatenated (:class:`SumTerms`)."""
         raise TypeError("a kernel sum has no fit terms of its own: the MAP problem takes each part's (parts)")
 
     def n_params(self, X: np.ndarray) -> int:
+        """The parts' fitted hyperparameters, summed."""
         return int(sum(k.n_params(X) for k in self.kernels))

@@ -67,8 +67,15 @@ def _finite(name: str, value: Any) -> float:
 
 @dataclass(frozen=True, eq=False)
 class HammingParams:
-    """Values of a :class:`Hamming` kernel: ``lengthscales`` float64[p] (a read-only copy; a shared
-    lengthscale repeated p times) and the ``outputscale`` s. Equality is exact, by value."""
+    """Values of a :class:`Hamming` kernel.
+
+    ``lengthscales`` float64[p] (a read-only copy; a shared lengthscale repeated p times) and the
+    ``outputscale`` s. Equality is exact, by value.
+
+    Attributes:
+        lengthscales: float64[p] (a read-only copy; a shared lengthscale repeated p times).
+        outputscale: the outputscale s (positive).
+    """
 
     lengthscales: np.ndarray
     outputscale: float
@@ -88,6 +95,7 @@ class HammingParams:
 
     @property
     def n_players(self) -> int:
+        """The number of players p (the length of ``lengthscales``)."""
         return int(self.lengthscales.shape[0])
 
     def __eq__(self, other: object) -> bool:
@@ -111,6 +119,11 @@ class Hamming(KernelSpec):
 
     >>> Hamming(ard=True).name, Hamming(ard=False).name
     ('ard', 'shared')
+
+    Attributes:
+        ard: one lengthscale per player (True) or one shared (False).
+        spread: ARD only: the shrinkage of the log lengthscales toward their mean; None: independent.
+        alias: the kernel's name in results; None: ``"ard"`` or ``"shared"``.
     """
 
     ard: bool
@@ -124,17 +137,21 @@ class Hamming(KernelSpec):
 
     @property
     def name(self) -> str:
+        """``alias``, else ``"ard"`` or ``"shared"``."""
         return self.alias or ("ard" if self.ard else "shared")
 
     def check_params(self, params: Any) -> HammingParams:
+        """``params`` if it is a :class:`HammingParams`, else ``ValueError``."""
         if not isinstance(params, HammingParams):
             raise ValueError(f"the params of a Hamming kernel are HammingParams, got {type(params).__name__}")
         return params
 
     def initial_params(self, n_players: int) -> HammingParams:
+        """Lengthscales at their prior mode, outputscale ``softplus(0)``."""
         return HammingParams(np.full(int(n_players), initial_lengthscale(int(n_players))), math.log(2.0))
 
     def warm_params(self, params: Any | None, n_players: int) -> HammingParams:
+        """``params`` as a start: broadcast to p lengthscales (their geometric mean for the shared kernel)."""
         if params is None:
             return self.initial_params(n_players)
         ls = np.broadcast_to(np.asarray(params.lengthscales, dtype=np.float64), (n_players,))
@@ -143,38 +160,53 @@ class Hamming(KernelSpec):
         return HammingParams(np.broadcast_to(ls, (n_players,)), params.outputscale)
 
     def n_players(self, params: HammingParams) -> int:
+        """The number of players of ``params``."""
         return params.n_players
 
     def describe(self, params: HammingParams) -> dict[str, Any]:
+        """The lengthscales and the outputscale."""
         return {"lengthscales": params.lengthscales.tolist(), "outputscale": params.outputscale}
 
     def matrix(self, params: HammingParams, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
+        """``s exp(-(1/p) sum_j [z_j != z'_j] / l_j)``."""
         return hamming_kernel(Z1, Z2, params.lengthscales, params.outputscale)
 
     def diagonal(self, params: HammingParams, Z: np.ndarray) -> np.ndarray:
+        """The outputscale for every row (the kernel is stationary)."""
         return np.full(np.shape(Z)[0], params.outputscale)
 
     def index_columns(self, params: HammingParams, operator: IndexOperator, Z: np.ndarray) -> np.ndarray:
+        """Closed form through the elementary symmetric polynomials (:mod:`shapleig.gp.index_esp`)."""
         return operator.hamming_columns(Z, params.lengthscales, params.outputscale)
 
     def index_covariance(self, params: HammingParams, operator: IndexOperator) -> np.ndarray:
+        """Closed form through the elementary symmetric polynomials (:mod:`shapleig.gp.index_esp`)."""
         return operator.hamming_covariance(params.lengthscales, params.outputscale)
 
     def fit_terms(self, X: np.ndarray) -> "HammingFit":
+        """The Hamming share of the MAP problem (:class:`HammingFit`)."""
         return HammingFit(X, self.ard, self.spread)
 
     def n_params(self, X: np.ndarray) -> int:
+        """The count: p + 1 (ARD) or 2 (shared)."""
         return (np.shape(X)[1] if self.ard else 1) + 1
 
 
 class HammingFit(FitTerms):
-    """The Hamming kernel's share of the MAP problem: coordinates ``(raw_s, raw_l)`` with
-    ``s = softplus(raw_s)``, ``l = 1e-6 + softplus(raw_l)`` (p lengthscales, or 1 shared).
+    """The Hamming kernel's share of the MAP problem.
+
+    Coordinates ``(raw_s, raw_l)`` with ``s = softplus(raw_s)``, ``l = 1e-6 + softplus(raw_l)`` (p
+    lengthscales, or 1 shared).
 
     The gradient comes from one product: with ``G = W o K_s`` (K_s the kernel),
     ``dK_s/dl_j = K_s o [z_j != z'_j] / (p l_j^2)`` and
     ``sum_ab G_ab [x_aj != x_bj] = 2 x_j^T (G 1) - 2 (X^T G X)_jj``; the shared kernel reuses the
     integer mismatch counts, computed once.
+
+    Args:
+        X: ``bool[t, p]``, the archive.
+        ard: one lengthscale per player (True) or one shared (False).
+        spread: the ARD shrinkage of the prior (None: independent lengthscales).
     """
 
     def __init__(self, X: np.ndarray, ard: bool, spread: float | None) -> None:
@@ -192,6 +224,7 @@ class HammingFit(FitTerms):
         self.lengthscales = slice(1, self.n_params)
 
     def pack(self, params: HammingParams) -> np.ndarray:
+        """``(raw_s, raw_l)``: inverse softplus of the outputscale and of the lengthscales above their floor."""
         ls = np.asarray(params.lengthscales, dtype=np.float64)[: self.n_lengthscales]
         raw_l = inverse_softplus(np.maximum(ls - MIN_LENGTHSCALE, 1e-300))
         return np.concatenate([[float(inverse_softplus(params.outputscale))], raw_l])
@@ -200,11 +233,19 @@ class HammingFit(FitTerms):
         return float(softplus(raw[0])), MIN_LENGTHSCALE + softplus(raw[1:])
 
     def unpack(self, raw: np.ndarray) -> HammingParams:
+        """The params at ``raw`` (a shared lengthscale repeated p times)."""
         s, ls = self._values(raw)
         return HammingParams(np.broadcast_to(ls, (self.p,)).copy(), s)
 
     def distance(self, ls: np.ndarray) -> np.ndarray:
-        """``(1/p) sum_j [x_aj != x_bj] / l_j``, float64[t, t]."""
+        """``(1/p) sum_j [x_aj != x_bj] / l_j``, float64[t, t].
+
+        Args:
+            ls: float64[p] lengthscales (or [1], shared).
+
+        Returns:
+            float64[t, t] over the archive.
+        """
         if not self.ard:
             return self.hamming * (1.0 / (self.p * ls[0]))
         w = 1.0 / (self.p * ls)
@@ -218,6 +259,12 @@ class HammingFit(FitTerms):
         Independent LogNormal(loc, scale) per lengthscale; with a ``spread`` s the density over
         u = log l becomes Gaussian with precision ``I / scale^2 + (I - 11^T / p) / s^2``, whose
         normaliser exceeds the independent one by ``((p - 1) / 2) log(1 + scale^2 / s^2)``.
+
+        Args:
+            ls: float64[p] lengthscales (or [1], shared).
+
+        Returns:
+            ``(log density, d log density / d l)``.
         """
         u = np.log(ls)
         z = (u - self.prior_loc) / self.prior_scale
@@ -233,12 +280,14 @@ class HammingFit(FitTerms):
         return logp, dlogp
 
     def evaluate(self, raw: np.ndarray) -> tuple[np.ndarray, float, Any]:
+        """``(s E, log prior, state)`` with ``E = exp(-distance)``."""
         s, ls = self._values(raw)
         E = np.exp(-self.distance(ls))
         lp, dlp = self.log_prior(ls)
         return s * E, lp, (s, ls, E, dlp)
 
     def gradient(self, raw: np.ndarray, W: np.ndarray, state: Any) -> np.ndarray:
+        """The gradient through the one product ``X^T (W o K) X`` (see the class docstring)."""
         s, ls, E, dlp = state
         X = self.X
         # G = W o K_s: d(log N)/d(anything in K_s) = 0.5 sum G o dlog(K_s)
@@ -256,6 +305,7 @@ class HammingFit(FitTerms):
         return g
 
     def resample(self, raw: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The lengthscales redrawn from their prior; the outputscale kept."""
         ls = np.exp(self.prior_loc + self.prior_scale * rng.standard_normal(self.n_lengthscales))
         out = raw.copy()
         out[1:] = inverse_softplus(np.maximum(ls - MIN_LENGTHSCALE, 1e-300))
@@ -266,9 +316,18 @@ class HammingFit(FitTerms):
 
 @dataclass(frozen=True)
 class SizeParams:
-    """Values of a :class:`SizeKernel` (standardised units): ``empty_jump``, ``grand_jump`` (variances
-    of independent offsets at ∅ and N), the trend's ``variance`` and ``lengthscale`` (normalised
-    size units). All zero variances: the kernel is zero."""
+    """Values of a :class:`SizeKernel` (standardised units).
+
+    ``empty_jump``, ``grand_jump`` (variances of independent offsets at ∅ and N), the trend's
+    ``variance`` and ``lengthscale`` (normalised size units). All zero variances: the kernel is
+    zero.
+
+    Attributes:
+        empty_jump: variance of an independent offset at ∅.
+        grand_jump: variance of an independent offset at N.
+        variance: the trend's variance.
+        lengthscale: the trend's lengthscale (normalised size units).
+    """
 
     empty_jump: float = 0.0
     grand_jump: float = 0.0
@@ -286,10 +345,18 @@ class SizeParams:
 
     @property
     def is_zero(self) -> bool:
+        """Whether every variance is zero."""
         return not (self.empty_jump or self.grand_jump or self.variance)
 
     def matrix(self, n_players: int) -> np.ndarray:
-        """``k_size(a, b)`` over sizes a, b = 0..p: float64[p+1, p+1] (:func:`size_kernel_matrix`)."""
+        """``k_size(a, b)`` over sizes a, b = 0..p: float64[p+1, p+1] (:func:`size_kernel_matrix`).
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            float64[p+1, p+1].
+        """
         return size_kernel_matrix(n_players, self.empty_jump, self.grand_jump, self.variance, self.lengthscale)
 
 
@@ -299,6 +366,16 @@ def size_kernel_matrix(n_players: int, empty_jump: float, grand_jump: float, siz
 
     ``size_variance exp(-(a - b)^2 / (2 (size_lengthscale p)^2)) + empty_jump [a = b = 0]
     + grand_jump [a = b = p]``: a smooth trend in the size plus jumps at the two extremes.
+
+    Args:
+        n_players: the number of players p.
+        empty_jump: variance of the offset at size 0.
+        grand_jump: variance of the offset at size p.
+        size_variance: the trend's variance.
+        size_lengthscale: the trend's lengthscale (normalised size units).
+
+    Returns:
+        float64[p+1, p+1].
     """
     p = int(n_players)
     sizes = np.arange(p + 1, dtype=np.float64)
@@ -322,6 +399,13 @@ class SizeKernel(KernelSpec):
     ``trend``: fit a squared-exponential trend in the normalised size (flat prior on its variance,
     starting at 0.5; ``N(log 0.5, 1)`` on its log lengthscale, starting at 0.5). ``jumps``: fit the
     variances of independent offsets at the extremes in the archive (flat priors, starting at 1).
+
+    Attributes:
+        trend: fit a squared-exponential trend in the normalised size (flat prior on its variance, starting
+            at 0.5; ``N(log 0.5, 1)`` on its log lengthscale, starting at 0.5).
+        jumps: fit the variances of independent offsets at the extremes in the archive (flat priors,
+            starting at 1).
+        alias: the kernel's name in results; None: ``"size"``.
     """
 
     trend: bool = True
@@ -336,9 +420,11 @@ class SizeKernel(KernelSpec):
 
     @property
     def name(self) -> str:
+        """``alias``, else ``"size"``."""
         return self.alias or "size"
 
     def check_params(self, params: Any) -> SizeParams:
+        """``params`` if it is a :class:`SizeParams` this kernel can hold (no trend or jumps it lacks)."""
         if not isinstance(params, SizeParams):
             raise ValueError(f"the params of a size kernel are SizeParams, got {type(params).__name__}")
         if not self.trend and params.variance:
@@ -348,14 +434,17 @@ class SizeKernel(KernelSpec):
         return params
 
     def initial_params(self, n_players: int) -> SizeParams:
+        """The trend at its starting values (if fitted), jumps of 1 (if fitted)."""
         jump = INITIAL_JUMP if self.jumps else 0.0
         return SizeParams(jump, jump, INITIAL_SIZE_VARIANCE if self.trend else 0.0, INITIAL_SIZE_LENGTHSCALE)
 
     def fallback_params(self, n_players: int) -> SizeParams:
+        """All zero: no size kernel."""
         return SizeParams()  # a failed first fit keeps the plain kernel (no size part)
 
     def warm_params(self, params: Any | None, n_players: int) -> SizeParams:
         # a zero size kernel (or none) starts from the initial values: a fit that never had one
+        """``params`` as a start, or the initial values."""
         if params is None or params.is_zero:
             return self.initial_params(n_players)
         keep = self.jumps
@@ -363,49 +452,78 @@ class SizeKernel(KernelSpec):
                           params.variance if self.trend else 0.0, params.lengthscale)
 
     def is_zero(self, params: SizeParams) -> bool:
+        """Whether ``params`` make the kernel zero."""
         return params.is_zero
 
     def describe(self, params: SizeParams) -> dict[str, Any]:
+        """:func:`size_kernel_info` of ``params``."""
         return {"size_kernel": size_kernel_info(params)}
 
     def matrix(self, params: SizeParams, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
+        """``k_size(|z1|, |z2|)`` from the (p+1) x (p+1) size matrix."""
         return params.matrix(np.shape(Z1)[1])[np.ix_(_sizes(Z1), _sizes(Z2))]
 
     def diagonal(self, params: SizeParams, Z: np.ndarray) -> np.ndarray:
+        """``k_size(|z|, |z|)`` for every row."""
         return np.diag(params.matrix(np.shape(Z)[1]))[_sizes(Z)]
 
     def index_columns(self, params: SizeParams, operator: IndexOperator, Z: np.ndarray) -> np.ndarray:
+        """Closed form through the operator's sums over coalition sizes."""
         return operator.size_columns(Z, params.matrix(operator.n_players))
 
     def index_covariance(self, params: SizeParams, operator: IndexOperator) -> np.ndarray:
+        """Closed form over the p + 1 sizes."""
         return operator.size_covariance(params.matrix(operator.n_players))
 
     def fit_terms(self, X: np.ndarray) -> "SizeFit":
+        """The size kernel's share of the MAP problem (:class:`SizeFit`)."""
         return SizeFit(X, self.trend, self.jumps)
 
     def n_params(self, X: np.ndarray) -> int:
+        """2 for the trend plus one per extreme present in ``X`` (with jumps)."""
         return 2 * self.trend + (n_extremes(X) if self.jumps else 0)
 
 
 def size_kernel_info(params: SizeParams | None) -> dict[str, float]:
-    """The size kernel's parameters by name (for ``info``; None: all zero, no size kernel)."""
+    """The size kernel's parameters by name (for ``info``; None: all zero, no size kernel).
+
+    Args:
+        params: the size kernel's params, or None.
+
+    Returns:
+        ``{"empty_jump", "grand_jump", "size_variance", "size_lengthscale"}``.
+    """
     params = SizeParams() if params is None else params
     return {"empty_jump": params.empty_jump, "grand_jump": params.grand_jump,
             "size_variance": params.variance, "size_lengthscale": params.lengthscale}
 
 
 def n_extremes(X: np.ndarray) -> int:
-    """How many of the two extreme coalitions (∅, N) the archive ``X`` (bool[t, p]) holds."""
+    """How many of the two extreme coalitions (∅, N) the archive ``X`` (bool[t, p]) holds.
+
+    Args:
+        X: ``bool[t, p]``, the archive.
+
+    Returns:
+        0, 1 or 2.
+    """
     X = np.asarray(X, dtype=bool)
     return int((~X.any(axis=1)).any()) + int(X.all(axis=1).any())
 
 
 class SizeFit(FitTerms):
-    """The size kernel's share of the MAP problem: coordinates ``(raw variance, log lengthscale)``
-    of the trend, then the raw (softplus) jumps of the extremes present in the archive.
+    """The size kernel's share of the MAP problem.
+
+    Coordinates ``(raw variance, log lengthscale)`` of the trend, then the raw (softplus) jumps of
+    the extremes present in the archive.
 
     With S the t x (p+1) one-hot matrix of the archive's sizes, the gradient wrt an entry of
     ``K_size`` is ``-[S^T W S]_ab / 2``: one (p+1) x (p+1) aggregate of W per evaluation.
+
+    Args:
+        X: ``bool[t, p]``, the archive.
+        trend: fit the trend.
+        jumps: fit the jumps of the extremes present in ``X``.
     """
 
     def __init__(self, X: np.ndarray, trend: bool, jumps: bool) -> None:
@@ -420,8 +538,10 @@ class SizeFit(FitTerms):
         self.t = size.shape[0]
 
     def _values(self, raw: np.ndarray) -> tuple[float, float, float, float]:
-        """``(empty_jump, grand_jump, variance, lengthscale)`` at ``raw`` (zeros, and the initial
-        lengthscale, for what is not fitted)."""
+        """``(empty_jump, grand_jump, variance, lengthscale)`` at ``raw``.
+
+        Zeros, and the initial lengthscale, for what is not fitted.
+        """
         variance, length = 0.0, INITIAL_SIZE_LENGTHSCALE
         rest = raw
         if self.trend:
@@ -434,6 +554,7 @@ class SizeFit(FitTerms):
         return jumps[0], jumps[1], variance, length
 
     def unpack(self, raw: np.ndarray) -> SizeParams:
+        """The params at ``raw`` (jumps of extremes absent from the archive are zero)."""
         return SizeParams(*self._values(raw))
 
     def pack(self, params: SizeParams) -> np.ndarray:
@@ -446,6 +567,7 @@ class SizeFit(FitTerms):
         return np.asarray(raw, dtype=np.float64)
 
     def evaluate(self, raw: np.ndarray) -> tuple[np.ndarray | None, float, Any]:
+        """``(K_size over the archive, log prior, state)``; None for the matrix when the kernel is zero."""
         if not self.n_params:
             return None, 0.0, None
         empty_jump, grand_jump, variance, length = self._values(raw)
@@ -463,6 +585,7 @@ class SizeFit(FitTerms):
         return KS.ravel()[self.pairs].reshape(self.t, self.t), lp, (length, R, D2)
 
     def gradient(self, raw: np.ndarray, W: np.ndarray, state: Any) -> np.ndarray:
+        """The gradient through ``S^T W S`` (see the class docstring)."""
         g = np.empty(self.n_params)
         if not self.n_params:
             return g
@@ -499,9 +622,16 @@ EVIDENCE: dict[str, str] = {"laplace": "laplace"}
 
 
 def register_kernel(name: str, spec: KernelSpec, *, modes: Sequence[str] = ()) -> None:
-    """Add ``spec`` as the base kernel ``name`` and as a surrogate mode of that name fitting it
-    alone; ``modes``: existing modes that should also fit it. The size kernel is added to it by
-    the ``size_trend`` / ``jumps`` options as to the built-in ones."""
+    """Add ``spec`` as the base kernel ``name`` and as a surrogate mode of that name fitting it alone; ``modes``.
+
+    Existing modes that should also fit it. The size kernel is added to it by the ``size_trend`` /
+    ``jumps`` options as to the built-in ones.
+
+    Args:
+        name: the kernel's name (and the surrogate mode's).
+        spec: the kernel spec.
+        modes: existing modes that should also fit it.
+    """
     if not isinstance(spec, KernelSpec):
         raise TypeError(f"register_kernel takes a KernelSpec, got {type(spec).__name__}")
     BASE_KERNELS[name] = spec.renamed(name) if spec.name != name else spec
@@ -513,8 +643,17 @@ def register_kernel(name: str, spec: KernelSpec, *, modes: Sequence[str] = ()) -
 
 
 def check_surrogate(surrogate: Any) -> Any:
-    """A surrogate: a mode name (:data:`SURROGATES`), a :class:`KernelSpec`, or a non-empty
-    sequence of specs with distinct names; else ``ValueError``."""
+    """A surrogate.
+
+    A mode name (:data:`SURROGATES`), a :class:`KernelSpec`, or a non-empty sequence of specs with
+    distinct names; else ``ValueError``.
+
+    Args:
+        surrogate: a mode name, a :class:`KernelSpec`, or a sequence of specs.
+
+    Returns:
+        the surrogate (a sequence as a tuple).
+    """
     if isinstance(surrogate, KernelSpec):
         return surrogate
     if isinstance(surrogate, (list, tuple)):
@@ -531,8 +670,17 @@ def check_surrogate(surrogate: Any) -> Any:
 
 
 def check_size_trend(size_trend: bool | str) -> bool | str:
-    """``size_trend``: False (no trend), True (every kernel with the trend) or ``"both"`` (each kernel
-    with and without it, weighed by evidence: the trend is a nested alternative, docs/math.md §15)."""
+    """``size_trend``.
+
+    False (no trend), True (every kernel with the trend) or ``"both"`` (each kernel with and without
+    it, weighed by evidence: the trend is a nested alternative, docs/math.md §15).
+
+    Args:
+        size_trend: False, True or ``"both"``.
+
+    Returns:
+        ``size_trend`` (a numpy bool as a bool).
+    """
     if isinstance(size_trend, (bool, np.bool_)):
         return bool(size_trend)
     if size_trend != "both":
@@ -548,6 +696,14 @@ def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool) -> li
     named as the plain one (the trend is then simply part of the kernel); ``jumps`` adds the jumps
     of the size kernel to every one of them. A :class:`KernelSpec` (or a sequence of them) is
     fitted as given: ``size_trend`` and ``jumps`` shape the named modes only.
+
+    Args:
+        surrogate: a mode name, a :class:`KernelSpec`, or a sequence of specs.
+        size_trend: False, True or ``"both"``.
+        jumps: add the size kernel's jumps.
+
+    Returns:
+        the kernel specs.
     """
     surrogate = check_surrogate(surrogate)
     if isinstance(surrogate, KernelSpec):
@@ -568,10 +724,24 @@ def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool) -> li
 
 
 def surrogate_evidence(surrogate: Any) -> str:
-    """How a surrogate weighs its kernels: ``"bic"`` or ``"laplace"`` (docs/math.md §13)."""
+    """How a surrogate weighs its kernels: ``"bic"`` or ``"laplace"`` (docs/math.md §13).
+
+    Args:
+        surrogate: a mode name, or specs.
+
+    Returns:
+        ``"bic"`` or ``"laplace"``.
+    """
     return EVIDENCE.get(surrogate, "bic") if isinstance(surrogate, str) else "bic"
 
 
 def plain_hamming(spec: KernelSpec) -> bool:
-    """Whether ``spec`` is a Hamming kernel alone (the one kernel the gpytorch engine fits)."""
+    """Whether ``spec`` is a Hamming kernel alone (the one kernel the gpytorch engine fits).
+
+    Args:
+        spec: a kernel spec.
+
+    Returns:
+        whether it is a :class:`Hamming` without ``spread``.
+    """
     return isinstance(spec, Hamming) and spec.spread is None
