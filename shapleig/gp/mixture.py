@@ -62,9 +62,17 @@ CALIBRATIONS = {True: (False, "none", True), "influence": (False, "none", True),
 
 
 def check_calibrate(calibrate: bool | str) -> tuple[bool, str, bool]:
-    """``(scale by LOO, floor, influence scaling)`` of a ``calibrate`` option: True /
-    ``"influence"`` (the default read-out), ``"jackknife"`` (the previous default: wide),
-    ``"gated"`` or False (the raw MAP posterior); else a ``ValueError``."""
+    """``(scale by LOO, floor, influence scaling)`` of a ``calibrate`` option; else a ``ValueError``.
+
+    True / ``"influence"`` (the default read-out), ``"jackknife"`` (the previous default: wide),
+    ``"gated"`` or False (the raw MAP posterior).
+
+    Args:
+        calibrate: True, ``"influence"``, ``"jackknife"``, ``"gated"`` or False.
+
+    Returns:
+        ``(scale by LOO, floor, influence scaling)``.
+    """
     key = bool(calibrate) if isinstance(calibrate, (bool, np.bool_)) else calibrate
     if not isinstance(key, (bool, str)) or key not in CALIBRATIONS:
         raise ValueError(f"calibrate must be True, False, 'influence', 'jackknife' or 'gated', got {calibrate!r}")
@@ -75,8 +83,13 @@ def check_calibrate(calibrate: bool | str) -> tuple[bool, str, bool]:
 class MixtureComponent:
     """One kernel's posterior in the mixture: ``weight`` w_m, calibration ``tau`` and the posterior.
 
-    ``scale``: per-term std factors float64[d] applied to the kernel's covariance
-    (``D Sigma D``, the influence read-out); None for none.
+    Attributes:
+        name: the kernel's name in results.
+        weight: the mixture weight w_m.
+        tau: the calibration factor of the kernel's covariance (1: none).
+        posterior: the kernel's Shapley posterior.
+        scale: per-term std factors float64[d] applied to the kernel's covariance (``D Sigma D``, the
+            influence read-out); None for none.
     """
 
     name: str
@@ -86,6 +99,14 @@ class MixtureComponent:
     scale: np.ndarray | None = None
 
     def reweighted(self, weight: float) -> "MixtureComponent":
+        """The same component with another weight.
+
+        Args:
+            weight: the new weight.
+
+        Returns:
+            a new :class:`MixtureComponent`.
+        """
         return MixtureComponent(self.name, weight, self.tau, self.posterior, self.scale)
 
 
@@ -96,6 +117,12 @@ class MixturePosterior:
     dropped from mean and covariance (the ``"gated"`` floor still reads their means, so they are
     kept and extended as ``all_components``). Every component must share the archive.
     ``jackknife=False`` means no floor whatever ``floor`` says.
+
+    Args:
+        components: the weighted components (weights need not be normalised).
+        jackknife: whether the read-out has a variance floor (False: none, whatever ``floor`` says).
+        inflation: per-player std factors >= 1 kept from before (None: computed when needed).
+        floor: the floor: ``"gated"``, ``"jackknife"`` or ``"none"`` (see ``FLOORS``).
     """
 
     def __init__(self, components: list[MixtureComponent], jackknife: bool = True,
@@ -124,6 +151,7 @@ class MixturePosterior:
 
     @property
     def n_players(self) -> int:
+        """The number of players."""
         return self.components[0].posterior.n_players
 
     @property
@@ -133,6 +161,7 @@ class MixturePosterior:
 
     @property
     def weights(self) -> dict[str, float]:
+        """``{kernel name: normalised weight}`` of the kept components."""
         return {c.name: c.weight for c in self.components}
 
     @property
@@ -148,13 +177,17 @@ class MixturePosterior:
         return float(self.components[0].posterior.y_scale)
 
     def _standardized(self, posterior: ShapleyPosterior) -> float:
-        """Factor turning ``posterior``'s standardised variances into this mixture's (1 when the
-        components share the archive, as they must)."""
+        """Factor turning ``posterior``'s standardised variances into this mixture's.
+
+        1 when the components share the archive, as they must.
+        """
         return (float(posterior.y_scale) / self.unit) ** 2
 
     def _gp_covariance(self) -> np.ndarray:
-        """Law of total covariance over the kernels, each scaled by its calibration factor, in
-        standardised units (divided by ``unit**2``)."""
+        """Law of total covariance over the kernels, each scaled by its calibration factor.
+
+        In standardised units (divided by ``unit**2``).
+        """
         mu = self.mean / self.unit
         cov = np.zeros((mu.shape[0], mu.shape[0]))  # d x d: the index's terms
         for c in self.components:
@@ -176,15 +209,23 @@ class MixturePosterior:
 
     @property
     def covariance(self) -> np.ndarray:
-        """Mixture covariance of phi, float64[p, p], raw units: calibrated within-kernel plus
-        between-kernel, with each player's variance raised to the floor where smaller (see the
-        module docstring); ``inf`` where beyond float64 (values near 1e155 and above)."""
+        """Mixture covariance of phi, float64[p, p], raw units.
+
+        Calibrated within-kernel plus between-kernel, with each player's variance raised to the
+        floor where smaller (see the module docstring); ``inf`` where beyond float64 (values near
+        1e155 and above).
+        """
         with np.errstate(over="ignore"):
             return self.unit * (self.unit * self._covariance_standardized())
 
     def variance_floor(self) -> np.ndarray:
-        """Per-player variance floor of the read-out, float64[p], standardised units (divided by
-        ``unit**2``; zeros without one)."""
+        """Per-player variance floor of the read-out, float64[p], standardised units.
+
+        Divided by ``unit**2``; zeros without a floor.
+
+        Returns:
+            float64[p], standardised units.
+        """
         p = self.n_players
         if self.floor == "none":
             return np.zeros(p)
@@ -198,8 +239,14 @@ class MixturePosterior:
         return np.maximum(jk, spread)
 
     def inflation(self, cov: np.ndarray | None = None) -> np.ndarray:
-        """Per-player factor ``max(1, sd_floor / sd_gp)`` applied to the std, float64[p] (``cov``:
-        the GP covariance in standardised units, as :meth:`_gp_covariance` returns it)."""
+        """Per-player factor ``max(1, sd_floor / sd_gp)`` applied to the std, float64[p].
+
+        Args:
+            cov: the GP covariance in standardised units, as :meth:`_gp_covariance` returns it (None: computed).
+
+        Returns:
+            float64[p], each >= 1.
+        """
         if self._inflation is None:
             gp_cov = self._gp_covariance() if cov is None else cov
             jk = self.variance_floor()
@@ -211,13 +258,25 @@ class MixturePosterior:
 
     @property
     def std(self) -> np.ndarray:
-        """Marginal standard deviations of phi, float64[p], raw units (rounding negatives clip to 0);
-        the unit times the standardised std, so finite at any scale of the values."""
+        """Marginal standard deviations of phi, float64[p], raw units (rounding negatives clip to 0).
+
+        The unit times the standardised std, so finite at any scale of the values.
+        """
         return self.unit * np.sqrt(np.clip(np.diag(self._covariance_standardized()), 0.0, None))
 
     def extend(self, X_new: np.ndarray, y_new: np.ndarray) -> "MixturePosterior":
-        """Every component conditioned on the new evaluations (weights and calibration frozen;
-        influence scales recomputed up to ``JACKKNIFE_EVERY_STEP`` observations, kept beyond)."""
+        """Every component conditioned on the new evaluations.
+
+        Weights and calibration stay frozen; influence scales are recomputed up to
+        ``JACKKNIFE_EVERY_STEP`` observations, kept beyond.
+
+        Args:
+            X_new: ``bool[k, p]`` new coalitions.
+            y_new: ``float64[k]`` their raw values.
+
+        Returns:
+            a new :class:`MixturePosterior`.
+        """
         comps = []
         for c in self.all_components:
             post = c.posterior.extend(X_new, y_new)
@@ -236,6 +295,12 @@ def loo_calibration(posterior: ShapleyPosterior) -> float:
     ``z_i`` are the posterior's standardised LOO residuals (closed form, from its own Cholesky
     factor). MAP hyperparameters with a fixed 1e-6 noise make the GP overconfident on games it
     describes imperfectly; the residuals show by how much (Bachoc 2013).
+
+    Args:
+        posterior: a kernel's Shapley posterior.
+
+    Returns:
+        the factor ``tau``, clipped to ``TAU_RANGE``.
     """
     z = posterior.loo_residuals()
     if z.size == 0 or not np.all(np.isfinite(z)):
@@ -244,10 +309,19 @@ def loo_calibration(posterior: ShapleyPosterior) -> float:
 
 
 def influence_scale(posterior: ShapleyPosterior) -> np.ndarray:
-    """Per-term std factors ``sqrt(max(1, tau_j))`` of the influence read-out, float64[d]:
+    """Per-term std factors ``sqrt(max(1, tau_j))`` of the influence read-out, float64[d].
+
     ``tau_j`` the influence-weighted LOO calibration
-    (:meth:`~shapleig.gp.posterior.ShapleyPosterior.influence_calibration`), clipped to ``TAU_RANGE``.
-    Only inflates: a term whose observations are predicted better than claimed keeps the GP's std."""
+    (:meth:`~shapleig.gp.posterior.ShapleyPosterior.influence_calibration`), clipped to
+    ``TAU_RANGE``. Only inflates: a term whose observations are predicted better than claimed keeps
+    the GP's std.
+
+    Args:
+        posterior: a kernel's Shapley posterior.
+
+    Returns:
+        float64[d], each >= 1.
+    """
     tau = np.clip(posterior.influence_calibration(), 1.0, TAU_RANGE[1])
     return np.sqrt(tau)
 
@@ -263,6 +337,17 @@ def build_mixture(kernels: list[tuple[str, float, Hyperparameters]], X: np.ndarr
     and floors variances at every kernel's jackknife variance; ``"gated"`` floors them at the gated
     floor; False is the raw MAP posterior of the published setting. ``operator``: the index the
     posterior is about (None: the Shapley value; docs/math.md §14.4).
+
+    Args:
+        kernels: ``(name, weight, hyperparameters)`` per kernel.
+        X: ``bool[t, p]``, the archive.
+        y: ``float64[t]`` raw values.
+        calibrate: the read-out (see above).
+        taus: ``{kernel name: tau}`` to reuse instead of :func:`loo_calibration` (``"jackknife"`` only).
+        operator: the index the posterior is about; None: the Shapley value.
+
+    Returns:
+        the :class:`MixturePosterior`.
     """
     scale, floor, influence = check_calibrate(calibrate)
     total = float(sum(w for _, w, _ in kernels))

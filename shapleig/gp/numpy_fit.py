@@ -79,9 +79,17 @@ class MapProblem:
 
     ``theta = (c, part 0's coordinates, part 1's, ...)``: the constant mean first, then each part of
     ``kernel`` (:attr:`~shapleig.gp.kernel_spec.KernelSpec.parts`) owns the slice ``blocks[i]``
-    (:class:`~shapleig.gp.kernel_spec.FitTerms`). ``noise``: the fixed sigma^2 (standardised).
+    (:class:`~shapleig.gp.kernel_spec.FitTerms`).
     The kernel matrix is the first part's, plus the noise on the diagonal, plus the other parts'
     (this order of additions is kept from the first implementation, so fits stay bit-identical).
+
+    Attributes:
+        kernel: the kernel spec.
+        X: ``float64[t, p]`` of 0/1, the archive.
+        y: ``float64[t]`` standardised values.
+        noise: the fixed noise variance sigma^2 (standardised).
+        terms: each part's :class:`~shapleig.gp.kernel_spec.FitTerms`.
+        blocks: each part's slice of ``theta``.
     """
 
     kernel: KernelSpec
@@ -93,6 +101,17 @@ class MapProblem:
 
     @classmethod
     def build(cls, kernel: KernelSpec, X: np.ndarray, y_std: np.ndarray, noise: float) -> "MapProblem":
+        """The problem of ``kernel`` on archive ``X`` and standardised values ``y_std``.
+
+        Args:
+            kernel: the kernel spec.
+            X: ``bool[t, p]``, the archive.
+            y_std: ``float64[t]`` standardised values.
+            noise: the fixed noise variance (standardised).
+
+        Returns:
+            the :class:`MapProblem`.
+        """
         Xf = np.ascontiguousarray(X, dtype=np.float64)
         terms = tuple(part.fit_terms(X) for part in kernel.parts)
         blocks, start = [], 1
@@ -107,36 +126,80 @@ class MapProblem:
         return 1 + sum(term.n_params for term in self.terms)
 
     def lengthscale_block(self) -> slice:
-        """The slice of theta holding the first part's lengthscale coordinates that carry a LogNormal
-        prior (:attr:`FitTerms.lengthscales`; the Laplace evidence integrates them, :mod:`shapleig.gp.evidence`)."""
+        """The slice of theta holding the first part's lengthscale coordinates that carry a LogNormal prior.
+
+        :attr:`FitTerms.lengthscales`; the Laplace evidence integrates them (:mod:`shapleig.gp.evidence`).
+
+        Returns:
+            the slice.
+        """
         for term, block in zip(self.terms, self.blocks):
             if term.lengthscales is not None:
                 return slice(block.start + term.lengthscales.start, block.start + term.lengthscales.stop)
         raise ValueError(f"kernel {self.kernel.name!r} has no part with lengthscales")
 
     def pack(self, mean: float, params: Any) -> np.ndarray:
-        """``theta`` from the mean constant and the kernel's params (structured as the spec says)."""
+        """``theta`` from the mean constant and the kernel's params (structured as the spec says).
+
+        Args:
+            mean: the mean constant c.
+            params: the kernel's params (a tuple for a sum).
+
+        Returns:
+            ``theta``, float64.
+        """
         parts = params if len(self.terms) > 1 else (params,)
         return np.concatenate([[float(mean)], *(term.pack(prm) for term, prm in zip(self.terms, parts))])
 
     def unpack(self, theta: np.ndarray) -> tuple[float, Any]:
-        """``(c, params)`` from ``theta``."""
+        """``(c, params)`` from ``theta``.
+
+        Args:
+            theta: the optimiser's vector.
+
+        Returns:
+            ``(c, params)``.
+        """
         parts = tuple(term.unpack(theta[block]) for term, block in zip(self.terms, self.blocks))
         return float(theta[0]), parts if len(parts) > 1 else parts[0]
 
     def hyperparameters(self, theta: np.ndarray) -> Hyperparameters:
+        """The :class:`Hyperparameters` at ``theta`` (with the problem's noise).
+
+        Args:
+            theta: the optimiser's vector.
+
+        Returns:
+            the hyperparameters.
+        """
         mean, params = self.unpack(theta)
         return Hyperparameters(self.kernel, params, self.noise, mean)
 
     def resample(self, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``theta`` with each part's prior-carrying coordinates redrawn from their prior (a retry)."""
+        """``theta`` with each part's prior-carrying coordinates redrawn from their prior (a retry).
+
+        Args:
+            theta: the optimiser's vector.
+            rng: the random generator.
+
+        Returns:
+            the new ``theta``.
+        """
         out = theta.copy()
         for term, block in zip(self.terms, self.blocks):
             out[block] = term.resample(theta[block], rng)
         return out
 
     def objective(self, theta: np.ndarray, grad: bool = True) -> tuple[float, np.ndarray | None]:
-        """``(-log marginal likelihood - log prior) / t`` and its gradient wrt ``theta``."""
+        """``(-log marginal likelihood - log prior) / t`` and its gradient wrt ``theta``.
+
+        Args:
+            theta: the optimiser's vector.
+            grad: also compute the gradient.
+
+        Returns:
+            ``(value, gradient or None)``.
+        """
         y = self.y
         t = y.shape[0]
         c = float(theta[0])
@@ -181,7 +244,16 @@ class MapProblem:
 
 @dataclass(frozen=True)
 class MapFit:
-    """Result of :func:`map_fit`: ``theta`` (c, then each part's coordinates), objective value, runs made, success."""
+    """Result of :func:`map_fit`: ``theta`` (c, then each part's coordinates), objective value, runs made, success.
+
+    Attributes:
+        theta: the optimum (c, then each part's coordinates).
+        value: the objective there (nan on failure).
+        attempts: L-BFGS-B runs made.
+        success: whether a run succeeded.
+        message: the optimiser's last message.
+        n_evaluations: objective evaluations over all runs.
+    """
 
     theta: np.ndarray
     value: float
@@ -207,9 +279,21 @@ def map_fit(
     max_attempts: int = MAX_FIT_ATTEMPTS,
     options: dict | None = None,
 ) -> MapFit:
-    """L-BFGS-B from ``theta0``; on a failure status or an indefinite matrix retry from ``theta0``
-    with the prior-carrying coordinates (the lengthscales) resampled from their prior (``rng``),
-    at most ``max_attempts`` runs."""
+    """L-BFGS-B from ``theta0``, retried on a failure status or an indefinite matrix.
+
+    A retry starts from ``theta0`` with the prior-carrying coordinates (the lengthscales) resampled
+    from their prior (``rng``), at most ``max_attempts`` runs.
+
+    Args:
+        problem: the MAP problem.
+        theta0: the starting vector.
+        rng: the random generator of the retries.
+        max_attempts: the most L-BFGS-B runs.
+        options: L-BFGS-B options (None: scipy's defaults).
+
+    Returns:
+        the :class:`MapFit`.
+    """
     theta = np.asarray(theta0, dtype=np.float64).copy()
     last_msg, n_eval = "", 0
     for attempt in range(1, int(max_attempts) + 1):
@@ -242,9 +326,20 @@ def fit_map_numpy(
 
     Starts from the spec's initial values (docs/math.md §3, §15), or from ``init`` (a warm start:
     :meth:`~shapleig.gp.kernel_spec.KernelSpec.warm_params`, e.g. a shared kernel starts from the
-    geometric mean of ``init``'s lengthscales). ``noise``: the fixed sigma^2 (standardised);
-    ``options``: L-BFGS-B options (None: scipy's defaults, as botorch's fit). Returns
-    ``(hyper or None on failure, MapFit)``; shared lengthscales are returned repeated p times.
+    geometric mean of ``init``'s lengthscales).
+
+    Args:
+        kernel: the kernel spec.
+        X: ``bool[t, p]``, the archive.
+        y_std: ``float64[t]`` standardised values.
+        noise: the fixed noise variance sigma^2 (standardised).
+        seed: the seed of the retries' resampling.
+        init: a warm start (None: the spec's initial values).
+        max_attempts: the most L-BFGS-B runs.
+        options: L-BFGS-B options (None: scipy's defaults, as botorch's fit).
+
+    Returns:
+        ``(hyper or None on failure, MapFit)``; shared lengthscales are returned repeated p times.
     """
     p = X.shape[1]
     problem = MapProblem.build(kernel, X, y_std, noise)

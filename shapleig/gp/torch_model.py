@@ -59,6 +59,18 @@ class HammingKernel(CategoricalKernel):
     """
 
     def forward(self, x1, x2, diag: bool = False, last_dim_is_batch: bool = False, **params):
+        """The kernel between ``x1`` and ``x2`` (by the matmul form for 0/1 inputs, else the parent's).
+
+        Args:
+            x1: ``(..., n1, p)`` inputs.
+            x2: ``(..., n2, p)`` inputs.
+            diag: only the diagonal ``k(x1_i, x2_i)``.
+            last_dim_is_batch: gpytorch's batch mode (falls back to the parent's forward).
+            **params: gpytorch's further keywords (unused).
+
+        Returns:
+            the kernel matrix (or its diagonal), a torch tensor.
+        """
         binary = bool(((x1 == 0) | (x1 == 1)).all() and ((x2 == 0) | (x2 == 1)).all())
         if last_dim_is_batch or not binary:
             return super().forward(x1, x2, diag=diag, last_dim_is_batch=last_dim_is_batch)
@@ -87,6 +99,16 @@ def build_model(
     ``Hamming(ard=False)`` gives every player one shared lengthscale (same prior, same initial
     value): one kernel parameter instead of p, which fits far better from the few points of a small
     budget. Other kernel specs have no gpytorch model here (``ValueError``).
+
+    Args:
+        X: ``bool[t, p]``, the archive.
+        y: ``float64[t]`` raw values.
+        kernel: a plain :class:`~shapleig.gp.kernels.Hamming` (no ``spread``).
+        noise_std: the fixed noise variance in standardised units.
+        init: hyperparameters to start from (warm start); None: the initial values.
+
+    Returns:
+        the ``SingleTaskGP``, not yet fitted.
     """
     if not isinstance(kernel, Hamming) or kernel.spread is not None:
         raise ValueError(f"the gpytorch model is the plain Hamming kernel only, not {kernel!r}")
@@ -151,6 +173,12 @@ def model_hyperparameters(model) -> Hyperparameters:
 
     A shared lengthscale (``ard=False``) is returned repeated p times, so the Shapley algebra never
     needs to know which kernel variant was fitted.
+
+    Args:
+        model: a model from :func:`build_model`.
+
+    Returns:
+        the model's :class:`Hyperparameters`.
     """
     covar = model.covar_module
     p = model.train_inputs[0].shape[-1]
@@ -171,6 +199,23 @@ def fit_gpytorch(X, y, kernel, y_mean, y_scale, noise_std, noise_convention, see
 
     botorch's ``fit_gpytorch_mll`` (scipy L-BFGS-B) on gpytorch's exact marginal likelihood plus
     the lengthscale log-prior; same :class:`FitResult` contract as the numpy engine.
+
+    Args:
+        X: ``bool[t, p]``, the archive.
+        y: ``float64[t]`` standardised values.
+        kernel: a plain :class:`~shapleig.gp.kernels.Hamming`.
+        y_mean: the archive's mean (raw units), recorded in the result.
+        y_scale: the archive's scale (raw units), recorded in the result.
+        noise_std: the fixed noise variance in standardised units.
+        noise_convention: how the noise was derived, recorded in the result.
+        seed: the seed of torch and of the retries.
+        init: a warm start, or None.
+        fallback: the hyperparameters kept if every attempt fails, or None.
+        max_attempts: the most attempts.
+        start: ``time.perf_counter()`` at the start of the fit (its timing).
+
+    Returns:
+        the :class:`FitResult`.
     """
     from botorch.exceptions.errors import ModelFittingError
     from botorch.fit import fit_gpytorch_mll

@@ -37,10 +37,7 @@ PENDING: frozenset[str] = frozenset({
     "shapleig.games.indices",
     "shapleig.gp.esp",
     "shapleig.gp.index_esp",
-    "shapleig.gp.mixture",
-    "shapleig.gp.numpy_fit",
     "shapleig.gp.posterior",
-    "shapleig.gp.torch_model",
     "shapleig.gp.walsh",
     "shapleig.interop.shapiq_bridge",
 })
