@@ -39,9 +39,18 @@ _RENORM_EVERY = 16
 class KernelFactors:
     """Per-player factors of the Hamming kernel (docs/math.md §3). Arrays are float64[p].
 
-    ``alpha = s^(1/p)``; ``b = exp(-1/(p l))``; ``beta = alpha b``; ``one_minus_b = 1 - b`` and
-    ``rho = (1-b)/(1+b) = tanh(1/(2 p l))`` are computed directly to avoid cancellation.
-    ``log_half_one_plus_b = log((1+b)/2)``.
+    ``one_minus_b`` and ``rho`` are computed directly to avoid cancellation.
+
+    Attributes:
+        n_players: the number of players p.
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+        alpha: ``s^(1/p)``.
+        b: ``exp(-1/(p l))``, float64[p].
+        beta: ``alpha b``, float64[p].
+        one_minus_b: ``1 - b``, float64[p], computed directly.
+        rho: ``(1-b)/(1+b) = tanh(1/(2 p l))``, float64[p].
+        log_half_one_plus_b: ``log((1+b)/2)``, float64[p].
     """
 
     n_players: int
@@ -68,7 +77,15 @@ def _check_hyper(lengthscales: np.ndarray, outputscale: float) -> tuple[np.ndarr
 
 
 def kernel_factors(lengthscales: np.ndarray, outputscale: float) -> KernelFactors:
-    """Factorised Hamming kernel for ARD ``lengthscales`` (float64[p]) and ``outputscale`` s."""
+    """Factorised Hamming kernel for ARD ``lengthscales`` (float64[p]) and ``outputscale`` s.
+
+    Args:
+        lengthscales: float64[p] lengthscales (positive, finite).
+        outputscale: the outputscale s (positive, finite).
+
+    Returns:
+        the :class:`KernelFactors`.
+    """
     lengthscales, s = _check_hyper(lengthscales, outputscale)
     p = lengthscales.shape[0]
     x = 1.0 / (p * lengthscales)
@@ -102,7 +119,17 @@ def _as_bool(Z: np.ndarray, p: int, name: str = "Z") -> np.ndarray:
 
 
 def hamming_kernel(Z1: np.ndarray, Z2: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-    """Kernel matrix ``float64[m1, m2]``, ``k(z, z') = s exp(-(1/p) sum_j [z_j != z'_j] / l_j)``."""
+    """Kernel matrix ``float64[m1, m2]``, ``k(z, z') = s exp(-(1/p) sum_j [z_j != z'_j] / l_j)``.
+
+    Args:
+        Z1: ``bool[m1, p]``.
+        Z2: ``bool[m2, p]``.
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+
+    Returns:
+        float64[m1, m2].
+    """
     lengthscales, s = _check_hyper(lengthscales, outputscale)
     p = lengthscales.shape[0]
     z1 = _as_bool(Z1, p, "Z1").astype(np.float64)
@@ -267,6 +294,14 @@ def shapley_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale:
     with the Shapley weights, prefix tables carried forward), vectorised over chunks. With one
     shared lengthscale (all equal) the per-size tables of :func:`shared_size_tables` give every
     column in O(p).
+
+    Args:
+        Z: ``bool[m, p]``.
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+
+    Returns:
+        float64[p, m].
     """
     if is_shared(lengthscales):
         return shared_kernel_columns(Z, lengthscales, outputscale)
@@ -274,7 +309,14 @@ def shapley_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale:
 
 
 def is_shared(lengthscales: np.ndarray) -> bool:
-    """True when every lengthscale equals the first (the shared-lengthscale kernel)."""
+    """True when every lengthscale equals the first (the shared-lengthscale kernel).
+
+    Args:
+        lengthscales: float64[p] lengthscales.
+
+    Returns:
+        whether all are equal.
+    """
     ls = np.asarray(lengthscales, dtype=np.float64).reshape(-1)
     return ls.size > 0 and bool(np.all(ls == ls[0]))
 
@@ -294,6 +336,14 @@ def shared_size_tables(n_players: int, lengthscale: float, outputscale: float) -
     with ``q1 = 1 - (1-b)(1-t)`` and ``q0 = 1 - (1-b) t``. The integrands are positive polynomials of
     degree p - 1, integrated exactly by ceil(p/2) Gauss-Legendre nodes in log space (no cancellation,
     no overflow at p = 1000). Unused entries (inside[0], outside[p]) are 0. O(p^2) for all sizes.
+
+    Args:
+        n_players: the number of players p.
+        lengthscale: the shared lengthscale l.
+        outputscale: the outputscale s.
+
+    Returns:
+        ``(inside, outside)``, two float64[p+1].
     """
     p = int(n_players)
     kf = kernel_factors(np.full(p, float(lengthscale)), outputscale)
@@ -313,8 +363,18 @@ def shared_size_tables(n_players: int, lengthscale: float, outputscale: float) -
 
 
 def shared_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-    """:func:`shapley_kernel_columns` for a shared lengthscale (all entries of ``lengthscales`` equal):
-    O(p^2) tables once, then O(p) per coalition. ``float64[p, m]``."""
+    """:func:`shapley_kernel_columns` for a shared lengthscale (all entries of ``lengthscales`` equal).
+
+    O(p^2) tables once, then O(p) per coalition. ``float64[p, m]``.
+
+    Args:
+        Z: ``bool[m, p]``.
+        lengthscales: float64[p] lengthscales, all equal.
+        outputscale: the outputscale s.
+
+    Returns:
+        float64[p, m].
+    """
     lengthscales, s = _check_hyper(lengthscales, outputscale)
     if not is_shared(lengthscales):
         raise ValueError("shared_kernel_columns needs equal lengthscales; use shapley_kernel_columns")
@@ -332,6 +392,13 @@ def shared_prior_shapley_covariance(lengthscales: np.ndarray, outputscale: float
     ``M_ii = 4 kappa rho sum_{k even} C(p-1,k) rho^k / (k+1)^2`` and
     ``M_ij = 4 kappa rho^2 sum_{k odd} C(p-2,k) rho^k / (k+2)^2`` (all terms positive, summed in log
     space). O(p) plus the O(p^2) fill of the matrix.
+
+    Args:
+        lengthscales: float64[p] lengthscales, all equal.
+        outputscale: the outputscale s.
+
+    Returns:
+        float64[p, p].
     """
     from scipy.special import gammaln
 
@@ -362,12 +429,30 @@ def shared_prior_shapley_covariance(lengthscales: np.ndarray, outputscale: float
 
 
 def shapley_kernel_columns_reference(Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-    """Cross-check of :func:`shapley_kernel_columns` by the reference O(p^3) prefix/suffix route."""
+    """Cross-check of :func:`shapley_kernel_columns` by the reference O(p^3) prefix/suffix route.
+
+    Args:
+        Z: ``bool[m, p]``.
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+
+    Returns:
+        float64[p, m].
+    """
     return _columns(_columns_reference, Z, lengthscales, outputscale)
 
 
 def shapley_kernel_columns_integral(Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-    """Cross-check of :func:`shapley_kernel_columns` by the Gauss-Legendre integral form."""
+    """Cross-check of :func:`shapley_kernel_columns` by the Gauss-Legendre integral form.
+
+    Args:
+        Z: ``bool[m, p]``.
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+
+    Returns:
+        float64[p, m].
+    """
     return _columns(_columns_integral, Z, lengthscales, outputscale)
 
 
@@ -378,6 +463,13 @@ def prior_shapley_covariance(lengthscales: np.ndarray, outputscale: float) -> np
     ``M_ij = 4 kappa rho_i rho_j sum_{k odd} e_k(rho_-ij)/(k+2)^2``, ``kappa = s prod (1+b)/2``.
     Every summand is non-negative, so relative accuracy is ~p eps even when M is tiny. O(p^3);
     O(p^2) with a shared lengthscale (:func:`shared_prior_shapley_covariance`).
+
+    Args:
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+
+    Returns:
+        float64[p, p].
     """
     if is_shared(lengthscales):
         return shared_prior_shapley_covariance(lengthscales, outputscale)
@@ -464,6 +556,13 @@ def prior_shapley_covariance_bivariate(lengthscales: np.ndarray, outputscale: fl
     ``M_ij = s (1-b_i)(1-b_j) sum dw(a) dw(b) F^(-ij)_ab`` with ``dw(a) = omega(a+1) - omega(a)``
     and ``F = prod_r (1 + xy + b_r (x + y))``. Signed weights cancel, so relative accuracy is
     lower than the parity route's when M is tiny.
+
+    Args:
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+
+    Returns:
+        float64[p, p].
     """
     kf = kernel_factors(lengthscales, outputscale)
     p = kf.n_players

@@ -34,17 +34,20 @@ _MAX_JITTER_TRIES = 8
 class Hyperparameters:
     """GP hyperparameters in standardised output units: a kernel, its values, the noise, the mean.
 
-    ``kernel``: the :class:`~shapleig.gp.kernel_spec.KernelSpec` (e.g. ``Hamming(ard=True)`` or
-    ``Hamming(ard=False) + SizeKernel(trend=True)``); ``params``: its values, structured as the spec
-    says (:class:`~shapleig.gp.kernels.HammingParams`; for a sum, a tuple with one entry per part,
-    e.g. ``(HammingParams(...), SizeParams(...))``); ``noise``: the observation-noise variance
-    sigma^2 (fixed unless a fit learns it); ``mean_constant``: the constant prior mean c. Every
-    kernel computation goes through the spec (:meth:`kernel_matrix`, :meth:`kernel_diagonal`,
+    Every kernel computation goes through the spec (:meth:`kernel_matrix`, :meth:`kernel_diagonal`,
     :meth:`index_columns`, :meth:`index_covariance`). Equality is exact, by value.
 
     >>> h = Hyperparameters.hamming([0.5, 1.0, 2.0], 1.3, noise=1e-6)
     >>> h.kernel.name, h.n_players, h.outputscale
     ('ard', 3, 1.3)
+
+    Attributes:
+        kernel: the :class:`~shapleig.gp.kernel_spec.KernelSpec` (e.g. ``Hamming(ard=True)`` or
+            ``Hamming(ard=False) + SizeKernel(trend=True)``).
+        params: its values, structured as the spec says (:class:`~shapleig.gp.kernels.HammingParams`; for a
+            sum, a tuple with one entry per part, e.g. ``(HammingParams(...), SizeParams(...))``).
+        noise: the observation-noise variance sigma^2 (fixed unless a fit learns it).
+        mean_constant: the constant prior mean c.
     """
 
     kernel: KernelSpec
@@ -69,16 +72,35 @@ class Hyperparameters:
     @classmethod
     def hamming(cls, lengthscales: Any, outputscale: float, noise: float, mean_constant: float = 0.0, *,
                 ard: bool = True) -> "Hyperparameters":
-        """The plain Hamming kernel's hyperparameters (``lengthscales`` float64[p]; ``ard`` only says how
-        a fit from them would count its parameters)."""
+        """The plain Hamming kernel's hyperparameters.
+
+        Args:
+            lengthscales: float64[p] lengthscales.
+            outputscale: the outputscale s.
+            noise: the noise variance sigma^2.
+            mean_constant: the constant prior mean c.
+            ard: the kernel variant (``Hamming(ard=...)``); it only says how a fit from these values would
+                count its parameters, the lengthscales are kept as given.
+
+        Returns:
+            the :class:`Hyperparameters` of a :class:`~shapleig.gp.kernels.Hamming` kernel.
+        """
         return cls(Hamming(ard=ard), HammingParams(lengthscales, outputscale), noise, mean_constant)
 
     @property
     def n_players(self) -> int:
+        """The number of players (from the params)."""
         return int(self.kernel.n_players(self.params))
 
     def part(self, kind: type) -> Any | None:
-        """The params of the first part whose params are a ``kind`` (e.g. ``SizeParams``), or None."""
+        """The params of the first part whose params are a ``kind`` (e.g. ``SizeParams``), or None.
+
+        Args:
+            kind: a params class, e.g. ``SizeParams``.
+
+        Returns:
+            the params, or None.
+        """
         parts = self.params if isinstance(self.params, tuple) else (self.params,)
         return next((prm for prm in parts if isinstance(prm, kind)), None)
 
@@ -107,27 +129,68 @@ class Hyperparameters:
         return SizeParams() if found is None else found
 
     def describe(self) -> dict[str, Any]:
-        """The kernel's values as plain numbers (for ``info``), plus the mean constant."""
+        """The kernel's values as plain numbers (for ``info``), plus the mean constant.
+
+        Returns:
+            ``{name: value}``.
+        """
         return {**self.kernel.describe(self.params), "mean_constant": self.mean_constant}
 
     def with_noise(self, noise: float) -> "Hyperparameters":
-        """The same kernel with another noise variance."""
+        """The same kernel with another noise variance.
+
+        Args:
+            noise: the new noise variance.
+
+        Returns:
+            a new :class:`Hyperparameters`.
+        """
         return Hyperparameters(self.kernel, self.params, noise, self.mean_constant)
 
     def kernel_matrix(self, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
-        """The prior covariance ``float64[m1, m2]`` between coalitions (standardised units)."""
+        """The prior covariance ``float64[m1, m2]`` between coalitions (standardised units).
+
+        Args:
+            Z1: ``bool[m1, p]``.
+            Z2: ``bool[m2, p]``.
+
+        Returns:
+            float64[m1, m2].
+        """
         return self.kernel.matrix(self.params, Z1, Z2)
 
     def kernel_diagonal(self, Z: np.ndarray) -> np.ndarray:
-        """The prior variances ``k(z, z)`` of coalitions ``Z`` (bool[m, p]), float64[m]."""
+        """The prior variances ``k(z, z)`` of coalitions ``Z`` (bool[m, p]), float64[m].
+
+        Args:
+            Z: ``bool[m, p]``.
+
+        Returns:
+            float64[m].
+        """
         return self.kernel.diagonal(self.params, Z)
 
     def index_columns(self, operator: IndexOperator, Z: np.ndarray) -> np.ndarray:
-        """``B' k(., Z)``: float64[d, m], the prior covariance of the index with f(Z)."""
+        """``B' k(., Z)``: float64[d, m], the prior covariance of the index with f(Z).
+
+        Args:
+            operator: the index operator ``B'``.
+            Z: ``bool[m, p]``.
+
+        Returns:
+            float64[d, m].
+        """
         return self.kernel.index_columns(self.params, operator, Z)
 
     def index_covariance(self, operator: IndexOperator) -> np.ndarray:
-        """``B' K B'^T``: float64[d, d], the prior covariance of the index vector."""
+        """``B' K B'^T``: float64[d, d], the prior covariance of the index vector.
+
+        Args:
+            operator: the index operator ``B'``.
+
+        Returns:
+            float64[d, d].
+        """
         return self.kernel.index_covariance(self.params, operator)
 
     def __eq__(self, other: object) -> bool:
@@ -141,8 +204,18 @@ class Hyperparameters:
 
 
 def surrogate_kernel(Z1: np.ndarray, Z2: np.ndarray, hyper: Hyperparameters) -> np.ndarray:
-    """The surrogate's prior covariance ``float64[m1, m2]`` between coalitions (standardised units):
-    ``hyper``'s kernel (e.g. the Hamming kernel of docs/math.md §3 plus the size kernel of §15)."""
+    """The surrogate's prior covariance ``float64[m1, m2]`` between coalitions (standardised units).
+
+    ``hyper``'s kernel (e.g. the Hamming kernel of docs/math.md §3 plus the size kernel of §15).
+
+    Args:
+        Z1: ``bool[m1, p]``.
+        Z2: ``bool[m2, p]``.
+        hyper: the hyperparameters (their kernel and values).
+
+    Returns:
+        float64[m1, m2].
+    """
     return hyper.kernel_matrix(Z1, Z2)
 
 
@@ -156,6 +229,12 @@ def standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
     underflow. Undefined (fewer than two values) or zero (all values equal): the largest ``|y|``,
     or 1 if that is 0, so equal values standardise to 0 in any units. An empty ``y`` gives mean 0
     and scale 1. Non-finite values are refused with ``ValueError``.
+
+    Args:
+        y: raw values float64[t].
+
+    Returns:
+        ``(y_tilde, y_mean, y_scale)``.
     """
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     if y.shape[0] == 0:
@@ -181,6 +260,12 @@ def cholesky_with_jitter(K: np.ndarray) -> tuple[np.ndarray, float]:
     """Lower Cholesky factor of symmetric ``K`` and the diagonal jitter that was needed (0 if none).
 
     Jitter starts at 1e-10 times the mean diagonal and grows tenfold per failure.
+
+    Args:
+        K: a symmetric float64[t, t] matrix.
+
+    Returns:
+        ``(L, jitter)``.
     """
     n = K.shape[0]
     if n == 0:
@@ -217,8 +302,10 @@ def _solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 @dataclass(eq=False)
 class _Buffers:
-    """Growable storage of a posterior's Cholesky factor L (cap x cap), Y = L^-1 Psi_X^T (cap x p)
-    and Psi_X (p x cap); ``filled`` rows/columns are in use by the newest posterior sharing them."""
+    """Growable storage of a posterior's Cholesky factor L (cap x cap), Y = L^-1 Psi_X^T (cap x p) and Psi_X (p x cap).
+
+    ``filled`` rows/columns are in use by the newest posterior sharing them.
+    """
 
     L: np.ndarray
     Yt: np.ndarray
@@ -248,6 +335,12 @@ class ShapleyPosterior:
 
     docs/math.md §6. ``t = 0`` is allowed (the prior). Attributes: ``hyper``, ``X``, ``y`` (raw),
     ``y_mean``, ``y_scale``, ``jitter`` (added to ``K + sigma^2 I``, normally 0).
+
+    Args:
+        hyper: the hyperparameters (standardised units).
+        X: ``bool[t, p]``, the archive (t = 0 allowed).
+        y: ``float64[t]`` raw values.
+        operator: the index the posterior is about; None: the Shapley value.
     """
 
     def __init__(self, hyper: Hyperparameters, X: np.ndarray, y: np.ndarray,
@@ -304,14 +397,17 @@ class ShapleyPosterior:
         self._set_mean()
 
     def _set_mean(self) -> None:
-        """mean (standardised) = Psi_X K^-1 r = Y^T L^-1 r, r = y_tilde - c, from the kept solves:
-        ``L^-1 r = (s0 u - (y_mean - y0) e) / y_scale - c e`` (no cancellation when y0 ~ y_mean)."""
+        """Set the mean (standardised) = Psi_X K^-1 r = Y^T L^-1 r, r = y_tilde - c, from the kept solves.
+
+        ``L^-1 r = (s0 u - (y_mean - y0) e) / y_scale - c e`` (no cancellation when y0 ~ y_mean).
+        """
         shift = (self.y_mean - self._y0) / self.y_scale
         self._mean_std = (self._s0 / self.y_scale) * self._Ytu - (shift + self.hyper.mean_constant) * self._Yte
 
     # -- read-outs -------------------------------------------------------------------------------
     @property
     def n_players(self) -> int:
+        """The number of players p."""
         return self.hyper.n_players
 
     @property
@@ -330,7 +426,8 @@ class ShapleyPosterior:
         ``s_y (s_y Sigma_phi)``, never ``s_y^2``: for values near 1e155 the square alone overflows
         (a Python float raises); entries beyond float64 (``s_y`` above ~1e154 / std ratio) are
         ``inf``. Variances are kept in standardised units elsewhere (:attr:`std` is finite at any
-        scale)."""
+        scale).
+        """
         with np.errstate(over="ignore"):
             return self.y_scale * (self.y_scale * self._sigma_phi)
 
@@ -350,6 +447,9 @@ class ShapleyPosterior:
         Entry i is ``(y_i - E[y_i | y_<i]) / sd(y_i | y_<i)`` under the current hyperparameters and
         standardisation: the vector ``L^-1 (y_tilde - c)``. Under a calibrated model the entries are
         i.i.d. N(0, 1); ``-0.5 z_i^2 - log L_ii - 0.5 log(2 pi)`` is point i's log predictive density.
+
+        Returns:
+            float64[t].
         """
         shift = (self.y_mean - self._y0) / self.y_scale
         return (self._s0 / self.y_scale) * self._u - (shift + self.hyper.mean_constant) * self._e
@@ -379,6 +479,13 @@ class ShapleyPosterior:
 
         Closed form, hyperparameters frozen; beyond ``max_deletions`` observations a subset drawn by
         ``rng`` (m = that many). Under a calibrated model ``E[z_i^2] = 1``.
+
+        Args:
+            max_deletions: the most deletions; beyond it a random subset is used.
+            rng: the generator of that subset (None: seed 0).
+
+        Returns:
+            float64[m], m = min(t, max_deletions).
         """
         if self.X.shape[0] == 0:
             return np.zeros(0)
@@ -387,8 +494,9 @@ class ShapleyPosterior:
 
     def jackknife_covariance(self, max_deletions: int = 1000,
                              rng: np.random.Generator | None = None, standardized: bool = False) -> np.ndarray:
-        """Jackknife covariance of the posterior mean of phi, float64[p, p], raw units (standardised
-        units, divided by ``s_y^2``, with ``standardized=True``).
+        """Jackknife covariance of the posterior mean of phi, float64[p, p], raw units.
+
+        Standardised units (divided by ``s_y^2``) with ``standardized=True``.
 
         Deleting observation i (hyperparameters frozen) moves the mean by
         ``Delta_i = -Psi_X K^-1 e_i * [K^-1 r]_i / [K^-1]_ii`` (the closed-form leave-one-out update);
@@ -397,6 +505,14 @@ class ShapleyPosterior:
         how much the estimate leans on single evaluations, which the GP posterior cannot see when its
         kernel misdescribes the game. Beyond ``max_deletions`` observations a subset drawn by
         ``rng`` stands for all of them (its sum is scaled by t / m). Costs O(t^2 m).
+
+        Args:
+            max_deletions: the most deletions; beyond it a random subset is used.
+            rng: the generator of that subset (None: seed 0).
+            standardized: return standardised units instead of raw.
+
+        Returns:
+            float64[p, p].
         """
         t, p = self.X.shape[0], self.n_players
         if t < 3:
@@ -425,6 +541,13 @@ class ShapleyPosterior:
         well as the model claims; it is also the jackknife variance of phi_j over its expectation
         under the model. 1 where phi_j leans on no observation. Hyperparameters frozen; beyond
         ``max_deletions`` observations a subset drawn by ``rng`` (as :meth:`loo_residuals`).
+
+        Args:
+            max_deletions: the most deletions; beyond it a random subset is used.
+            rng: the generator of that subset (None: seed 0).
+
+        Returns:
+            float64[d], the calibration factor of each term.
         """
         d = self.operator.n_terms
         if self.X.shape[0] < 2:
@@ -448,7 +571,14 @@ class ShapleyPosterior:
         return self._psi_X
 
     def predict(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and variance of the latent f at coalitions ``Z`` (bool[m, p]), raw units."""
+        """Posterior mean and variance of the latent f at coalitions ``Z`` (bool[m, p]), raw units.
+
+        Args:
+            Z: ``bool[m, p]``.
+
+        Returns:
+            ``(mean, variance)``, two float64[m] in raw units.
+        """
         h = self.hyper
         Z = as_coalition_matrix(Z, self.n_players)
         V = _solve_lower(self._L, h.kernel_matrix(self.X, Z))
@@ -468,6 +598,13 @@ class ShapleyPosterior:
         that grow geometrically; an extension of a posterior that was already extended (a branch)
         copies them first, so every posterior stays valid. A border that is not positive definite
         falls back to a full refactorisation.
+
+        Args:
+            X_new: ``bool[k, p]`` new coalitions.
+            y_new: ``float64[k]`` their raw values.
+
+        Returns:
+            a new :class:`ShapleyPosterior`.
         """
         h = self.hyper
         p = self.n_players
@@ -538,6 +675,12 @@ class ShapleyPosterior:
 
         When only ``noise`` or ``mean_constant`` change (e.g. the raw-units noise convention
         following s_y), M and Psi_X are reused and only the Cholesky factor is recomputed.
+
+        Args:
+            hyper: the new hyperparameters.
+
+        Returns:
+            a new :class:`ShapleyPosterior`.
         """
         same_kernel = hyper.kernel == self.hyper.kernel and hyper.params == self.hyper.params
         chol = None
@@ -552,8 +695,16 @@ class ShapleyPosterior:
         return out
 
     def with_operator(self, operator: IndexOperator | None) -> "ShapleyPosterior":
-        """The posterior of another index (``None``: the Shapley value) on the same archive and
-        hyperparameters; the Cholesky factor of the kernel matrix is reused."""
+        """The posterior of another index (``None``: the Shapley value) on the same archive and hyperparameters.
+
+        The Cholesky factor of the kernel matrix is reused.
+
+        Args:
+            operator: the index operator; None: the Shapley value.
+
+        Returns:
+            a new :class:`ShapleyPosterior`.
+        """
         operator = as_operator(operator, self.n_players)
         if operator == self.operator:
             return self
@@ -569,6 +720,13 @@ class ShapleyPosterior:
 
         The EIG is about this posterior's index unless ``operator`` names another one (an
         ablation: acquire for the Shapley value, read out an interaction index).
+
+        Args:
+            W: ``bool[n, p]``, the candidate pool.
+            operator: the index the EIG is about; None: this posterior's.
+
+        Returns:
+            a :class:`CandidatePosterior`.
         """
         if operator is not None and operator != self.operator:
             return CandidatePosterior(self.with_operator(operator), W)
@@ -582,6 +740,10 @@ class CandidatePosterior:
     (p x n), the predictive variances ``v`` (n) and ``L^-1 K(X, W)`` (t x n, one row appended per
     conditioning step). ``W`` is the full pool as given; ``available[j]`` turns False once
     candidate j is conditioned on; ``selected`` lists conditioned pool indices in order.
+
+    Args:
+        posterior: the posterior of the archive (its hyperparameters are frozen).
+        W: ``bool[n, p]``, the candidate pool.
     """
 
     def __init__(self, posterior: ShapleyPosterior, W: np.ndarray) -> None:
@@ -603,10 +765,15 @@ class CandidatePosterior:
 
     @property
     def n_candidates(self) -> int:
+        """The number of candidates in the pool (available or not)."""
         return int(self.W.shape[0])
 
     def copy(self) -> "CandidatePosterior":
-        """Independent copy (to explore a batch without touching this state)."""
+        """Independent copy (to explore a batch without touching this state).
+
+        Returns:
+            a new :class:`CandidatePosterior`.
+        """
         out = CandidatePosterior.__new__(CandidatePosterior)
         out.__dict__.update(self.__dict__)
         for name in ("available", "_V", "_B", "_v", "shapley_covariance"):
@@ -615,11 +782,19 @@ class CandidatePosterior:
         return out
 
     def cross_covariance(self) -> np.ndarray:
-        """``B`` = Cov[phi, y(W)], float64[p, n], standardised units (all pool columns)."""
+        """``B`` = Cov[phi, y(W)], float64[p, n], standardised units (all pool columns).
+
+        Returns:
+            float64[p, n].
+        """
         return self._B
 
     def predictive_variance(self) -> np.ndarray:
-        """``v(w) = k(w, w) - ||L^-1 k_Xw||^2 + sigma^2``, float64[n] standardised; -inf where not available."""
+        """``v(w) = k(w, w) - ||L^-1 k_Xw||^2 + sigma^2``, float64[n] standardised; -inf where not available.
+
+        Returns:
+            float64[n].
+        """
         return np.where(self.available, self._v, -np.inf)
 
     def _phi_factor(self) -> np.ndarray:
@@ -633,7 +808,11 @@ class CandidatePosterior:
         return -np.log1p(-np.clip(R, 0.0, _R_MAX))
 
     def eig(self) -> np.ndarray:
-        """Shapley EIG of every candidate, float64[n]: ``-log(1 - b^T Sigma_phi^-1 b / v)``; -inf where not available."""
+        """Shapley EIG of every candidate, float64[n]: ``-log(1 - b^T Sigma_phi^-1 b / v)``; -inf where not available.
+
+        Returns:
+            float64[n].
+        """
         out = np.full(self.n_candidates, -np.inf)
         idx = np.flatnonzero(self.available)
         if idx.size:
@@ -645,6 +824,12 @@ class CandidatePosterior:
 
         Updates Sigma_phi, B, v and appends the Cholesky border row ``c(w)/sqrt(v*)`` to
         ``L^-1 K(X, W)``, then marks ``j`` unavailable. Costs O(p^2 + (p + t) n).
+
+        Args:
+            j: the pool index of the candidate observed.
+
+        Returns:
+            the candidate's EIG before conditioning.
         """
         j = int(j)
         if not 0 <= j < self.n_candidates:
@@ -678,6 +863,12 @@ class CandidatePosterior:
         """Select ``q`` candidates by sequential argmax-EIG with conditioning (exact batch, docs/math.md §10.2).
 
         Ties go to the first index in pool order. Returns (pool indices int64[q], EIGs float64[q]).
+
+        Args:
+            q: how many candidates to select.
+
+        Returns:
+            ``(pool indices int64[q], EIGs float64[q])`` (fewer when the pool runs out).
         """
         picks, gains = [], []
         for _ in range(int(q)):

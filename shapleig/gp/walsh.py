@@ -59,6 +59,13 @@ def walsh_coordinates(lengthscales: np.ndarray, outputscale: float) -> tuple[np.
     ``rho_j = tanh(1/(2 p l_j))`` (computed directly, no cancellation) and
     ``kappa = s prod_j (1 + b_j)/2 = s / prod_j (1 + rho_j)``, summed in log space.
 
+    Args:
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+
+    Returns:
+        ``(rho, kappa)``.
+
     Examples:
         >>> rho, kappa = walsh_coordinates(np.full(4, 1.0), 2.0)
         >>> bool(np.isclose(kappa * np.prod(1 + rho), 2.0))
@@ -72,6 +79,13 @@ def walsh_coordinates_derivatives(lengthscales: np.ndarray, outputscale: float) 
     """``(d rho_j / d l_j, d log kappa / d l_j)``, both float64[p] (``d log kappa / d s = 1 / s``).
 
     ``d rho/d l = -(1 - rho^2) / (2 p l^2)`` and ``d log kappa / d l_j = -(d rho_j / d l_j) / (1 + rho_j)``.
+
+    Args:
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+
+    Returns:
+        ``(d rho / d l, d log kappa / d l)``.
     """
     kf = kernel_factors(lengthscales, outputscale)
     p = kf.n_players
@@ -121,6 +135,13 @@ def krawtchouk_table(n_players: int, order: int) -> np.ndarray:
     """``Kraw_k(d) = e_k(sigma)`` for sigma with d entries -1 and p - d entries +1, d = 0..p: float64[p+1].
 
     ``sum_i (-1)^i C(d, i) C(p - d, k - i)``, summed in exact integers (read-only).
+
+    Args:
+        n_players: the number of players p.
+        order: the order k (0..3).
+
+    Returns:
+        float64[p+1], read-only.
     """
     p, k = int(n_players), _check_order(order)
     out = np.array([float(sum((-1) ** i * comb(d, i) * comb(p - d, k - i) for i in range(k + 1)))
@@ -136,8 +157,11 @@ def _mismatch(z1: np.ndarray, z2: np.ndarray) -> np.ndarray:
 
 
 def _signed_esp(z1: np.ndarray, z2: np.ndarray, rho: np.ndarray, kmax: int) -> np.ndarray:
-    """``e_k(rho sigma(z, z'))`` for k = 0..kmax: float64[kmax+1, m1, m2] (exact integers times
-    rho^k when rho is shared; else folded player by player)."""
+    """``e_k(rho sigma(z, z'))`` for k = 0..kmax: float64[kmax+1, m1, m2].
+
+    Exact integers times rho^k when rho is shared; else folded player by
+    player).
+    """
     m1, m2, p = z1.shape[0], z2.shape[0], rho.shape[0]
     E = np.zeros((kmax + 1, m1, m2))
     if _is_shared(rho):
@@ -219,6 +243,16 @@ def order_kernel_rho_gradient(Z1: np.ndarray, Z2: np.ndarray, rho: np.ndarray, k
 
     ``kappa sigma_j e_{k-1}(rho sigma without j)``, the ESP of the other players by prefix and
     suffix folds. For a shared rho the derivative along it is the sum over j, ``(k / rho) K^(k)``.
+
+    Args:
+        Z1: ``bool[m1, p]``.
+        Z2: ``bool[m2, p]``.
+        rho: float64[p], the Walsh coordinates ``rho`` (:func:`walsh_coordinates`).
+        kappa: the Walsh scale ``kappa``.
+        order: the order k (0..3).
+
+    Returns:
+        float64[p, m1, m2].
     """
     rho, kappa = _check_walsh(rho, kappa)
     k = _check_order(order)
@@ -245,6 +279,17 @@ def order_kernel_rho_vjp(W: np.ndarray, Z1: np.ndarray, Z2: np.ndarray, rho: np.
     O(m1 m2 p) without the p x m1 x m2 tensor: with ``x = rho sigma`` and E_a = e_a(x),
     ``e_{k-1}(x without j) = sum_i (-x_j)^i E_{k-1-i}`` (degree <= 2), and
     ``sum_ab G_ab sigma_j = sum G - 2 sum_ab G_ab [z_aj != z'_bj]``.
+
+    Args:
+        W: float64[m1, m2] weights.
+        Z1: ``bool[m1, p]``.
+        Z2: ``bool[m2, p]``.
+        rho: float64[p], the Walsh coordinates ``rho`` (:func:`walsh_coordinates`).
+        kappa: the Walsh scale ``kappa``.
+        order: the order k (0..3).
+
+    Returns:
+        float64[p].
     """
     rho, kappa = _check_walsh(rho, kappa)
     k = _check_order(order)
@@ -285,6 +330,17 @@ def graded_kernel(Z1: np.ndarray, Z2: np.ndarray, lengthscales: np.ndarray, outp
     ``lengthscales`` (float64[p]) and ``outputscale``; ``g`` float64[K] (K <= 3) the variance factors
     of orders 1..K, ``g_tail`` that of every order above K (order 0 keeps 1).
 
+    Args:
+        Z1: ``bool[m1, p]``.
+        Z2: ``bool[m2, p]``.
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+        g: float64[K] (K <= 3), the variance factors of orders 1..K.
+        g_tail: the variance factor of every order above K (1: the Hamming tail).
+
+    Returns:
+        float64[m1, m2].
+
     Examples:
         >>> Z = np.array([[0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 0, 0]], dtype=bool)
         >>> ls = np.full(4, 0.7)
@@ -309,6 +365,18 @@ def graded_kernel_vjp(W: np.ndarray, Z1: np.ndarray, Z2: np.ndarray, lengthscale
     - ``"lengthscales"`` float64[p]: the Hamming part ``g_tail sum W K [z_j != z'_j] / (p l_j^2)`` plus
       the Walsh parts through rho_j (:func:`order_kernel_rho_vjp`) and ``d log kappa / d rho_j =
       -1/(1 + rho_j)``, times ``d rho_j / d l_j`` (:func:`walsh_coordinates_derivatives`).
+
+    Args:
+        W: float64[m1, m2] weights.
+        Z1: ``bool[m1, p]``.
+        Z2: ``bool[m2, p]``.
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+        g: float64[K] (K <= 3), the variance factors of orders 1..K.
+        g_tail: the variance factor of every order above K (1: the Hamming tail).
+
+    Returns:
+        ``{"g", "g_tail", "outputscale", "lengthscales"}``: each hyperparameter's contraction.
     """
     g, g_tail = _check_g(g, g_tail)
     ls = np.asarray(lengthscales, dtype=np.float64)
@@ -337,8 +405,20 @@ def graded_kernel_vjp(W: np.ndarray, Z1: np.ndarray, Z2: np.ndarray, lengthscale
 
 
 def graded_diagonal(lengthscales: np.ndarray, outputscale: float, g, g_tail: float = 1.0) -> float:
-    """``k_g(z, z)``, the same for every coalition: ``g_tail s + (1 - g_tail) kappa + sum_k (g_k - g_tail)
-    kappa e_k(rho)`` (positive ESPs). The prior variance of f(z); not the outputscale unless g = 1."""
+    """``k_g(z, z)``, the same for every coalition.
+
+    ``g_tail s + (1 - g_tail) kappa + sum_k (g_k - g_tail) kappa e_k(rho)`` (positive ESPs). The
+    prior variance of f(z); not the outputscale unless g = 1.
+
+    Args:
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+        g: float64[K] (K <= 3), the variance factors of orders 1..K.
+        g_tail: the variance factor of every order above K (1: the Hamming tail).
+
+    Returns:
+        the prior variance ``k_g(z, z)`` (the same for every z).
+    """
     g, g_tail = _check_g(g, g_tail)
     rho, kappa = walsh_coordinates(lengthscales, outputscale)
     e = _positive_esp(rho, g.shape[0])
@@ -367,13 +447,24 @@ def _as_operator(operator: IndexOperator | str, n_players: int) -> IndexOperator
 
 def order_index_columns(Z: np.ndarray, rho: np.ndarray, kappa: float, order: int,
                         operator: IndexOperator | str = "SV") -> np.ndarray:
-    """``B K^(k)(., z)`` for every row z of ``Z`` (bool[m, p]): float64[d, m], the prior covariance of the
-    index with f(z) under the order-k part (the operator's own hold-out of the empty coalition is not
-    applied: see :func:`graded_index_columns`).
+    """``B K^(k)(., z)`` for every row z of ``Z`` (bool[m, p]): float64[d, m].
+
+    The prior covariance of the index with f(z) under the order-k part (the operator's own hold-out
+    of the empty coalition is not applied: see :func:`graded_index_columns`).
 
     Singleton i: ``kappa c_1(k) rho_i s_i e_{k-1}(rho_j s_j : j != i)``, s_j = (-1)^{z_j}; pair (i, j):
     ``kappa c_2(k) rho_i rho_j s_i s_j e_{k-2}(rho_l s_l : l != i, j)``. O(p) per coalition for the
     singletons (prefix and suffix folds), O(1) per pair.
+
+    Args:
+        Z: ``bool[m, p]``.
+        rho: float64[p], the Walsh coordinates ``rho`` (:func:`walsh_coordinates`).
+        kappa: the Walsh scale ``kappa``.
+        order: the order k (0..3).
+        operator: the index operator, or an index name (``"SV"`` by default).
+
+    Returns:
+        float64[d, m].
     """
     rho, kappa = _check_walsh(rho, kappa)
     k = _check_order(order)
@@ -405,6 +496,15 @@ def order_index_covariance(rho: np.ndarray, kappa: float, order: int,
 
     ``kappa c_|T|(k) c_|T'|(k) rho^V e_{k-|V|}(rho outside V)`` for ``V = T cup T'`` with |V| <= k, else 0:
     every ESP is of non-negative rho (folded with V held out), so nothing cancels.
+
+    Args:
+        rho: float64[p], the Walsh coordinates ``rho`` (:func:`walsh_coordinates`).
+        kappa: the Walsh scale ``kappa``.
+        order: the order k (0..3).
+        operator: the index operator, or an index name (``"SV"`` by default).
+
+    Returns:
+        float64[d, d].
     """
     rho, kappa = _check_walsh(rho, kappa)
     k = _check_order(order)
@@ -458,6 +558,19 @@ def graded_index_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: f
     The Hamming columns of ``operator`` (:meth:`IndexOperator.hamming_columns`, which also adds the
     size kernel's ``beta size_kernel[:, |z|]``) times ``g_tail`` plus ``(g_k - g_tail) B K^(k)(., z)``; an
     operator holding the empty coalition out (docs/math.md §14.5) subtracts ``e k_g(empty, z)``.
+
+    Args:
+        Z: ``bool[m, p]``.
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+        g: float64[K] (K <= 3), the variance factors of orders 1..K.
+        operator: the index operator, or an index name (``"SV"`` by default).
+        g_tail: the variance factor of every order above K (1: the Hamming tail).
+        size_kernel: float64[p+1, p+1] size kernel over coalition sizes
+            (:func:`~shapleig.gp.kernels.size_kernel_matrix`), or None.
+
+    Returns:
+        float64[d, m].
     """
     g, g_tail = _check_g(g, g_tail)
     ls = np.asarray(lengthscales, dtype=np.float64)
@@ -480,8 +593,23 @@ def graded_index_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: f
 def graded_index_covariance(lengthscales: np.ndarray, outputscale: float, g,
                             operator: IndexOperator | str = "SV", g_tail: float = 1.0,
                             size_kernel: np.ndarray | None = None) -> np.ndarray:
-    """``B K_g B^T``: float64[d, d] (``size_kernel`` adds ``beta size_kernel beta^T``; a held-out empty
-    coalition as in :meth:`IndexOperator.hamming_covariance`, with the graded kernel)."""
+    """``B K_g B^T``: float64[d, d].
+
+    ``size_kernel`` adds ``beta size_kernel beta^T``; a held-out empty coalition as in
+    :meth:`IndexOperator.hamming_covariance`, with the graded kernel.
+
+    Args:
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+        g: float64[K] (K <= 3), the variance factors of orders 1..K.
+        operator: the index operator, or an index name (``"SV"`` by default).
+        g_tail: the variance factor of every order above K (1: the Hamming tail).
+        size_kernel: float64[p+1, p+1] size kernel over coalition sizes
+            (:func:`~shapleig.gp.kernels.size_kernel_matrix`), or None.
+
+    Returns:
+        float64[d, d].
+    """
     g, g_tail = _check_g(g, g_tail)
     ls = np.asarray(lengthscales, dtype=np.float64)
     operator = _as_operator(operator, ls.shape[0])

@@ -35,10 +35,7 @@ from shapleig.extras import MissingExtraError
 PENDING: frozenset[str] = frozenset({
     "shapleig.design.acquisition",
     "shapleig.games.indices",
-    "shapleig.gp.esp",
     "shapleig.gp.index_esp",
-    "shapleig.gp.posterior",
-    "shapleig.gp.walsh",
     "shapleig.interop.shapiq_bridge",
 })
 
