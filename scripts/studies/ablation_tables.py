@@ -41,8 +41,14 @@ from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
 from shapleig.gp.priors import lengthscale_prior_params
 
+
 # the published fit route, fitting the plain Hamming kernel
-GPYTORCH = GPOptions(fit_engine="gpytorch", size_trend=False)
+# the gpytorch engine needs the torch extra: its options are built when a run uses them, so that
+# --help (and the numpy-only runs) work on an install without torch
+def gpytorch_options() -> GPOptions:
+    return GPOptions(fit_engine="gpytorch", size_trend=False)
+
+
 
 GAMES = {
     "ViT-9": ("ImageClassifier_Game/9", "model_name=vit_9_patches_{i}.npz"),
@@ -83,11 +89,11 @@ def restarted_fit(X: np.ndarray, y: np.ndarray, k: int, ard: bool, seed: int) ->
     p = X.shape[1]
     loc, scale = lengthscale_prior_params(p)
     rng = np.random.default_rng(seed)
-    default = fit_hyperparameters(X, y, Hamming(ard=ard), GPYTORCH, seed=0)
+    default = fit_hyperparameters(X, y, Hamming(ard=ard), gpytorch_options(), seed=0)
     best = default
     for r in range(k):
         start = Hyperparameters.hamming(np.exp(loc + scale * rng.standard_normal(p)), math.log(2.0), 1e-6)
-        fit = fit_hyperparameters(X, y, Hamming(ard=ard), GPYTORCH, seed=r + 1, init=start)
+        fit = fit_hyperparameters(X, y, Hamming(ard=ard), gpytorch_options(), seed=r + 1, init=start)
         if fit.success and fit.neg_mll < best.neg_mll:
             best = fit
     return default, best
@@ -125,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             p = game.n_players
             oracle = None
             if args.oracle:
-                oracle = fit_hyperparameters(game.Z, game.values, Hamming(ard=not args.shared_lengthscale), GPYTORCH,
+                oracle = fit_hyperparameters(game.Z, game.values, Hamming(ard=not args.shared_lengthscale), gpytorch_options(),
                                               seed=0).hyper
             for seed in range(args.seeds):
                 for method in METHODS:
