@@ -32,6 +32,11 @@ FIXTURE_DOC = json.loads(FIXTURE.read_text())
 CASES = FIXTURE_DOC["cases"]
 # 1e-12 where the fixture was recorded; another numpy/scipy/Python gets the script's looser bound
 RTOL = SCRIPT.replay_rtol(FIXTURE_DOC)
+# Elsewhere a 4p run's acquisition decisions can flip on a rounding-level change of a fitted
+# lengthscale, and from there the runs differ (numpy 2.5.5 / scipy 1.18.1 against the recorded
+# 2.4.6 / 1.17.1: 41 of 294 cases beyond 1e-4, all at 4p or on shoe-10). The fast cases (2p on
+# soug-8) stay within the looser bound; the whole fixture is replayed where it was recorded.
+FOREIGN = RTOL != SCRIPT.RTOL
 
 
 def _needs_torch(case: dict) -> bool:
@@ -62,6 +67,8 @@ def test_fast_cases_reproduce_the_fixture(case: dict) -> None:
 
 @pytest.mark.parametrize("case", _params(fast=False))
 def test_every_case_reproduces_the_fixture(case: dict) -> None:
+    if FOREIGN:
+        pytest.skip(f"recorded in {FIXTURE_DOC.get('environment')}; trajectories may differ elsewhere")
     _replay(case)
 
 
