@@ -209,3 +209,25 @@ def test_cli_ablate_errors(args, match, tmp_path, capsys):
     assert err.startswith("shapleig ablate: error:") and len(err.strip().splitlines()) == 1
     assert __import__("re").search(match, err)
     assert not (tmp_path / "x").exists()
+
+
+# -- the guide's worked example -------------------------------------------------------------------
+
+def _guide_blocks() -> list[str]:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text()
+    section = guide.split("### Acquisition ablations", 1)[1].split("\n## ", 1)[0]
+    return __import__("re").findall(r"```python\n(.*?)```", section, flags=__import__("re").S)
+
+
+def test_the_guide_example_runs_as_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    blocks = _guide_blocks()
+    assert len(blocks) == 2  # the class, then the Python call
+    namespace: dict = {"__name__": "guide_example"}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/guide.md (Acquisition ablations, block {i + 1})", "exec"), namespace)  # noqa: S102
+    table = namespace["table"]
+    assert table["acquisition"].tolist() == ["eig", "random", "eig-per-cost"] * 2
+    assert (table["runs"] == 2).all() and np.isfinite(table["se"]).all()
+    assert sorted(p.name for p in (tmp_path / "ablation").iterdir()) == [
+        "ablation.csv", "ablation.md", "mse.png", "runs.csv", "traces.csv"]
