@@ -231,3 +231,23 @@ def test_the_guide_example_runs_as_written(tmp_path, monkeypatch):
     assert (table["runs"] == 2).all() and np.isfinite(table["se"]).all()
     assert sorted(p.name for p in (tmp_path / "ablation").iterdir()) == [
         "ablation.csv", "ablation.md", "mse.png", "runs.csv", "traces.csv"]
+
+
+# -- scripts/studies/ablation_tables.py, a thin wrapper -------------------------------------------
+
+def test_ablation_tables_script(capsys, tmp_path):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "studies" / "ablation_tables.py"
+    spec = importlib.util.spec_from_file_location("ablation_tables", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert "torch" not in script.__dict__ and "GPOptions" not in script.__dict__  # nothing built at import
+    code = script.main(["--games", "california-le-8", "--tables", "1", "--seeds", "2", "--refit", "never",
+                        "--budget-factor", "2", "--shared-lengthscale", "--out", str(tmp_path / "o")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "refit=never, one shared lengthscale" in out and "EIG mean MSE below every other arm" in out
+    table = pd.read_csv(tmp_path / "o" / "ablation.csv")
+    assert table["acquisition"].tolist() == ["eig", "random"] and table["budget"].tolist() == [16, 16]
+    assert (table["runs"] == 2).all() and table["game"].tolist() == ["california-le-8"] * 2
