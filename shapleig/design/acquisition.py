@@ -1,4 +1,4 @@
-"""Acquisitions over a candidate pool: the :class:`Acquisition` base and its registry (docs/math.md §7, §10).
+"""Acquisitions over a candidate pool: the Acquisition base class, its subclasses and registry (docs/math.md §7, §10).
 
 An acquisition scores the pool's candidates given the posterior (botorch-style: the posterior in,
 one value per candidate out) and selects a batch through :meth:`Acquisition.select` (default:

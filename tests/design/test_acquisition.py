@@ -255,3 +255,35 @@ def test_an_acquisition_instance_is_not_shared_state_between_copies():
     twin = copy.deepcopy(est)
     twin.estimate(_game(), 9, seed=0)
     assert twin.acquisition.calls == 2 and est.acquisition.calls == 0
+
+
+@pytest.mark.torch
+def test_the_botorch_face_of_a_user_defined_acquisition():
+    import torch
+
+    from shapleig.gp.kernels import Hamming
+    from shapleig.gp.torch_model import build_model
+    from shapleig.interop.botorch_acquisition import AcquisitionFace, ShapleyEIG
+
+    p = 5
+    h = Hyperparameters.hamming(np.linspace(0.5, 1.1, p), 1.0, 1e-6, 0.0)
+    rng = np.random.default_rng(1)
+    X = all_coalitions(p)[rng.choice(32, 10, replace=False)]
+    y = rng.normal(size=10)
+    model = build_model(X, y, Hamming(ard=True), noise_std=1e-6, init=h)
+    post = ShapleyPosterior(h, X, y)
+    W = all_coalitions(p)[[1, 2, 12, 30]]
+    face = AcquisitionFace(model, CountingEIG(), posterior=post)
+    joint = face(torch.as_tensor(W[None, 1:3], dtype=torch.float64))  # 1 x 2 x p
+    cand = post.candidates(W[1:3])
+    expected = cand.eig()[0]
+    cand.condition(0)
+    expected += cand.eig()[1]
+    assert float(joint[0]) == pytest.approx(expected, rel=1e-10) and face.acquisition.calls == 2
+    eig = ShapleyEIG(model, posterior=post)(torch.as_tensor(W[:, None], dtype=torch.float64))
+    np.testing.assert_allclose(eig.numpy(), post.candidates(W).eig(), rtol=1e-10, atol=1e-14)
+    face = AcquisitionFace(model, LargestFirst(), posterior=post)
+    sizes = face(torch.as_tensor(W[:, None], dtype=torch.float64))
+    np.testing.assert_array_equal(sizes.numpy(), W.sum(axis=1))
+    with pytest.raises(ValueError, match="RandomSelection"):
+        AcquisitionFace(model, "random", posterior=post)
