@@ -369,7 +369,8 @@ def register_acquisition(cls: type[Acquisition], *, aliases: tuple[str, ...] = (
     Args:
         cls: an :class:`Acquisition` subclass whose constructor takes no argument.
         aliases: other names for it.
-        replace: allow taking a name another class holds.
+        replace: allow taking a name another class holds (a class of the same module and
+            qualified name, defined again, always may).
 
     Returns:
         ``cls``.
@@ -388,7 +389,9 @@ def register_acquisition(cls: type[Acquisition], *, aliases: tuple[str, ...] = (
     with _LOCK:
         for key in (cls.name, *aliases):
             old = _REGISTRY.get(key) or _REGISTRY.get(_ALIASES.get(key, ""))
-            if old is not None and old is not cls and not replace:
+            # the same class defined again (a re-run notebook cell or script) takes its name back
+            redefined = old is not None and (old.__module__, old.__qualname__) == (cls.__module__, cls.__qualname__)
+            if old is not None and old is not cls and not (replace or redefined):
                 raise ValueError(f"acquisition name {key!r} is already registered ({old.__name__})")
         _REGISTRY[cls.name] = cls
         for alias in aliases:

@@ -64,7 +64,8 @@ class ShaplEIG(OptionsEstimator):
     Args:
         **options: keyword-only, the fields of :class:`~shapleig.design.options.LoopOptions` (each
             documented there, each default stated there once), e.g. ``acquisition`` (``"eig"``,
-            ``"uncertainty"``, ``"random"``), ``refit``, ``surrogate`` (``"auto"``, ``"shared"``,
+            ``"uncertainty"``, ``"random"``, ``"leverage"``, or any
+            :class:`~shapleig.design.acquisition.Acquisition` instance), ``refit``, ``surrogate`` (``"auto"``, ``"shared"``,
             ``"ard"``), ``calibrate``, ``tol`` / ``rtol`` (a precision target), ``batch_size``,
             ``pool_size``, ``fit_engine``, ``progress``. Bad values raise ``ValueError`` at once.
 

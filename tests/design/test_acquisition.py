@@ -153,7 +153,10 @@ def test_names_aliases_and_the_registry():
         assert isinstance(make_acquisition("largestfirst"), LargestFirst)
         assert LoopOptions(acquisition="largestfirst").acquisition == "largestfirst"
         with pytest.raises(ValueError, match="already registered"):
-            register_acquisition(type("LargestFirst", (LargestFirst,), {"name": "largestfirst"}))
+            register_acquisition(type("Impostor", (LargestFirst,), {"name": "largestfirst"}))
+        # the same class defined again (a re-run cell) takes its name back
+        again = type("LargestFirst", (Acquisition,), {"score": LargestFirst.score, "__module__": __name__})
+        assert register_acquisition(again) is again and isinstance(make_acquisition("largestfirst"), again)
     finally:
         unregister_acquisition("largestfirst")
     with pytest.raises(ValueError, match="unknown acquisition"):
