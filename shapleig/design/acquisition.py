@@ -203,7 +203,12 @@ class Acquisition(ABC):
         return np.asarray(picks, dtype=np.int64)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and vars(other) == vars(self)
+        # same class and same configuration (arrays compared by value: options objects compare equal)
+        if type(other) is not type(self) or vars(other).keys() != vars(self).keys():
+            return False
+        mine, theirs = vars(self), vars(other)
+        return all(np.array_equal(mine[k], theirs[k]) if isinstance(mine[k], np.ndarray) else mine[k] == theirs[k]
+                   for k in mine)
 
     def __hash__(self) -> int:
         return hash(type(self))

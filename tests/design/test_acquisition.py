@@ -187,6 +187,14 @@ def test_subclass_names_and_the_abstract_base():
     assert Sub() != EIG() and EIG() == EIG() and hash(EIG()) == hash(EIG())
     assert repr(CountingEIG()) == "CountingEIG(calls=0)"
 
+    class Weighted(EIG):
+        def __init__(self, weights):
+            self.weights = np.asarray(weights, dtype=float)
+
+    assert Weighted([1, 2]) == Weighted([1, 2]) and Weighted([1, 2]) != Weighted([1, 3])
+    assert Weighted([1, 2]) != Weighted([1, 2, 3]) and Weighted([1, 2]) != "eig"
+    assert LoopOptions(acquisition=Weighted([1, 2])) == LoopOptions(acquisition=Weighted([1, 2]))
+
 
 # -- selection ---------------------------------------------------------------------------------
 
