@@ -55,8 +55,9 @@ class Method:
         """A fresh estimator with ``options``; an option contradicting ``fixed`` raises ``ValueError``."""
         for key, value in self.fixed.items():
             if key in options and options[key] != value:
-                raise ValueError(f"method {self.name!r} fixes {key}={value!r}; got {key}={options[key]!r} "
-                                 f"(use the method named for that {key} instead)")
+                hint = (f"use the method named for that {key} instead" if isinstance(options[key], str) else
+                        f"pass the estimator object instead, e.g. ShaplEIG({key}={options[key]!r})")
+                raise ValueError(f"method {self.name!r} fixes {key}={value!r}; got {key}={options[key]!r} ({hint})")
         cls = self.estimator_class()
         factory = getattr(cls, self.preset) if self.preset else cls
         return factory(**{**options, **self.fixed})

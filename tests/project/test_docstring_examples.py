@@ -10,6 +10,7 @@ import pytest
 # modules whose docstrings carry examples (the public API: ShaplEIG, DesignLoop, the options, the
 # registry, ExactShapley, ShapleyEstimate, explain, EvaluationStore, baselines.get)
 MODULES = [
+    "shapleig.design.acquisition",
     "shapleig.design.estimators",
     "shapleig.design.loop",
     "shapleig.design.options",
