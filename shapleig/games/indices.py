@@ -522,10 +522,9 @@ def check_index_record(index: Index) -> None:
             whose weights the record does not have) or ``efficient`` (the terms do or do not sum to
             v(N) - v(empty)).
     """
+    inefficient_at = None
     for p in CHECK_PLAYERS:
-        if p < index.order:
-            continue
-        w1, w2 = _exact_weights(index, p)
+        w1, _ = _exact_weights(index, p)
         B = _from_weights(index, p)
         if index.definition is not None:
             D = np.asarray(index.definition(p), dtype=np.float64)
@@ -538,13 +537,15 @@ def check_index_record(index: Index) -> None:
                 raise ValueError(f"index {index.name!r}: fast_path={index.fast_path!r} is the closed form of the "
                                  f"{'Shapley' if index.fast_path == 'shapley' else 'Banzhaf'} value's weights only; "
                                  f"use fast_path='weights'")
-        total = B.sum(axis=0)
         target = np.zeros(1 << p)
         target[-1], target[0] = 1.0, -1.0
-        sums_to_total = bool(np.allclose(total, target, atol=1e-12))
-        if sums_to_total != bool(index.efficient):
-            raise ValueError(f"index {index.name!r}: efficient={index.efficient} but its terms "
-                             f"{'do' if sums_to_total else 'do not'} sum to v(N) - v(empty) for every game (p = {p})")
+        if not np.allclose(B.sum(axis=0), target, atol=1e-12):
+            inefficient_at = p
+    # efficient: the sum holds at every p (the Banzhaf value's does at p = 2 only)
+    if bool(index.efficient) != (inefficient_at is None):
+        raise ValueError(f"index {index.name!r}: efficient={index.efficient} but its terms "
+                         + ("do not sum to v(N) - v(empty) for every game at p = " + str(inefficient_at)
+                            if index.efficient else f"sum to v(N) - v(empty) for every game at p = {CHECK_PLAYERS}"))
 
 
 # -- the built-in indices ---------------------------------------------------------------------------
