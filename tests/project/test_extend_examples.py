@@ -13,7 +13,7 @@ import pytest
 
 from shapleig.games.indices import INDICES, index_names, unregister_index
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs/architecture.md"
 SECTION = "How to extend"
 # the examples the section must have (issue 28); others (a new acquisition) are run when present
 REQUIRED = ("A new index", "A new kernel", "A new store")
