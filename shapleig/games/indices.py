@@ -1,4 +1,4 @@
-"""Game-theoretic indices beyond the Shapley value: definitions, terms, exact values (docs/math.md §14).
+"""Game-theoretic indices: ``Index`` records and their registry, terms, exact values (docs/math.md §14).
 
 Every supported index is linear in the game. Up to order 2 each term T (a player or a pair) is a
 *size-weighted discrete derivative*
