@@ -50,7 +50,8 @@ FAST_PATHS = ("shapley", "banzhaf", "weights")
 # the index every method estimates unless told otherwise
 DEFAULT_INDEX = "SV"
 
-Weights = tuple[tuple[Fraction, ...], "tuple[Fraction, ...] | None"]
+# (w1, w2) as exact fractions: order-1 weights by |S| = 0..p-1, order-2 by |S| = 0..p-2 (or None)
+Weights = tuple[tuple[Fraction, ...], tuple[Fraction, ...] | None]
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,9 @@ class Index:
             on that total by ``explain``.
         weights: ``p -> (w1, w2)``: the weights of ``Delta_i v(S)`` by ``|S| = 0..p-1`` and (order
             2) of ``Delta_ij v(S)`` by ``|S| = 0..p-2``, else None; exact numbers (``int`` or
-            ``Fraction``): the GP products sum them without rounding (these are the fast-path
-            coefficients of the ESP products, :mod:`shapleig.gp.index_esp`).
+            ``Fraction``; a float is taken at its exact binary value): the GP products sum them
+            without rounding (these are the fast-path coefficients of the ESP products,
+            :mod:`shapleig.gp.index_esp`).
         label: the axis label of plots (``"Shapley value"``).
         shapiq_name: the index's name in shapiq (``InteractionValues.index``), or None when shapiq
             has no such index (the bridge then refuses it).
