@@ -190,10 +190,10 @@ def index_options(name: str, index: str, max_order: int | None = None) -> dict[s
     ``{"index": index, "max_order": order}`` for prefix families that take them (``shapiq:``).
     A method that estimates the Shapley value only raises ``ValueError`` naming those that can.
     """
-    from shapleig.games.indices import check_index
+    from shapleig.games.indices import DEFAULT_INDEX, check_index
 
-    index, order = check_index(index, max_order)
-    if index == "SV":
+    index, order = check_index(index, max_order)  # any registered index (games/indices.py)
+    if index == DEFAULT_INDEX:
         return {}
     family = find_prefix(name)
     if family is not None and family.indices:

@@ -92,7 +92,8 @@ class LoopOptions(GPOptions):
         callbacks: callables ``cb(loop)`` run after every step.
         hyperparameters: fixed hyperparameters (standardised units): no fit ever runs.
         index: what is estimated (docs/math.md §14): ``"SV"`` (default), ``"BV"``, or an order-2
-            interaction index ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``.
+            interaction index ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``, or any index registered
+            with :func:`shapleig.games.indices.register_index`.
         max_order: the index's order (None: its own, 1 for SV/BV, 2 for interactions).
         acquisition_index: the index the EIG is about (None: ``index``); ``"SV"`` with an interaction
             ``index`` is the "EIG for SV" ablation.
