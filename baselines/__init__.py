@@ -81,6 +81,22 @@ def get(name: str, **options: Any):
 
     ``shapiq:<Approximator>`` builds :class:`shapleig_baselines.shapiq_methods.ShapiqMethod`; without
     shapiq that raises ``ImportError`` naming the extra ``shapleig[shapiq]``.
+
+    Args:
+        name: a registered method name (``NAMES``, the core's methods, or ``"shapiq:<Approximator>"``).
+        **options: the estimator's constructor options.
+
+    Returns:
+        The estimator, with ``estimate(game, budget, *, seed=0) -> ShapleyEstimate``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from shapleig import FunctionGame
+        >>> import shapleig_baselines as baselines
+        >>> game = FunctionGame(lambda Z: Z @ np.arange(1.0, 5.0), n_players=4)
+        >>> est = baselines.get("kernelshap").estimate(game, 16, seed=0)
+        >>> np.round(est.values, 6).tolist(), est.evaluations
+        ([1.0, 2.0, 3.0, 4.0], 16)
     """
     if not _registered:  # once: also when the package is used from a checkout without its entry points
         register_methods()

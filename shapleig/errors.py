@@ -36,15 +36,18 @@ class StoreMismatchError(ShapleigError, ValueError):
 
 
 class StoreError(ShapleigError, RuntimeError):
-    """An evaluation store cannot be opened, read or written (not a store, damaged, read-only,
-    disk full); what was already committed is kept."""
+    """An evaluation store cannot be opened, read or written (not a store, damaged, read-only, disk full).
+
+    What was already committed is kept.
+    """
 
 
 class StoreBusyError(StoreError):
-    """Another live process is evaluating coalitions of this store and the store was opened with
-    ``wait=False``."""
+    """Another live process is evaluating coalitions of this store and the store was opened with ``wait=False``."""
 
 
 class NumericRangeError(GameError):
-    """A game's values differ by too little next to their magnitude for float64 to resolve their
-    differences (e.g. 1e9 + 1e-6 * v): every estimator would return rounding noise."""
+    """A game's values differ by too little next to their magnitude for float64 to resolve them.
+
+    E.g. 1e9 + 1e-6 * v: every estimator would return rounding noise.
+    """

@@ -23,8 +23,16 @@ class MissingExtraError(ShapleigError, ImportError):
 
 
 def missing_modules(modules: tuple[str, ...]) -> list[str]:
-    """The names in ``modules`` that cannot be imported here (found without importing them; a
-    ``sys.modules`` entry set to None, the way to hide a package, counts as missing)."""
+    """The names in ``modules`` that cannot be imported here (found without importing them).
+
+    A ``sys.modules`` entry set to None, the way to hide a package, counts as missing.
+
+    Args:
+        modules: importable module names, e.g. ``("torch", "gpytorch")``.
+
+    Returns:
+        the names of ``modules`` that are missing, in the given order; empty when all are importable.
+    """
     missing = []
     for name in modules:
         if name in sys.modules:
@@ -41,8 +49,12 @@ def missing_modules(modules: tuple[str, ...]) -> list[str]:
 
 
 def require_torch(what: str) -> None:
-    """Raise :class:`MissingExtraError` naming ``shapleig[botorch]`` when torch, gpytorch or botorch is
-    missing; ``what`` says what needed them (e.g. "fit_engine='gpytorch'").
+    """Raise :class:`MissingExtraError` naming ``shapleig[botorch]`` when torch, gpytorch or botorch is missing.
+
+    ``what`` says what needed them (e.g. "fit_engine='gpytorch'").
+
+    Args:
+        what: what needed the torch stack, quoted in the error message.
 
     Examples:
         >>> from shapleig.extras import missing_modules

@@ -48,11 +48,23 @@ class Method:
     family: str = "baseline"
 
     def estimator_class(self) -> type:
+        """The estimator class ``target`` names, imported on first use.
+
+        Returns:
+            the class.
+        """
         module, attr = self.target.split(":")
         return getattr(importlib.import_module(module), attr)
 
     def build(self, **options: Any) -> Any:
-        """A fresh estimator with ``options``; an option contradicting ``fixed`` raises ``ValueError``."""
+        """A fresh estimator with ``options``; an option contradicting ``fixed`` raises ``ValueError``.
+
+        Args:
+            **options: the estimator's constructor options.
+
+        Returns:
+            the estimator (the class, or its ``preset`` classmethod, called with ``options`` and ``fixed``).
+        """
         for key, value in self.fixed.items():
             if key in options and options[key] != value:
                 hint = (f"use the method named for that {key} instead" if isinstance(options[key], str) else
@@ -65,7 +77,15 @@ class Method:
 
 @dataclass(frozen=True)
 class Prefix:
-    """A family of methods named ``prefix + member`` (``shapiq:KernelSHAP``), built by ``builder``."""
+    """A family of methods named ``prefix + member`` (``shapiq:KernelSHAP``), built by ``builder``.
+
+    Attributes:
+        prefix: the prefix users write (``"shapiq:"``).
+        builder: ``builder(member, options)`` builds the estimator of one member.
+        description: one line for listings.
+        members: a callable listing the members available here (empty when the extra is missing).
+        indices: members take ``index=`` and ``max_order=`` (shapiq's approximators).
+    """
 
     prefix: str
     builder: Callable[[str, dict[str, Any]], Any]
@@ -104,7 +124,12 @@ _CORE = (
 
 
 def register(method: Method, *, replace: bool = False) -> None:
-    """Add ``method``; a name taken by another target raises ``ValueError`` unless ``replace``."""
+    """Add ``method``; a name taken by another target raises ``ValueError`` unless ``replace``.
+
+    Args:
+        method: the method to add.
+        replace: replace a method registered under the same name with another target.
+    """
     with _LOCK:
         old = _METHODS.get(method.name)
         if old is not None and old != method and not replace:
@@ -113,15 +138,21 @@ def register(method: Method, *, replace: bool = False) -> None:
 
 
 def register_prefix(prefix: Prefix) -> None:
-    """Add a family of methods named ``prefix.prefix + member``."""
+    """Add a family of methods named ``prefix.prefix + member``.
+
+    Args:
+        prefix: the family to add (replacing one with the same prefix).
+    """
     with _LOCK:
         _PREFIXES[prefix.prefix] = prefix
 
 
 def _load_providers() -> None:
-    """Register the core's methods, then every installed provider's (entry points), once; other
-    threads wait until all are registered. A provider that fails raises here, and loading is tried
-    again on the next call (nothing is marked loaded half way)."""
+    """Register the core's methods, then every installed provider's (entry points), once.
+
+    Other threads wait until all are registered. A provider that fails raises here, and loading is
+    tried again on the next call (nothing is marked loaded half way).
+    """
     global _providers_loaded, _loading
     if _providers_loaded:  # the common case, without the lock
         return
@@ -140,7 +171,14 @@ def _load_providers() -> None:
 
 
 def names(family: str | None = None) -> list[str]:
-    """Every registered method name (the core's first), or those of one ``family``; no prefix families."""
+    """Every registered method name (the core's first), or those of one ``family``; no prefix families.
+
+    Args:
+        family: ``"design-loop"``, ``"gp"``, ``"exact"`` or ``"baseline"``; None: every family.
+
+    Returns:
+        the names, the core's first.
+    """
     _load_providers()
     # the core's first even when a provider registered before the core's were loaded
     core = {m.name for m in _CORE}
@@ -149,18 +187,37 @@ def names(family: str | None = None) -> list[str]:
 
 
 def prefixes() -> dict[str, Prefix]:
-    """The registered prefix families (``{"shapiq:": ...}``)."""
+    """The registered prefix families (``{"shapiq:": ...}``).
+
+    Returns:
+        ``{prefix: Prefix}``.
+    """
     _load_providers()
     return dict(_PREFIXES)
 
 
 def unknown_method_message(name: str) -> str:
+    """The error message for an unknown method: the name and every known one.
+
+    Args:
+        name: the unknown name.
+
+    Returns:
+        the message.
+    """
     families = ", ".join(f"{p.prefix}<name> ({p.description})" for p in prefixes().values())
     return f"unknown method {name!r}; known methods: {', '.join(names())}" + (f", and {families}" if families else "")
 
 
 def get(name: str) -> Method:
-    """The :class:`Method` registered under ``name``; unknown names raise ``ValueError`` listing all."""
+    """The :class:`Method` registered under ``name``; unknown names raise ``ValueError`` listing all.
+
+    Args:
+        name: a registered method name.
+
+    Returns:
+        the :class:`Method`.
+    """
     _load_providers()
     if name not in _METHODS:
         raise ValueError(unknown_method_message(name))
@@ -168,7 +225,14 @@ def get(name: str) -> Method:
 
 
 def find_prefix(name: str) -> Prefix | None:
-    """The prefix family ``name`` belongs to, if any."""
+    """The prefix family ``name`` belongs to, if any.
+
+    Args:
+        name: a method name.
+
+    Returns:
+        the :class:`Prefix` whose prefix ``name`` starts with, or None.
+    """
     for prefix in prefixes().values():
         if name.startswith(prefix.prefix):
             return prefix
@@ -176,7 +240,15 @@ def find_prefix(name: str) -> Prefix | None:
 
 
 def build(name: str, **options: Any) -> Any:
-    """A fresh estimator for ``name`` (a registered name or ``prefix + member``) with ``options``."""
+    """A fresh estimator for ``name`` (a registered name or ``prefix + member``) with ``options``.
+
+    Args:
+        name: a registered name or ``prefix + member`` (``"shapiq:KernelSHAP"``).
+        **options: the estimator's constructor options.
+
+    Returns:
+        the estimator.
+    """
     family = find_prefix(name)
     if family is not None:
         return family.builder(name[len(family.prefix):], options)
@@ -189,6 +261,14 @@ def index_options(name: str, index: str, max_order: int | None = None) -> dict[s
     ``{}`` for the Shapley value; ``{"index": index}`` for the ShaplEIG arms and ``exact``;
     ``{"index": index, "max_order": order}`` for prefix families that take them (``shapiq:``).
     A method that estimates the Shapley value only raises ``ValueError`` naming those that can.
+
+    Args:
+        name: a method name.
+        index: the index: "SV", "BV", "k-SII", "SII", "STII" or "FSII".
+        max_order: the interaction order; None: the index's default.
+
+    Returns:
+        the options, to merge into the method's constructor options.
     """
     from shapleig.games.indices import DEFAULT_INDEX, check_index
 
@@ -207,13 +287,29 @@ def index_options(name: str, index: str, max_order: int | None = None) -> dict[s
 
 
 def is_anytime(name: str, estimator: Any = None) -> bool:
-    """Whether one run's trace gives every smaller budget (prefix families: the estimator says)."""
+    """Whether one run's trace gives every smaller budget (prefix families: the estimator says).
+
+    Args:
+        name: a method name.
+        estimator: the built estimator (read for prefix families); None: not built.
+
+    Returns:
+        whether the method is anytime.
+    """
     if find_prefix(name) is None and name in names():
         return get(name).anytime
     return bool(getattr(estimator, "anytime", False))
 
 
 def description(name: str) -> str:
+    """The one-line description of method ``name`` (or of its prefix family).
+
+    Args:
+        name: a method name.
+
+    Returns:
+        the description.
+    """
     family = find_prefix(name)
     return family.description if family is not None else get(name).description
 

@@ -8,12 +8,28 @@ import numpy as np
 
 
 def spawn_generators(seed: int, n: int) -> list[np.random.Generator]:
-    """``n`` independent generators derived from ``seed`` by ``SeedSequence.spawn``."""
+    """``n`` independent generators derived from ``seed`` by ``SeedSequence.spawn``.
+
+    Args:
+        seed: the root seed (a non-negative int).
+        n: how many generators.
+
+    Returns:
+        ``n`` ``numpy.random.Generator`` objects with independent streams; the same ``seed`` gives the same list.
+    """
     return [np.random.default_rng(s) for s in np.random.SeedSequence(int(seed)).spawn(n)]
 
 
 def spawn_seeds(seed: int, n: int) -> list[int]:
-    """``n`` independent integer seeds (for torch, LightGBM, ...) derived from ``seed``."""
+    """``n`` independent integer seeds (for torch, LightGBM, ...) derived from ``seed``.
+
+    Args:
+        seed: the root seed (a non-negative int).
+        n: how many seeds.
+
+    Returns:
+        ``n`` integers in ``[0, 2**32)``; the same ``seed`` gives the same list.
+    """
     return [int(s.generate_state(1, dtype=np.uint32)[0]) for s in np.random.SeedSequence(int(seed)).spawn(n)]
 
 
@@ -46,6 +62,14 @@ def resolve_seed(seed: Any = UNSET, random_state: Any = UNSET, *, default: int =
     scikit-learn does). Either way the returned int repeats the run when passed back as ``seed``.
     Neither given: ``default``. Both given and different: ``ValueError``. Anything else (floats,
     bools, negative ints, ints >= 2**63, strings, ``RandomState``) raises ``TypeError``/``ValueError`` naming it.
+
+    Args:
+        seed: a non-negative int, or None for a fresh seed drawn from the OS.
+        random_state: scikit-learn's name for ``seed`` (an int, or None); give at most one of the two, or both equal.
+        default: the seed when neither ``seed`` nor ``random_state`` is given.
+
+    Returns:
+        the seed, ``0 <= seed < 2**63``; passed back as ``seed`` it repeats the run.
     """
     if seed is not UNSET and random_state is not UNSET and not _same_seed(seed, random_state):
         raise ValueError(

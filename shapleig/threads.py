@@ -34,6 +34,12 @@ def compute_threads(n_threads: int | None = 1) -> Iterator[None]:
     machine idle-spinning thread pools made fits and triangular solves ~10x slower (measured: a
     t = 32 fit took 2.1 s with 2 torch threads, 0.22 s with 1). ``None`` leaves the pools alone.
     Previous settings are restored on exit.
+
+    Args:
+        n_threads: the thread count for torch and the BLAS pools inside the block; None leaves them as they are.
+
+    Yields:
+        nothing; the limits hold while the ``with`` block runs.
     """
     if n_threads is None:
         yield

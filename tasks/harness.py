@@ -613,9 +613,37 @@ def run_benchmark(
 ) -> pd.DataFrame:
     """Validate, compute ground truth once per task, run every job, return (and write) the table.
 
-    ``n_jobs``: joblib workers (1 = in this process). ``errors``: ``'raise'`` stops at the first
-    failing run; ``'record'`` keeps going and puts the message in the ``error`` column.
-    ``log``: a callable taking one line of text (e.g. ``print``) for the notes of the run.
+    The function behind ``shapleig run``: one row per (task, method, budget, seed).
+
+    Args:
+        tasks: task names (``shapleig tasks`` lists them) or :class:`Task` objects.
+        methods: registered method names (with options, ``"kernelshap:paired=true"``) or specs.
+        budgets: evaluation budgets: integers or expressions in p (``"8p"``).
+        seeds: the seeds (a list, a range text such as ``"0-9"``, or a count).
+        out: a results file to write (``.csv`` or ``.parquet``); None: not written.
+        n_jobs: joblib workers (1 = in this process, -1 = every core).
+        method_options: ``"method:key=value"`` options applied to the methods named.
+        gp_options: options of the GP arms (``ShaplEIG``'s keywords).
+        cache_dir: folder caching the ground truth of expensive tasks.
+        live: evaluate expensive tasks live instead of from their precomputed tables.
+        progress: show progress bars.
+        errors: ``'raise'`` stops at the first failing run; ``'record'`` keeps going and puts the
+            message in the ``error`` column.
+        log: a callable taking one line of text (e.g. ``print``) for the notes of the run.
+        skip_small: skip budgets below a method's minimum instead of failing.
+        index: the index estimated (``"SV"`` by default).
+
+    Returns:
+        The results table (a ``pandas.DataFrame``: the task, method, budget, seed, evaluations,
+        ``mse``, ``max_abs_err``, timings, the values and their std).
+
+    Examples:
+        >>> from shapleig_tasks.harness import run_benchmark
+        >>> table = run_benchmark(["wvg-7"], ["kernelshap"], [16], [0], progress=False)
+        >>> table[["task", "method", "budget", "seed"]].values.tolist()
+        [['wvg-7', 'kernelshap', 16, 0]]
+        >>> bool(table["evaluations"].iloc[0] <= 16 and table["mse"].iloc[0] >= 0)
+        True
     """
     if errors not in ("raise", "record"):
         raise ValueError(f"errors must be 'raise' or 'record', got {errors!r}")

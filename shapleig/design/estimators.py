@@ -96,7 +96,13 @@ class ShaplEIG(OptionsEstimator):
 
         One lengthscale per player (ARD), a MAP refit at every step by botorch's fit, the p + 1
         leverage design, 1024 candidates, fixed noise 1e-6 in standardised units and the
-        uncalibrated MAP posterior. ``overrides`` change single options (e.g. ``refit="decaying"``).
+        uncalibrated MAP posterior.
+
+        Args:
+            **overrides: single options to change (e.g. ``refit="decaying"``).
+
+        Returns:
+            the estimator with the published options (and ``overrides``).
         """
         options: dict[str, Any] = dict(surrogate="ard", calibrate=False, refit="every", initial_design="leverage",
                                        pool_size=DEFAULT_POOL_SIZE, noise=1e-6, noise_convention="standardized",
@@ -104,7 +110,8 @@ class ShaplEIG(OptionsEstimator):
         options.update(overrides)
         return cls(**options)
 
-    def estimate(
+    # argument count over budget: the public estimate() signature every method shares (game, budget, seed, index, store, ...)
+    def estimate(  # noqa: PLR0913
         self,
         game: Game,
         budget: int,
@@ -144,6 +151,16 @@ class ShaplEIG(OptionsEstimator):
 
         Returns:
             The :class:`ShapleyEstimate`.
+
+        Examples:
+            >>> import numpy as np
+            >>> from shapleig import FunctionGame, ShaplEIG
+            >>> game = FunctionGame(lambda Z: Z @ np.arange(1.0, 6.0), n_players=5)
+            >>> est = ShaplEIG().estimate(game, 24, seed=0, tol=0.05)  # stop once every std <= 0.05
+            >>> est.info["target_reached"], est.evaluations < 24, bool(est.std.max() <= 0.05)
+            (True, True, True)
+            >>> np.round(est.values, 3).tolist()
+            [1.0, 2.0, 3.0, 4.0, 5.0]
         """
         overrides = {name: value for name, value in (("progress", progress), ("tol", tol), ("rtol", rtol))
                      if value is not UNSET}
@@ -158,15 +175,38 @@ class ShaplEIG(OptionsEstimator):
                                       progress=options.progress)
 
     def min_budget(self, n_players: int) -> int:
-        """``p + 2``: the p + 1 design coalitions and at least one acquisition."""
+        """``p + 2``: the p + 1 design coalitions and at least one acquisition.
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            ``p + 2``.
+        """
         return min_budget(n_players)
 
     def min_budget_reason(self, n_players: int) -> str:
+        """Why the budget must cover the initial design and one acquisition (one phrase, for the error message).
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            the phrase, with the design's size.
+        """
         return (f"the p + 1 = {n_players + 1} initial-design evaluations (empty, grand and p - 1 "
                 f"paired coalitions) plus at least one acquisition")
 
     def make_loop(self, game: BudgetedGame, seed: int = 0) -> DesignLoop:
-        """The configured :class:`DesignLoop` on ``game``, spending its remaining budget."""
+        """The configured :class:`DesignLoop` on ``game``, spending its remaining budget.
+
+        Args:
+            game: the budgeted game; the loop spends what remains of its budget.
+            seed: the loop's integer seed.
+
+        Returns:
+            a :class:`DesignLoop`, not yet run.
+        """
         return DesignLoop(game, None, seed=seed, options=self.options)
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
@@ -196,9 +236,25 @@ class GPLeverage(OptionsEstimator):
     __init__.__signature__ = keyword_signature(GPOptions)  # type: ignore[attr-defined]
 
     def min_budget(self, n_players: int) -> int:
+        """Three evaluations: the empty and grand coalitions and one sampled coalition.
+
+        Args:
+            n_players: the number of players p (the minimum does not depend on it).
+
+        Returns:
+            3.
+        """
         return 3
 
     def min_budget_reason(self, n_players: int) -> str:
+        """Why the budget must be at least 3 (one phrase, for the error message).
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            the phrase.
+        """
         return "the empty and grand coalitions plus at least one sampled coalition to fit the GP on"
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:

@@ -34,6 +34,14 @@ def leverage_design(n_players: int, rng: np.random.Generator, size: int | None =
     budget). Uniform size weights are the leverage scores of the Shapley regression. The border
     trick is off: whole size layers are never enumerated (such designs were poor GP initialisations).
     Fewer rows come back only when the 2^p - 2 proper coalitions run out.
+
+    Args:
+        n_players: the number of players p.
+        rng: the random generator.
+        size: the number of coalitions (>= 2); None: p + 1.
+
+    Returns:
+        ``bool[size, p]`` (fewer rows only when the proper coalitions run out).
     """
     p = n_players
     size = p + 1 if size is None else int(size)
@@ -45,7 +53,15 @@ def leverage_design(n_players: int, rng: np.random.Generator, size: int | None =
 
 
 def uniform_design(n_players: int, rng: np.random.Generator) -> np.ndarray:
-    """``bool[p+1, p]``: empty, grand, then p - 1 distinct coalitions uniform over proper subsets."""
+    """``bool[p+1, p]``: empty, grand, then p - 1 distinct coalitions uniform over proper subsets.
+
+    Args:
+        n_players: the number of players p.
+        rng: the random generator.
+
+    Returns:
+        ``bool[p+1, p]``.
+    """
     p = n_players
     base = _empty_and_grand(p)
     seen = set(coalition_keys(base))
@@ -63,7 +79,16 @@ def uniform_design(n_players: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def initial_design(name: str, n_players: int, rng: np.random.Generator) -> np.ndarray:
-    """The named initial design (``"leverage"`` or ``"uniform"``), ``bool[p+1, p]``."""
+    """The named initial design (``"leverage"`` or ``"uniform"``), ``bool[p+1, p]``.
+
+    Args:
+        name: ``"leverage"`` or ``"uniform"`` (see ``INITIAL_DESIGNS``).
+        n_players: the number of players p.
+        rng: the random generator.
+
+    Returns:
+        ``bool[p+1, p]``.
+    """
     if name == "leverage":
         return leverage_design(n_players, rng)
     if name == "uniform":
@@ -72,7 +97,14 @@ def initial_design(name: str, n_players: int, rng: np.random.Generator) -> np.nd
 
 
 def size_order(n_players: int) -> list[int]:
-    """Sizes 0..p by decreasing distance from p/2, smaller size first on ties: 0, p, 1, p-1, 2, ..."""
+    """Sizes 0..p by decreasing distance from p/2, smaller size first on ties: 0, p, 1, p-1, 2, ...
+
+    Args:
+        n_players: the number of players p.
+
+    Returns:
+        the sizes 0..p in that order.
+    """
     p = n_players
     return sorted(range(p + 1), key=lambda k: (-abs(2 * k - p), k))
 
@@ -82,6 +114,13 @@ def border_sizes(n_players: int, n_samples: int) -> list[int]:
 
     :func:`~shapleig.games.coalitions.border_layers` under uniform size weights: outer layers are
     taken while their expected count reaches their size ``C(p, k)``. Returned in :func:`size_order` order.
+
+    Args:
+        n_players: the number of players p.
+        n_samples: the number of proper coalitions to be drawn.
+
+    Returns:
+        the enumerated sizes, in :func:`size_order` order.
     """
     p = n_players
     uniform = np.zeros(p + 1)
@@ -94,9 +133,10 @@ def border_sizes(n_players: int, n_samples: int) -> list[int]:
 class CandidatePool:
     """A fixed candidate pool.
 
-    W:           bool[n, p] candidates in pool order (ties in the acquisition go to the first).
-    exhaustive:  True when W is every coalition outside the design.
-    border_sizes: sizes enumerated by the border trick (sampled pools only).
+    Attributes:
+        W: ``bool[n, p]`` candidates in pool order (ties in the acquisition go to the first).
+        exhaustive: True when W is every coalition outside the design.
+        border_sizes: sizes enumerated by the border trick (sampled pools only).
     """
 
     W: np.ndarray
@@ -131,6 +171,16 @@ def candidate_pool(
     distinct coalitions: first the border-trick layers (computed for ``pool_size + p - 1`` proper
     coalitions, i.e. the pool together with the design's proper coalitions, as one sample from the
     paired sampler), then draws of the seeded paired uniform-size sampler in draw order.
+
+    Args:
+        n_players: the number of players p.
+        design: ``bool[m, p]``, the initial design (its coalitions are left out of the pool).
+        rng: the random generator of the sampled pool.
+        pool_size: the pool's size when it is sampled.
+        max_candidates: the largest exhaustive pool; None: ``pool_size``.
+
+    Returns:
+        the :class:`CandidatePool`.
     """
     p = n_players
     if pool_size < 1:

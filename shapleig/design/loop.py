@@ -61,7 +61,14 @@ _DESIGN, _POOL, _SELECT, _FIT = range(4)
 
 
 def min_budget(n_players: int) -> int:
-    """Smallest budget the loop accepts: the p + 1 design coalitions plus one acquisition."""
+    """Smallest budget the loop accepts: the p + 1 design coalitions plus one acquisition.
+
+    Args:
+        n_players: the number of players p.
+
+    Returns:
+        ``p + 2``.
+    """
     return n_players + 2
 
 
@@ -70,6 +77,17 @@ def loop_budget(game: Game | BudgetedGame, budget: int | None, n_players: int, s
 
     A :class:`BudgetedGame` brings its own store and evaluator and its remaining evaluations (the
     default budget); any other game needs a budget.
+
+    Args:
+        game: the game, or a :class:`BudgetedGame` (which brings its own store, evaluator and remaining
+            budget).
+        budget: the budget asked for; None: a BudgetedGame's remaining evaluations.
+        n_players: the number of players p.
+        store: the store given to the loop (must be None with a BudgetedGame).
+        evaluator: the evaluator given to the loop (must be None with a BudgetedGame).
+
+    Returns:
+        the checked budget.
     """
     if isinstance(game, BudgetedGame):
         if store is not None or evaluator is not None:
@@ -90,7 +108,15 @@ def loop_budget(game: Game | BudgetedGame, budget: int | None, n_players: int, s
 
 
 def loop_operators(options: LoopOptions, n_players: int) -> tuple[IndexOperator, IndexOperator]:
-    """The index read out (docs/math.md §14) and the one the EIG is about (the same unless ablated)."""
+    """The index read out (docs/math.md §14) and the one the EIG is about (the same unless ablated).
+
+    Args:
+        options: the loop's options (``index``, ``max_order``, ``acquisition_index``, ``hold_out_empty``).
+        n_players: the number of players p.
+
+    Returns:
+        ``(read_out, acquisition)``, two :class:`IndexOperator` (the same object unless ablated).
+    """
     hold_out = default_hold_out_empty(options.index) if options.hold_out_empty is None else options.hold_out_empty
     operator = IndexOperator(n_players, options.index, options.max_order, hold_out_empty=hold_out)
     if options.acquisition_index is None:
@@ -113,12 +139,22 @@ class DesignLoop:
         options: a :class:`~shapleig.design.options.LoopOptions`; keyword options (its field
             names: ``acquisition``, ``refit``, ``surrogate``, ``tol``, ...) build or override it.
             The loop keeps it whole as :attr:`options` and reads every option from it.
+        **option_values: keyword options (:class:`~shapleig.design.options.LoopOptions` fields).
 
-    >>> from shapleig import FunctionGame
-    >>> game = FunctionGame(lambda Z: Z.sum(axis=1) ** 2, n_players=4)
-    >>> est = DesignLoop(game, 12, seed=0, pool_size=64).run()
-    >>> est.values.round(2).tolist()
-    [4.0, 4.0, 4.0, 4.0]
+    Examples:
+        >>> from shapleig import FunctionGame
+        >>> game = FunctionGame(lambda Z: Z.sum(axis=1) ** 2, n_players=4)
+        >>> est = DesignLoop(game, 12, seed=0, pool_size=64).run()
+        >>> est.values.round(2).tolist()
+        [4.0, 4.0, 4.0, 4.0]
+
+        Stepping by hand (e.g. to watch the anytime estimate):
+
+        >>> loop = DesignLoop(game, 12, seed=0, pool_size=64)
+        >>> while loop.step():
+        ...     pass
+        >>> loop.evaluations, loop.finish().values.round(2).tolist()
+        (12, [4.0, 4.0, 4.0, 4.0])
     """
 
     def __init__(
@@ -228,6 +264,7 @@ class DesignLoop:
 
     @property
     def done(self) -> bool:
+        """Whether the loop has nothing left to do (budget, pool or precision target reached, or finished)."""
         if self.pool is None:
             return False
         return (
@@ -239,19 +276,31 @@ class DesignLoop:
         )
 
     def estimate_values(self) -> np.ndarray:
-        """Current estimate: posterior mean of phi under the hyperparameters in force, float64[p]."""
+        """Current estimate: posterior mean of phi under the hyperparameters in force, float64[p].
+
+        Returns:
+            float64[d], the posterior mean.
+        """
         if self.mixture is None:
             raise RuntimeError("no estimate before the first step")
         return self.mixture.mean
 
     def estimate_std(self) -> np.ndarray:
-        """Current posterior standard deviations of phi (calibrated mixture), float64[p]."""
+        """Current posterior standard deviations of phi (calibrated mixture), float64[p].
+
+        Returns:
+            float64[d], the posterior standard deviations.
+        """
         if self.mixture is None:
             raise RuntimeError("no estimate before the first step")
         return self.mixture.std
 
     def target_threshold(self) -> float | None:
-        """The std every player must reach: max of ``tol`` and ``rtol * |v(N) - v(empty)|``."""
+        """The std every player must reach: max of ``tol`` and ``rtol * |v(N) - v(empty)|``.
+
+        Returns:
+            the threshold, or None without ``tol`` and ``rtol``.
+        """
         tol, rtol = self.options.tol, self.options.rtol
         if tol is None and rtol is None:
             return None
@@ -269,8 +318,11 @@ class DesignLoop:
         return int(child.generate_state(1, dtype=np.uint32)[0])
 
     def _refit_plan(self, t: int) -> RefitPlan:
-        """How this refit fits its kernels: AutoRefit's refits past 2p start warm, with a cold check
-        each time t has grown by its cold growth since the last cold fit."""
+        """How this refit fits its kernels.
+
+        AutoRefit's refits past 2p start warm, with a cold check each time t has grown by its cold
+        growth since the last cold fit.
+        """
         policy, p = self._policy, self.n_players
         warm = isinstance(policy, AutoRefit) and policy.warm(t, p) and bool(self.kernel_fits)
         return RefitPlan(
@@ -411,6 +463,9 @@ class DesignLoop:
         """Run one step (the initial design first, then one batch); returns False once done.
 
         Thread limits (``threads``) apply to the loop's own computations only, never to the game.
+
+        Returns:
+            True after a step that ran, False once the loop is done.
         """
         if self.pool is None:
             self._open_bar()
@@ -452,8 +507,11 @@ class DesignLoop:
         return True
 
     def _open_bar(self) -> None:
-        """The one progress bar (``options.progress``): the game's, when a caller (``estimate``)
-        already attached one, else one this loop attaches to its game and closes at :meth:`finish`."""
+        """The one progress bar (``options.progress``).
+
+        The game's, when a caller (``estimate``) already attached one, else one this loop attaches
+        to its game and closes at :meth:`finish`.
+        """
         if self.options.progress and self._bar is None and self.game.progress_bar is None:
             self._bar = evaluation_progress_bar(self.game, self.n_players, self.budget,
                                                 f"shapleig {self.acquisition}")
@@ -470,7 +528,11 @@ class DesignLoop:
             cb(self)
 
     def finish(self) -> ShapleyEstimate:
-        """Final refit (if enabled and the last fit missed evaluations) and the final estimate."""
+        """Final refit (if enabled and the last fit missed evaluations) and the final estimate.
+
+        Returns:
+            the final :class:`ShapleyEstimate`.
+        """
         if self.pool is None:
             raise RuntimeError("finish() before any step")
         if self._final_refit_due():
@@ -500,6 +562,9 @@ class DesignLoop:
 
         A target met under the step's hyperparameters is confirmed by the final refit: if the
         refitted posterior misses it, the loop goes on acquiring.
+
+        Returns:
+            the :class:`ShapleyEstimate` (values, std, covariance, the anytime trace and ``info``).
         """
         while True:
             while self.step():
@@ -531,7 +596,12 @@ class DesignLoop:
         return self.done  # nothing left to spend: finish with the target missed
 
     def info(self) -> dict[str, Any]:
-        """Diagnostics: configuration, timings (selection = fits + EIG over the pool, game excluded)."""
+        """Diagnostics: configuration, timings (selection = fits + EIG over the pool, game excluded).
+
+        Returns:
+            ``{name: value}``: the options, the index, the hyperparameters, the refit schedule and the
+            timings.
+        """
         h = self.hyper
         return {
             **self.options.info(),

@@ -74,7 +74,8 @@ class LoopOptions(GPOptions):
         refit: ``"auto"`` (default: every step up to min(8p, 128) evaluations, then a geometric backstop in
             t plus an innovation trigger, :class:`~shapleig.design.refit.AutoRefit`), ``"every"``,
             ``"adaptive"``, ``"decaying"``, ``"geometric"``, ``"never"`` or a callable ``it -> bool``
-            (:mod:`shapleig.design.refit`); ``hand_over`` offsets the geometric schedule.
+            (:mod:`shapleig.design.refit`).
+        hand_over: the acquisition count at which the geometric refit schedule starts (offsets it).
         fit_points: a refit fits the hyperparameters on at most this many archive points (the
             p + 1 design points and a seeded uniform subset of the rest); the posterior always
             conditions on the whole archive. None: every point.
@@ -138,7 +139,14 @@ class LoopOptions(GPOptions):
 
 
 def keyword_signature(options: type[GPOptions]) -> inspect.Signature:
-    """``(self, *, name=default, ...)`` for a constructor whose parameters are ``options``' fields."""
+    """``(self, *, name=default, ...)`` for a constructor whose parameters are ``options``' fields.
+
+    Args:
+        options: the options class (:class:`LoopOptions` or :class:`GPOptions`).
+
+    Returns:
+        the signature, for ``__signature__`` of a constructor that takes ``**options``.
+    """
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
     for f in dataclasses.fields(options):
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
@@ -147,7 +155,16 @@ def keyword_signature(options: type[GPOptions]) -> inspect.Signature:
 
 
 def options_from(options: type[GPOptions], values: Mapping[str, Any], owner: str) -> GPOptions:
-    """``options(**values)`` with unknown names reported against ``owner``'s option list."""
+    """``options(**values)`` with unknown names reported against ``owner``'s option list.
+
+    Args:
+        options: the options class.
+        values: ``{name: value}`` of the options given.
+        owner: who takes the options (e.g. ``"ShaplEIG"``), named in the error message.
+
+    Returns:
+        the options object.
+    """
     unknown = sorted(set(values) - set(options.names()))
     if unknown:
         raise TypeError(f"{owner} got unknown option(s) {unknown}; its options: {', '.join(options.names())}")

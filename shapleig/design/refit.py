@@ -53,6 +53,10 @@ class AdaptiveRefit:
     under the current hyperparameters), when ``mean(z^2) > threshold`` (a calibrated model gives
     ``E[z^2] = 1``). Until bound to a loop (:meth:`bind`, done by ``DesignLoop``) it is the backstop
     alone. The decision reads only the archive and the posterior, so it is deterministic per seed.
+
+    Attributes:
+        threshold: the ``mean(z^2)`` above which the points added since the last fit trigger a refit.
+        hand_over: the acquisition count at which the geometric backstop starts.
     """
 
     threshold: float = 4.0
@@ -69,10 +73,19 @@ class AdaptiveRefit:
         return "adaptive"
 
     def __call__(self, it: int) -> bool:
+        """The backstop alone (unbound): whether acquisition ``it`` refits."""
         return _geometric(int(self.hand_over))(it)
 
     def bind(self, loop) -> RefitSchedule:
-        """Schedule reading ``loop.X``, ``loop.posterior.innovations()`` and the archive size at the last fit."""
+        """Schedule reading ``loop.X``, ``loop.posterior.innovations()`` and the archive size at the last fit.
+
+        Args:
+            loop: the :class:`~shapleig.design.loop.DesignLoop` (its ``X``, ``posterior`` and
+                ``fitted_on``).
+
+        Returns:
+            the schedule ``it -> bool``.
+        """
         backstop = _geometric(int(self.hand_over))
 
         def adaptive(it: int) -> bool:
@@ -107,6 +120,19 @@ class AutoRefit:
     loop reads :meth:`warm`,
     :meth:`cold_check_due` and :attr:`warm_fit_options`). The decision reads only the archive and
     the posterior: deterministic per seed.
+
+    Attributes:
+        every_until: the archive size up to which every step refits; None: ``min(8p, 128)``.
+        growth: a refit is due once the archive has grown by this factor since the last fit.
+        threshold: the ``mean(z^2)`` above which the points added since the last fit trigger a refit.
+        min_gap_divisor: an innovation-triggered refit needs at least ``t_fit / min_gap_divisor`` new
+            points.
+        early_warm: refits beyond 2p evaluations start warm (False: only the late ones).
+        cold_growth: growth of the archive since the last cold fit that triggers a cold check, while every
+            step refits.
+        late_cold_growth: the same for late refits.
+        warm_options: L-BFGS-B options of warm refits as ``(name, value)`` pairs; None: the optimiser's
+            defaults.
     """
 
     every_until: int | None = None  # None: min(8p, 128)
@@ -122,19 +148,43 @@ class AutoRefit:
     def __name__(self) -> str:
         return "auto"
 
-    def __call__(self, it: int) -> bool:  # unbound (no loop to read): refit every step
+    def __call__(self, it: int) -> bool:
+        """Unbound (no loop to read): every acquisition ``it`` refits."""
         return True
 
     def until(self, n_players: int) -> int:
-        """Archive size up to which every step refits (cold)."""
+        """Archive size up to which every step refits (cold).
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            the archive size.
+        """
         return int(self.every_until) if self.every_until is not None else min(8 * int(n_players), 128)
 
     def late(self, t: int, n_players: int) -> bool:
-        """Whether a refit at archive size ``t`` is a late one (sparse refits)."""
+        """Whether a refit at archive size ``t`` is a late one (sparse refits).
+
+        Args:
+            t: the archive size.
+            n_players: the number of players p.
+
+        Returns:
+            whether ``t`` is beyond :meth:`until`.
+        """
         return t > self.until(n_players)
 
     def warm(self, t: int, n_players: int) -> bool:
-        """Whether a refit at archive size ``t`` starts warm (from the last hyperparameters)."""
+        """Whether a refit at archive size ``t`` starts warm (from the last hyperparameters).
+
+        Args:
+            t: the archive size.
+            n_players: the number of players p.
+
+        Returns:
+            whether the refit starts warm.
+        """
         return t > 2 * int(n_players) if self.early_warm else self.late(t, n_players)
 
     @property
@@ -143,14 +193,35 @@ class AutoRefit:
         return None if self.warm_options is None else dict(self.warm_options)
 
     def cold_check_due(self, t: int, t_cold: int, n_players: int) -> bool:
-        """Whether a warm refit at ``t`` also fits from the initial values (``t_cold``: the archive
-        size at the last cold fit): growth ``cold_growth`` while every step refits, ``late_cold_growth``
-        beyond (late refits fit on up to ``fit_points`` rows, and cost most)."""
+        """Whether a warm refit at ``t`` also fits from the initial values.
+
+        Due after growth ``cold_growth`` since the last cold fit while every step refits,
+        ``late_cold_growth`` beyond (late refits fit on up to ``fit_points`` rows, and cost most).
+
+        Args:
+            t: the archive size.
+            t_cold: the archive size at the last cold fit.
+            n_players: the number of players p.
+
+        Returns:
+            whether the cold check is due.
+        """
         growth = self.late_cold_growth if self.late(t, n_players) else self.cold_growth
         return t >= growth * t_cold
 
     def due(self, t: int, t_fit: int, innovations: np.ndarray | None, n_players: int) -> bool:
-        """Whether a refit is due with ``t`` points in the archive, ``t_fit`` at the last fit."""
+        """Whether a refit is due with ``t`` points in the archive, ``t_fit`` at the last fit.
+
+        Args:
+            t: the archive size.
+            t_fit: the archive size at the last fit (< 0: never fitted).
+            innovations: the one-step-ahead standardised residuals of the points added since the last fit,
+                or None.
+            n_players: the number of players p.
+
+        Returns:
+            whether to refit now.
+        """
         if t_fit < 0 or t <= self.until(n_players):
             return True
         if t <= t_fit:
@@ -162,7 +233,15 @@ class AutoRefit:
         return bool(np.mean(innovations**2) > self.threshold)
 
     def bind(self, loop) -> RefitSchedule:
-        """Schedule reading the loop's archive size, its size at the last fit and the innovations."""
+        """Schedule reading the loop's archive size, its size at the last fit and the innovations.
+
+        Args:
+            loop: the :class:`~shapleig.design.loop.DesignLoop` (its ``X``, ``posterior`` and archive size
+                at the last fit).
+
+        Returns:
+            the schedule ``it -> bool``.
+        """
 
         def auto(it: int) -> bool:
             t, t_fit, p = int(loop.X.shape[0]), int(loop._fitted_on), int(loop.n_players)
@@ -180,7 +259,8 @@ REFIT_SCHEDULES = ("auto", "auto-cold", "every", "decaying", "geometric", "never
 _ALIASES = {"every_iteration": "every", "init_64_factor_4": "decaying"}
 
 
-def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedule:
+# complexity over budget: one branch per named schedule, a flat table
+def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedule:  # noqa: C901
     """Refit schedule ``it -> bool`` by name; ``it`` counts acquisitions from 0 after the design.
 
     ``"auto"`` (default, :class:`AutoRefit`), ``"auto-cold"`` (every refit cold), ``"every"``, ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
@@ -189,6 +269,14 @@ def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedu
     (:class:`AdaptiveRefit`: geometric backstop plus evidence-triggered refits; ``"adaptive:<t>"``
     sets its threshold). A callable is
     returned unchanged. The loop always fits when no hyperparameters exist yet.
+
+    Args:
+        name: a schedule name (see ``REFIT_SCHEDULES``, or ``"adaptive:<threshold>"``) or a callable ``it ->
+            bool``, returned as it is.
+        hand_over: the acquisition count at which the geometric schedules start.
+
+    Returns:
+        the schedule ``it -> bool``.
     """
     if callable(name):
         return name

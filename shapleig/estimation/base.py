@@ -30,9 +30,21 @@ PROGRESS_DELAY_S = 2.0
 
 
 def evaluation_progress_bar(budgeted: BudgetedGame, n_players: int, budget: int, desc: str) -> Any:
-    """A tqdm bar over the evaluations a run can make (never more than the 2^p coalitions), attached
-    to ``budgeted`` (which advances it per evaluation); it appears once the run has lasted
-    ``PROGRESS_DELAY_S`` seconds. The caller detaches (``budgeted.progress_bar = None``) and closes it."""
+    """A tqdm bar over the evaluations a run can make (never more than the 2^p coalitions).
+
+    The bar is attached to ``budgeted`` (which advances it per evaluation); it appears once the run
+    has lasted ``PROGRESS_DELAY_S`` seconds. The caller detaches (``budgeted.progress_bar = None``)
+    and closes it.
+
+    Args:
+        budgeted: the run's budgeted game; it advances the bar once per new evaluation.
+        n_players: the number of players p (the bar's total is at most 2^p).
+        budget: the run's budget.
+        desc: the bar's label (the method's name).
+
+    Returns:
+        the ``tqdm`` bar, already attached to ``budgeted``.
+    """
     from tqdm.auto import tqdm
 
     total = min(budget, 1 << n_players) if n_players < 63 else budget
@@ -45,7 +57,19 @@ def evaluation_progress_bar(budgeted: BudgetedGame, n_players: int, budget: int,
 class Estimator(Protocol):
     """``estimate(game, budget, *, seed=0) -> ShapleyEstimate``; budget = distinct coalitions."""
 
-    def estimate(self, game: Game, budget: int, *, seed: SeedLike = 0, **kwargs: Any) -> ShapleyEstimate: ...
+    def estimate(self, game: Game, budget: int, *, seed: SeedLike = 0, **kwargs: Any) -> ShapleyEstimate:
+        """Estimate the values of ``game`` with at most ``budget`` distinct coalition evaluations.
+
+        Args:
+            game: the game (a :class:`~shapleig.games.game.Game`).
+            budget: the number of distinct coalitions the method may evaluate.
+            seed: the run's seed (a non-negative int, None or a numpy Generator).
+            **kwargs: method-specific run options (store, evaluator, progress, ...).
+
+        Returns:
+            the estimate, with the evaluations spent and the seed used in ``info["seed"]``.
+        """
+        ...
 
 
 class BaseEstimator(abc.ABC):
@@ -64,6 +88,7 @@ class BaseEstimator(abc.ABC):
     max_players: ClassVar[int | None] = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "BaseEstimator":
+        """A new estimator; an integer first argument (shapiq's number of players) raises ``TypeError``."""
         # shapiq's approximators take the number of players first (KernelSHAP(n=8)); here it comes
         # from the game, so an integer first argument is that habit, not an option value.
         if args and isinstance(args[0], (int, np.integer)) and not isinstance(args[0], (bool, np.bool_)):
@@ -83,11 +108,22 @@ class BaseEstimator(abc.ABC):
         return [p.name for p in params if p.name != "self" and p.kind not in skip]
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor options, as scikit-learn's ``get_params`` (``deep`` has no effect)."""
+        """The constructor options, as scikit-learn's ``get_params`` (``deep`` has no effect).
+
+        Args:
+            deep: accepted for scikit-learn's API; there are no nested estimators.
+
+        Returns:
+            ``{name: value}`` of every constructor option.
+        """
         return {name: getattr(self, name) for name in self._param_names()}
 
     def set_params(self, **params: Any) -> "BaseEstimator":
-        """Change options (validated as in the constructor); unknown names raise ``ValueError``."""
+        """Change options (validated as in the constructor); unknown names raise ``ValueError``.
+
+        Returns:
+            the estimator itself (``set_params`` chains, as in scikit-learn).
+        """
         names = self._param_names()
         unknown = sorted(set(params) - set(names))
         if unknown:
@@ -96,14 +132,29 @@ class BaseEstimator(abc.ABC):
         return self
 
     def min_budget(self, n_players: int) -> int:
-        """Smallest budget the method accepts for ``n_players`` (its fixed phase)."""
+        """Smallest budget the method accepts for ``n_players`` (its fixed phase).
+
+        Args:
+            n_players: the number of players of the game.
+
+        Returns:
+            the smallest budget, 2 here (the empty and grand coalitions); subclasses with a fixed phase say more.
+        """
         return 2
 
     def min_budget_reason(self, n_players: int) -> str:
-        """Why :meth:`min_budget` is what it is (one phrase, for the error message)."""
+        """Why :meth:`min_budget` is what it is (one phrase, for the error message).
+
+        Args:
+            n_players: the number of players of the game.
+
+        Returns:
+            a short phrase such as "its fixed phase", quoted in the error message.
+        """
         return "its fixed phase"
 
-    def estimate(
+    # complexity, argument count over budget: the shared public estimate() signature; one argument check per branch
+    def estimate(  # noqa: C901, PLR0913
         self,
         game: Game,
         budget: int,
@@ -134,6 +185,24 @@ class BaseEstimator(abc.ABC):
         values with std and covariance 0: ``info["exact"] = True`` and ``info["message"]`` says so;
         a budget above ``2^p`` also raises a :class:`BudgetCoversGameWarning` (nothing is changed
         silently: ``result.budget`` stays the budget asked for).
+
+        Args:
+            game: the game: a :class:`~shapleig.games.game.Game`, or a :class:`BudgetedGame` whose remaining evaluations
+                cover ``budget``.
+            budget: the number of distinct coalitions the run may evaluate (a positive int).
+            seed: a non-negative int, None (fresh entropy) or a numpy Generator.
+            store: an :class:`~shapleig.runs.store.EvaluationStore` (or a path) that reuses and records values; None: no
+                store.
+            evaluator: what evaluates new coalitions (e.g. :class:`~shapleig.runs.evaluators.ExecutorEvaluator`); None:
+                in process.
+            max_retries: how many times a failing coalition (an exception, NaN or inf) is retried before the run stops.
+            timeout: seconds allowed per game call; None: no limit.
+            random_state: scikit-learn's and shapiq's alias of ``seed``.
+            progress: show a tqdm bar of the distinct evaluations.
+
+        Returns:
+            the :class:`ShapleyEstimate`, with ``info["seed"]`` the integer seed used and ``evaluations`` the distinct
+            coalitions spent.
         """
         p = check_game(game, self.min_players)
         if self.max_players is not None and p > self.max_players:

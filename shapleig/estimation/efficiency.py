@@ -20,6 +20,13 @@ def condition_on_total(est: ShapleyEstimate, total: float) -> float:
     error at the always-observed empty and grand coalitions (docs/math.md §6), so this moves it by
     that error only. Without a covariance the gap is split equally (the least-squares projection
     onto ``sum(phi) = total``). ``est.trace`` is left as the method produced it.
+
+    Args:
+        est: the estimate to condition, changed in place (values, and std and covariance when present).
+        total: the known total v(N) - v(empty).
+
+    Returns:
+        the gap ``total - sum(values)`` before conditioning.
     """
     phi = np.asarray(est.values, dtype=np.float64)
     gap = float(total - phi.sum())

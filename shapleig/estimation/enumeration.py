@@ -26,12 +26,28 @@ class BudgetCoversGameWarning(UserWarning):
 
 
 def covers_game(n_players: int, budget: int) -> bool:
-    """True when ``budget >= 2^p`` and ``p <= 20`` (enumeration is affordable and within budget)."""
+    """True when ``budget >= 2^p`` and ``p <= 20`` (enumeration is affordable and within budget).
+
+    Args:
+        n_players: the number of players p.
+        budget: the run's budget (distinct coalitions).
+
+    Returns:
+        whether the run enumerates the game instead of estimating.
+    """
     return n_players <= MAX_ENUMERATION_PLAYERS and budget >= (1 << n_players)
 
 
 def enumeration_message(n_players: int, budget: int) -> str:
-    """The one line that reports an enumerated run, e.g. ``budget 5000 > 2^10 = 1024 coalitions: ...``."""
+    """The one line that reports an enumerated run, e.g. ``budget 5000 > 2^10 = 1024 coalitions: ...``.
+
+    Args:
+        n_players: the number of players p.
+        budget: the run's budget.
+
+    Returns:
+        the message, stored in ``info["message"]`` and used as the warning's text.
+    """
     full = 1 << n_players
     relation = ">" if budget > full else "="
     return f"budget {budget} {relation} 2^{n_players} = {full} coalitions: all evaluated, exact values"
@@ -39,11 +55,22 @@ def enumeration_message(n_players: int, budget: int) -> str:
 
 def enumerate_game(game: BudgetedGame, method: str, index: str = "SV", max_order: int | None = None,
                    ) -> ShapleyEstimate:
-    """Evaluate every coalition of ``game`` (through its budget, store and evaluator); exact values
-    of ``index`` (the Shapley value by default; docs/math.md §14 for the others).
+    """Evaluate every coalition of ``game``; the exact values of ``index``.
+
+    Evaluations go through the game's budget, store and evaluator; ``index`` is the Shapley value by
+    default (docs/math.md §14 for the others).
 
     Returns values float64[d] (aligned with the index's terms) with std and covariance exactly 0 and
     ``info["exact"] = True``.
+
+    Args:
+        game: the run's budgeted game; every coalition is evaluated through it.
+        method: the registry name recorded in the result's ``method``.
+        index: the index: "SV" (default), "BV", "k-SII", "SII", "STII" or "FSII".
+        max_order: the highest interaction order for the order-k indices; None: the index's default.
+
+    Returns:
+        the exact values as a :class:`ShapleyEstimate` with zero std and covariance.
     """
     p = game.n_players
     coalitions = all_coalitions(p)

@@ -65,6 +65,7 @@ class ShapleyEstimate:
 
     @property
     def n_players(self) -> int:
+        """The number of players (the singletons among ``terms``, or ``player_count`` when set)."""
         if self.player_count is not None:
             return int(self.player_count)
         if self.terms is not None:
@@ -95,7 +96,14 @@ class ShapleyEstimate:
         return float(np.asarray(self.values)[self._position(term)])
 
     def std_of(self, term: Any) -> float:
-        """The posterior std of one term (``ValueError`` for methods without one)."""
+        """The posterior std of one term (``ValueError`` for methods without one).
+
+        Args:
+            term: a player (int) or a tuple of players, as for ``est[term]``.
+
+        Returns:
+            the term's posterior standard deviation.
+        """
         if self.std is None:
             raise ValueError(f"method {self.method or '?'} reports no posterior std")
         return float(np.asarray(self.std)[self._position(term)])
@@ -118,7 +126,16 @@ class ShapleyEstimate:
 
     def get_n_order(self, order: int | None = None, min_order: int | None = None,
                     max_order: int | None = None) -> ShapleyEstimate:
-        """The terms of one order (``order=2``: the pairs) or of a range, as shapiq's ``get_n_order``."""
+        """The terms of one order (``order=2``: the pairs) or of a range, as shapiq's ``get_n_order``.
+
+        Args:
+            order: the one order to keep (1: the players, 2: the pairs).
+            min_order: the smallest order kept (default ``order``, else 1).
+            max_order: the largest order kept (default ``order``, else the estimate's largest).
+
+        Returns:
+            a new estimate holding the selected terms (values, std, covariance block, trace).
+        """
         if order is None and min_order is None and max_order is None:
             raise ValueError("give order, min_order or max_order")
         lo = min_order if min_order is not None else (order if order is not None else 1)
@@ -127,7 +144,14 @@ class ShapleyEstimate:
         return self._select(keep, f"orders {lo}..{hi}")
 
     def get_top_k(self, k: int) -> ShapleyEstimate:
-        """The ``k`` terms of largest absolute value, largest first (ties in term order)."""
+        """The ``k`` terms of largest absolute value, largest first (ties in term order).
+
+        Args:
+            k: how many terms to keep (a non-negative int).
+
+        Returns:
+            a new estimate holding those ``k`` terms, largest absolute value first.
+        """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
             raise ValueError(f"k must be a non-negative integer, got {k!r}")
         order = np.argsort(-np.abs(np.asarray(self.values, dtype=np.float64)), kind="stable")[: int(k)]
@@ -148,24 +172,39 @@ class ShapleyEstimate:
 
         The empty interaction holds ``baseline_value`` (v(empty)) as in shapiq's own approximators,
         so shapiq's force, waterfall and bar plots work. Needs the ``shapleig[shapiq]`` extra.
+
+        Returns:
+            a ``shapiq.InteractionValues`` with the values, the index and the baseline.
         """
         from shapleig.estimation.shapiq_values import to_interaction_values
 
         return to_interaction_values(self)
 
     def to_shap(self, data: Any = None) -> Any:
-        """This estimate (SV or BV) as a ``shap.Explanation`` of one row, for SHAP's waterfall, bar and
-        force plots; the std is SHAP's ``error_std`` field (:mod:`shapleig.estimation.shap_values`).
-        ``data`` is the explained row (default ``info["x"]``, set by :func:`shapleig.explain`). Needs
-        the ``shapleig[shap]`` extra."""
+        """This estimate (SV or BV) as a ``shap.Explanation`` of one row, for SHAP's plots.
+
+        Waterfall, bar and force plots work; the std is SHAP's ``error_std`` field
+        (:mod:`shapleig.estimation.shap_values`). Needs the ``shapleig[shap]`` extra.
+
+        Args:
+            data: the explained row (float[p]); None: ``info["x"]``.
+
+        Returns:
+            a one-row ``shap.Explanation``.
+        """
         from shapleig.estimation.shap_values import to_shap
 
         return to_shap(self, data)
 
     def to_frame(self) -> Any:
-        """A pandas DataFrame, one row per term (per player for the Shapley and Banzhaf values):
-        ``player`` (the feature names of :func:`shapleig.explain`, else 0..p-1; for a pair, the two
-        joined by " x "), ``value``, ``std`` (NaN without a posterior)."""
+        """A pandas DataFrame, one row per term (per player for the Shapley and Banzhaf values).
+
+        Columns: ``player`` (the feature names of :func:`shapleig.explain`, else 0..p-1; for a pair,
+        the two joined by " x "), ``value``, ``std`` (NaN without a posterior).
+
+        Returns:
+            a ``pandas.DataFrame`` with columns ``player``, ``value`` and ``std``.
+        """
         import pandas as pd
 
         names = self.info.get("feature_names")
@@ -177,11 +216,25 @@ class ShapleyEstimate:
         return pd.DataFrame({"player": players, "value": values, "std": std})
 
     def values_at(self, evaluations: int) -> np.ndarray | None:
-        """The latest trace entry with at most ``evaluations`` evaluations (None if none)."""
+        """The latest trace entry with at most ``evaluations`` evaluations (None if none).
+
+        Args:
+            evaluations: an evaluation count along the run.
+
+        Returns:
+            the values float64[d] at that point of the anytime curve, or None before the first step.
+        """
         return _latest(self.trace, evaluations)
 
     def std_at(self, evaluations: int) -> np.ndarray | None:
-        """The posterior std of the latest step with at most ``evaluations`` evaluations (or None)."""
+        """The posterior std of the latest step with at most ``evaluations`` evaluations (or None).
+
+        Args:
+            evaluations: an evaluation count along the run.
+
+        Returns:
+            the std float64[d] at that point, or None before the first step (or without a posterior).
+        """
         return _latest(self.trace_std, evaluations)
 
     def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
@@ -189,6 +242,12 @@ class ShapleyEstimate:
 
         ``z`` is the standard normal quantile of ``(1 + level) / 2``. Raises ``ValueError`` for
         methods without a posterior std, or a level outside (0, 1).
+
+        Args:
+            level: the credible level in (0, 1).
+
+        Returns:
+            ``(lower, upper)``, two float64[d].
         """
         if self.std is None:
             raise ValueError(f"method {self.method or '?'} reports no posterior std, so it has no interval")

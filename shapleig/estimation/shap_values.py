@@ -70,8 +70,15 @@ def to_shap(estimate: Any, data: Any = None) -> shap.Explanation:
 
 
 def rows_to_shap(rows: Any) -> shap.Explanation:
-    """A :class:`~shapleig.explanation.explain_rows.RowsExplanation` as a ``shap.Explanation`` of
-    ``n`` rows (values ``[n, d]``, base_values ``[n]``, data ``[n, d]``; ``error_std`` ``[n, d]``)."""
+    """A :class:`~shapleig.explanation.explain_rows.RowsExplanation` as a ``shap.Explanation`` of ``n`` rows.
+
+    Args:
+        rows: the explanation of ``n`` rows (SV or BV).
+
+    Returns:
+        ``shap.Explanation`` with values ``[n, d]``, base_values ``[n]``, data ``[n, d]`` and
+        ``error_std`` ``[n, d]`` (None without a posterior), with the 95% interval as bounds.
+    """
     _check_order_one(rows.index, max((len(t) for t in rows.terms), default=1))
     values, std = rows.values, rows.std
     lower, upper = _bounds(values, std)

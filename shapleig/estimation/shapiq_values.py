@@ -143,7 +143,14 @@ class UncertainInteractionValues(InteractionValues):
     shapleig_covariance = covariance
 
     def std_of(self, term: Iterable[int]) -> float:
-        """The std of one term (0 for the empty interaction; ``KeyError`` for a term without one)."""
+        """The std of one term (0 for the empty interaction; ``KeyError`` for a term without one).
+
+        Args:
+            term: the players of the term, in any order.
+
+        Returns:
+            the term's standard deviation.
+        """
         key = _term(term)
         if key == ():
             return 0.0
@@ -153,14 +160,22 @@ class UncertainInteractionValues(InteractionValues):
             raise KeyError(f"no uncertainty for term {key}; the terms are {self._terms}") from None
 
     def std_values(self) -> InteractionValues:
-        """The std as a plain ``InteractionValues`` (same index and terms, ``()`` = 0), for shapiq's plots."""
+        """The std as a plain ``InteractionValues`` (same index and terms, ``()`` = 0), for shapiq's plots.
+
+        Returns:
+            a shapiq ``InteractionValues`` holding the std of each term.
+        """
         return InteractionValues({(): 0.0, **dict(zip(self._terms, self._std.tolist()))}, index=self.index,
                                  max_order=self.max_order, min_order=0, n_players=self.n_players,
                                  estimated=self.estimated, estimation_budget=self.estimation_budget,
                                  baseline_value=0.0)
 
     def without_uncertainty(self) -> InteractionValues:
-        """A plain shapiq ``InteractionValues`` with the same values (the uncertainty dropped on purpose)."""
+        """A plain shapiq ``InteractionValues`` with the same values (the uncertainty dropped on purpose).
+
+        Returns:
+            a copy as shapiq's own class.
+        """
         return InteractionValues.__copy__(self)
 
     def _embedded(self, terms: list[Term]) -> tuple[np.ndarray, np.ndarray | None]:
@@ -192,8 +207,10 @@ class UncertainInteractionValues(InteractionValues):
         return self._lift(plain, keep, self._std[idx], cov)
 
     def _combined(self, plain: InteractionValues, parts: list[tuple[Any, float]]) -> UncertainInteractionValues:
-        """``plain`` with the uncertainty of ``sum_k c_k X_k`` for independent ``X_k`` (``parts`` = (X_k, c_k));
-        an ``X_k`` without uncertainty must be exact (``estimated=False``)."""
+        """``plain`` with the uncertainty of ``sum_k c_k X_k`` for independent ``X_k`` (``parts`` = (X_k, c_k)).
+
+        An ``X_k`` without uncertainty must be exact (``estimated=False``).
+        """
         terms = [t for t in plain.interactions if len(t) > 0]
         var, cov = np.zeros(len(terms)), np.zeros((len(terms), len(terms)))
         for other, c in parts:
@@ -255,20 +272,61 @@ class UncertainInteractionValues(InteractionValues):
 
     def get_n_order(self, order: int | None = None, min_order: int | None = None,
                     max_order: int | None = None) -> UncertainInteractionValues:
+        """Like shapiq's ``get_n_order``, the uncertainty kept for the terms that remain.
+
+        Args:
+            order: the one order to keep.
+            min_order: the smallest order kept.
+            max_order: the largest order kept.
+
+        Returns:
+            the selected terms, with their std and covariance.
+        """
         return self._restricted(super().get_n_order(order=order, min_order=min_order, max_order=max_order))
 
     def get_top_k_interactions(self, k: int) -> UncertainInteractionValues:
+        """Like shapiq's ``get_top_k_interactions``, the uncertainty kept for the terms that remain.
+
+        Args:
+            k: how many terms to keep (largest absolute value first).
+
+        Returns:
+            the ``k`` terms, with their std and covariance.
+        """
         return self._restricted(super().get_top_k_interactions(k))
 
     def get_subset(self, players: list[int]) -> UncertainInteractionValues:
+        """Like shapiq's ``get_subset``, the uncertainty kept for the terms that remain.
+
+        Args:
+            players: the players whose terms are kept.
+
+        Returns:
+            the terms within ``players``, with their std and covariance.
+        """
         return self._restricted(super().get_subset(players))
 
     def sparsify(self, threshold: float = 1e-3) -> None:
+        """Like shapiq's ``sparsify`` in place, the uncertainty kept for the terms that remain.
+
+        Args:
+            threshold: terms whose absolute value is below it are dropped.
+        """
         super().sparsify(threshold)
         kept = self._restricted(InteractionValues.__copy__(self))
         self._terms, self._std, self._cov = kept._terms, kept._std, kept._cov
 
     def aggregate(self, others: Sequence[InteractionValues], aggregation: str = "mean") -> UncertainInteractionValues:
+        """Like shapiq's ``aggregate``, the estimates taken as independent.
+
+        Args:
+            others: the other values, each with uncertainty or exact (``estimated=False``).
+            aggregation: "mean" (covariances summed, divided by n**2) or "sum"; other modes have no
+                Gaussian std and raise ``ValueError``.
+
+        Returns:
+            the aggregate with its std and covariance.
+        """
         if aggregation not in ("mean", "sum"):
             raise ValueError(f"aggregation {aggregation!r} of estimates has no Gaussian std; use 'mean' or 'sum', "
                              f"or aggregate .without_uncertainty() copies")
@@ -285,7 +343,14 @@ class UncertainInteractionValues(InteractionValues):
 
     def to_json_file(self, path: Path, *, desc: str | None = None, created_from: object | None = None,
                      **kwargs: Any) -> None:
-        """shapiq's JSON file plus the block ``"shapleig_uncertainty"`` (terms, std, covariance)."""
+        """Write shapiq's JSON file plus the block ``"shapleig_uncertainty"`` (terms, std, covariance).
+
+        Args:
+            path: the file (shapiq adds ``.json`` when missing).
+            desc: shapiq's description field.
+            created_from: shapiq's provenance field.
+            **kwargs: further keywords of shapiq's ``to_json_file``.
+        """
         path = Path(path)
         super().to_json_file(path, desc=desc, created_from=created_from, **kwargs)
         path = path if path.name.endswith(".json") else path.with_suffix(".json")  # where shapiq wrote it
@@ -295,7 +360,14 @@ class UncertainInteractionValues(InteractionValues):
 
     @classmethod
     def from_json_file(cls, path: Path) -> UncertainInteractionValues:
-        """A file written by :meth:`to_json_file`; ``ValueError`` when it has no uncertainty block."""
+        """Read a file written by :meth:`to_json_file`; ``ValueError`` when it has no uncertainty block.
+
+        Args:
+            path: the JSON file.
+
+        Returns:
+            the values with their uncertainty.
+        """
         path = Path(path)
         data = json.loads(path.read_text(encoding="utf-8"))
         if UNCERTAINTY_KEY not in data:
@@ -312,10 +384,23 @@ class UncertainInteractionValues(InteractionValues):
         return cls._lift(plain, terms, block["std"], block.get("covariance"))
 
     def to_dict(self) -> dict:
+        """Like shapiq's ``to_dict`` plus the entry ``"shapleig_uncertainty"`` (terms, std, covariance).
+
+        Returns:
+            a JSON-ready dict that :meth:`from_dict` reads back.
+        """
         return {**super().to_dict(), UNCERTAINTY_KEY: self._uncertainty_block()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> UncertainInteractionValues:
+        """Read a dict written by :meth:`to_dict`; ``ValueError`` when it has no uncertainty entry.
+
+        Args:
+            data: the dict.
+
+        Returns:
+            the values with their uncertainty.
+        """
         if UNCERTAINTY_KEY not in data:
             raise ValueError(f"the dict has no {UNCERTAINTY_KEY!r} entry; use shapiq.InteractionValues.from_dict")
         plain = InteractionValues.from_dict({k: v for k, v in data.items() if k != UNCERTAINTY_KEY})
@@ -352,14 +437,19 @@ else:  # re-imported: keep shapiq's original loader
 
 
 def to_interaction_values(estimate: Any) -> InteractionValues:
-    """``estimate`` as shapiq ``InteractionValues``: the estimate's index ("SV" by default) and orders
-    0..max_order (1, or 2 for pairwise interactions), n_players = p, one entry per term.
+    """``estimate`` as shapiq ``InteractionValues``: the estimate's index, one entry per term.
 
-    Entry ``()`` and ``baseline_value`` hold v(empty) when the run evaluated it (shapiq's
+    Orders 0..max_order (1, or 2 for pairwise interactions), n_players = p. Entry ``()`` and ``baseline_value`` hold v(empty) when the run evaluated it (shapiq's
     convention, so values sum to v(N)); without it both are 0 and only the other entries count.
     ``estimation_budget`` is the number of distinct evaluations spent. A result with a posterior
     gives an :class:`UncertainInteractionValues` (std and covariance kept through shapiq's
     operations, see the module docstring); one without (model-free methods) a plain ``InteractionValues``.
+
+    Args:
+        estimate: a :class:`~shapleig.estimation.result.ShapleyEstimate`.
+
+    Returns:
+        an :class:`UncertainInteractionValues`, or a plain ``InteractionValues`` without a posterior.
     """
     baseline = 0.0 if estimate.baseline is None else float(estimate.baseline)
     plain = _index_values(estimate, np.asarray(estimate.values, dtype=np.float64), baseline)
@@ -372,16 +462,26 @@ def to_interaction_values(estimate: Any) -> InteractionValues:
 
 
 def std_interaction_values(estimate: Any) -> InteractionValues:
-    """The posterior std of ``estimate`` as shapiq ``InteractionValues`` (its index and terms,
-    entry ``()`` = 0), e.g. for ``shapiq.plot.bar_plot``. ``ValueError`` for methods without std."""
+    """The posterior std of ``estimate`` as shapiq ``InteractionValues`` (its index and terms, ``()`` = 0).
+
+    E.g. for ``shapiq.plot.bar_plot``. ``ValueError`` for methods without std.
+
+    Args:
+        estimate: a :class:`~shapleig.estimation.result.ShapleyEstimate` with a posterior std.
+
+    Returns:
+        a plain ``InteractionValues`` of the std.
+    """
     if estimate.std is None:
         raise ValueError(f"method {estimate.method or '?'} reports no posterior std")
     return _index_values(estimate, np.asarray(estimate.std, dtype=np.float64), 0.0)
 
 
 def _index_values(estimate: Any, per_term: np.ndarray, empty: float) -> InteractionValues:
-    """InteractionValues of the estimate's index over its terms: ``()`` -> ``empty``, ``terms[k]`` ->
-    ``per_term[k]`` (the terms are the p singletons for the Shapley and Banzhaf values)."""
+    """InteractionValues of the estimate's index over its terms: ``()`` -> ``empty``, ``terms[k]`` -> ``per_term[k]``.
+
+    The terms are the p singletons for the Shapley and Banzhaf values.
+    """
     p = int(estimate.n_players)
     index = shapiq_index_name(getattr(estimate, "index", None) or "SV")
     terms = getattr(estimate, "terms", None) or [(i,) for i in range(p)]

@@ -19,8 +19,17 @@ from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame
 
 
 def reference_row(background: Any, reference: Any = None) -> Any:
-    """The reference row: ``reference`` as given (a row like ``x``), else the column means of a
-    numeric ``background`` (a one-row DataFrame for a DataFrame background, keeping its columns).
+    """The reference row.
+
+    ``reference`` as given (a row like ``x``), else the column means of a numeric ``background`` (a
+    one-row DataFrame for a DataFrame background, keeping its columns).
+
+    Args:
+        background: the background data (array or DataFrame).
+        reference: the reference row; None: the column means of ``background``.
+
+    Returns:
+        the reference row (a one-row DataFrame for a DataFrame background, keeping its columns).
 
     Raises:
         GameError: a background with non-numeric columns and no ``reference``.

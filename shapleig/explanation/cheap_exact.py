@@ -1,5 +1,7 @@
-"""Exact values by default for cheap small games: enumerate the 2^p coalitions when that is expected
-to cost less than running the GP surrogate on the budget.
+"""Exact values by default for cheap small games.
+
+Enumerate the 2^p coalitions when that is expected to cost less than running the GP surrogate on the
+budget.
 
 :func:`shapleig.explain` times one model call on ``1 + n_bg`` rows (the explained row and the
 background: about one coalition's work) before the run. With that time ``t`` per coalition and the
@@ -28,8 +30,17 @@ MAX_ENUMERATED_PLAYERS = 16
 
 
 def is_gp_method(estimator: Any) -> bool:
-    """Whether ``estimator`` is one of the design-loop GP arms (ShaplEIG and its variants, which select
-    each evaluation; GP+Leverage fits once and has little overhead to save), by its registry family."""
+    """Whether ``estimator`` is one of the design-loop GP arms, by its registry family.
+
+    ShaplEIG and its variants select each evaluation; GP+Leverage fits once and has little overhead
+    to save.
+
+    Args:
+        estimator: an estimator object.
+
+    Returns:
+        whether it belongs to the registry family "design-loop".
+    """
     from shapleig import registry
 
     return getattr(estimator, "name", None) in set(registry.names(family="design-loop"))

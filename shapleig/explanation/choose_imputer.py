@@ -24,7 +24,18 @@ IMPUTER_OPTIONS = {"interventional": (), "baseline": ("reference",), "conditiona
 
 def imputer_game(predict: Callable, background: Any, x: Any, *, imputer: str = "interventional",
                  imputer_options: Mapping[str, Any] | None = None, **kwargs: Any) -> ImputerGame:
-    """The game of ``imputer`` for the row ``x`` (``kwargs``: output, max_rows, feature_names).
+    """The game of ``imputer`` for the row ``x``.
+
+    Args:
+        predict: the model's prediction, ``float[n, d] -> float[n]`` (or ``[n, k]`` with ``output``).
+        background: the background data (array or DataFrame).
+        x: the explained row.
+        imputer: "interventional" (default), "baseline" or "conditional" (see ``IMPUTERS``).
+        imputer_options: the imputer's own options (baseline: ``reference``; conditional: ``k``).
+        **kwargs: the games' common keywords (``output``, ``max_rows``, ``feature_names``, ``game_id``).
+
+    Returns:
+        the imputer's :class:`ImputerGame`.
 
     Raises:
         GameError: an unknown imputer or an option it does not take.

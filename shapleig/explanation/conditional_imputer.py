@@ -1,5 +1,7 @@
-"""The conditional imputer game: absent features drawn from the background rows nearest to ``x`` on
-the present ones (an empirical, nearest-neighbour conditional expectation).
+"""The conditional imputer game.
+
+Absent features drawn from the background rows nearest to ``x`` on the present ones (an empirical,
+nearest-neighbour conditional expectation).
 
 For a coalition S, the background rows are ranked by the standardised Euclidean distance to ``x``
 over the features in S,
@@ -66,7 +68,14 @@ class ConditionalImputerGame(ImputerGame):
         self._sq = (((self.background - self.x[None, :]) / scale[None, :]) ** 2).T
 
     def neighbours(self, coalitions: np.ndarray) -> np.ndarray:
-        """bool[m, n_bg]: the rows each coalition averages over (the k nearest, ties included)."""
+        """bool[m, n_bg]: the rows each coalition averages over (the k nearest, ties included).
+
+        Args:
+            coalitions: ``bool[m, d]`` coalitions.
+
+        Returns:
+            ``bool[m, n_bg]``, the background rows each coalition averages over.
+        """
         Z = np.asarray(coalitions, dtype=bool)
         dist = Z.astype(np.float64) @ self._sq
         kth = np.partition(dist, self.k - 1, axis=1)[:, self.k - 1]
@@ -74,6 +83,7 @@ class ConditionalImputerGame(ImputerGame):
         return dist <= kth[:, None] * (1.0 + 1e-12) + 1e-300
 
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        """``v(S)`` of ``bool[m, d]`` coalitions: ``float64[m]``."""
         Z = np.asarray(coalitions, dtype=bool)
         if Z.ndim != 2 or Z.shape[1] != self.n_players:
             raise GameError(f"coalitions must be bool[m, {self.n_players}], got shape {Z.shape}")
@@ -96,7 +106,11 @@ class ConditionalImputerGame(ImputerGame):
         return out
 
     def identity(self) -> dict[str, str]:
-        """The interventional imputer's identity (model, output, background, x) plus the imputer and k."""
+        """The interventional imputer's identity (model, output, background, x) plus the imputer and k.
+
+        Returns:
+            ``{component: text}`` for evaluation stores.
+        """
         return {**super().identity(), "imputer": self.imputer, "neighbours": str(self.k)}
 
     def __repr__(self) -> str:

@@ -41,9 +41,18 @@ from shapleig.seeding import UNSET, SeedLike, resolve_seed
 
 
 def resolve_method(method: Any, **options: Any) -> Any:
-    """An estimator from a registered method name (``"shapleig"``, ``"kernelshap"``,
-    ``"shapiq:KernelSHAP"``, ``"exact"``, ... with ``options``) or an object with
-    ``estimate(game, budget, seed=...)``, returned as it is."""
+    """An estimator from a registered method name, or an estimator object returned as it is.
+
+    Names are those of the registry (``"shapleig"``, ``"kernelshap"``, ``"shapiq:KernelSHAP"``,
+    ``"exact"``, ...), built with ``options``; an object needs ``estimate(game, budget, seed=...)``.
+
+    Args:
+        method: a registered method name, or an object with ``estimate``.
+        **options: the method's constructor options (only for a method given by name).
+
+    Returns:
+        the estimator.
+    """
     if hasattr(method, "estimate"):
         if options:
             raise ValueError("method options are for a method given by name; configure the estimator object instead")
@@ -57,8 +66,19 @@ def resolve_method(method: Any, **options: Any) -> Any:
 
 
 def resolve_index_method(method: Any, options: dict[str, Any], index: str) -> Any:
-    """:func:`resolve_method` for ``index``: a name gets the options that make it estimate the index
-    (:func:`shapleig.registry.index_options`); an estimator object must already estimate it."""
+    """:func:`resolve_method` for ``index``.
+
+    A name gets the options that make it estimate the index (:func:`shapleig.registry.index_options`);
+    an estimator object must already estimate it.
+
+    Args:
+        method: a registered method name, or an estimator object.
+        options: the method's constructor options (only for a method given by name).
+        index: the index to estimate: "SV", "BV", "k-SII", "SII", "STII" or "FSII".
+
+    Returns:
+        the estimator, estimating ``index``.
+    """
     if "index" in options and options["index"] != index:
         raise ValueError(f"method_options ask for index {options['index']!r} and index= for {index!r}; "
                          f"give the index through index= only")
@@ -82,7 +102,8 @@ def _accepts_progress(estimator: Any) -> bool:
         return False
 
 
-def explain(
+# argument count over budget: the public one-call API: model, data, imputer, method and run options (keyword defaults)
+def explain(  # noqa: PLR0913
     model: Any,
     background: Any,
     x: Any,
@@ -197,6 +218,11 @@ def explain(
 def check_readable_identity(game: ImputerGame, store: Any, game_id: str | None) -> None:
     """With a store, refuse a model whose fitted state shapleig cannot read unless ``game_id`` names it.
 
+    Args:
+        game: the imputer game of the explained row.
+        store: the evaluation store, or None.
+        game_id: the name of the model's version, or None.
+
     Raises:
         GameError: naming the unreadable parts (docs/integrity.md §1).
     """
@@ -209,7 +235,15 @@ def check_readable_identity(game: ImputerGame, store: Any, game_id: str | None) 
 
 
 def default_budget(estimator: Any, p: int) -> int:
-    """``min(2^p, 8p)``, or ``2^p`` for ``"exact"`` (8p when 2^p does not fit)."""
+    """``min(2^p, 8p)``, or ``2^p`` for ``"exact"`` (8p when 2^p does not fit).
+
+    Args:
+        estimator: the estimator (``"exact"`` gets every coalition).
+        p: the number of features.
+
+    Returns:
+        the default budget.
+    """
     full = 1 << p if p < 63 else None
     budget = full if getattr(estimator, "name", None) == "exact" or full is None else min(full, 8 * p)
     return check_budget(budget if budget is not None else 8 * p)
@@ -217,12 +251,28 @@ def default_budget(estimator: Any, p: int) -> int:
 
 def explain_game(game: ImputerGame, estimator: Any, budget: int, seed: Any, *, store: Any = None,
                  evaluator: Any = None, progress: bool = True, exact_if_cheap: bool = True) -> ShapleyEstimate:
-    """Run ``estimator`` on an imputer game and make the result efficient (shared by :func:`explain`
-    and :func:`shapleig.explain_X`).
+    """Run ``estimator`` on an imputer game and make the result efficient.
+
+    Shared by :func:`explain` and :func:`shapleig.explain_X`.
 
     One model call on the explained row and the background gives f(x) and the baseline, and its
     time decides ``exact_if_cheap``; then the run (budget >= 2^p: every method enumerates); then the
     efficient indices are conditioned on ``f(x) - baseline``. The caller closes ``evaluator``.
+
+    Args:
+        game: the imputer game of the explained row.
+        estimator: the estimator.
+        budget: distinct coalitions the run may evaluate.
+        seed: the integer seed of the run.
+        store: an evaluation store (or a path), or None.
+        evaluator: what evaluates coalitions (e.g. with a timeout), or None; the caller closes it.
+        progress: show a tqdm bar of the evaluations.
+        exact_if_cheap: enumerate instead when that is expected to cost less than the GP run (GP methods
+            only).
+
+    Returns:
+        the :class:`ShapleyEstimate`, efficient for the efficient indices, with ``prediction``,
+        ``feature_names``, ``model_calls`` and the imputer in ``info``.
     """
     p = game.n_players
     # v(empty) and v(N): one model call on 1 + n_bg rows (about one coalition's work: timed for exact_if_cheap)

@@ -41,6 +41,13 @@ ROW_STORE = "row-{:05d}.sqlite"
 def folded_normal_moments(mu: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and variance of ``|X|`` for ``X ~ N(mu, sigma^2)``, elementwise (``sigma = 0``: ``|mu|``, 0).
 
+    Args:
+        mu: means, any shape.
+        sigma: standard deviations (>= 0), the shape of ``mu``.
+
+    Returns:
+        ``(mean, variance)`` of ``|X|``, the shape of ``mu``.
+
     Examples:
         >>> m, v = folded_normal_moments(np.array([0.0, 3.0]), np.array([1.0, 0.0]))
         >>> [round(float(x), 6) for x in m], [round(float(x), 6) for x in v]
@@ -66,7 +73,8 @@ class RowsExplanation:
         estimates: one result per row, in the order of ``X_rows`` (``info["row"]`` is its position).
         data: the explained rows, ``[n, d]`` (float64, or object for non-numeric columns).
         feature_names: the d feature names.
-        index: the index explained ("SV", "BV", "k-SII", ...); ``terms`` its terms (features, then pairs).
+        index: the index explained ("SV", "BV", "k-SII", ...).
+        terms: the index's terms (player tuples: the features, then pairs for interaction indices).
 
     ``values`` / ``std`` are ``float64[n, t]`` (one column per term), ``base_values`` the baselines,
     ``predictions`` f(x_r); :meth:`summary` is the global importance, :meth:`plot` draws it,
@@ -113,8 +121,13 @@ class RowsExplanation:
         return [" x ".join(self.feature_names[i] for i in T) for T in self.terms]
 
     def global_importance(self) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(mean, std)`` of ``G_j = mean_r |phi_rj|`` per term under the rows' posteriors (module
-        docstring); ``std`` is None without posteriors (``mean`` is then the plug-in ``mean_r |mu_rj|``)."""
+        """``(mean, std)`` of ``G_j = mean_r |phi_rj|`` per term under the rows' posteriors (module docstring).
+
+        ``std`` is None without posteriors (``mean`` is then the plug-in ``mean_r |mu_rj|``).
+
+        Returns:
+            ``(mean, std)``, two float64[t] (``std`` None without posteriors).
+        """
         values, std = self.values, self.std
         if std is None:
             return np.abs(values).mean(axis=0), None
@@ -122,8 +135,14 @@ class RowsExplanation:
         return mean.mean(axis=0), np.sqrt(var.sum(axis=0)) / len(self)
 
     def summary(self) -> Any:
-        """A DataFrame, one row per term, largest first: ``term``, ``mean_abs`` (E G_j), ``std``,
-        ``plugin_mean_abs`` (mean_r |mu_rj|), ``rank``."""
+        """A DataFrame, one row per term, largest first.
+
+        Columns: ``term``, ``mean_abs`` (E G_j), ``std``, ``plugin_mean_abs`` (mean_r |mu_rj|), ``rank``.
+
+        Returns:
+            a ``pandas.DataFrame`` with columns ``term``, ``mean_abs``, ``std``, ``plugin_mean_abs``,
+            ``rank``.
+        """
         import pandas as pd
 
         mean, std = self.global_importance()
@@ -135,7 +154,12 @@ class RowsExplanation:
         return frame
 
     def to_frame(self) -> Any:
-        """A long DataFrame: one row per (row, term): ``row``, ``term``, ``value``, ``std``, ``prediction``, ``baseline``."""
+        """A long DataFrame: one row per (row, term).
+
+        Returns:
+            a ``pandas.DataFrame`` with columns ``row``, ``term``, ``value``, ``std``, ``prediction``,
+            ``baseline``.
+        """
         import pandas as pd
 
         frames = []
@@ -145,9 +169,20 @@ class RowsExplanation:
         return pd.concat(frames, ignore_index=True)[["row", "term", "value", "std", "prediction", "baseline"]]
 
     def plot(self, kind: str = "bar", *, out: Any = None, max_display: int = 12) -> Any:
-        """The global importance: ``"bar"`` (mean |value| per term, +- 2 std) or ``"beeswarm"`` (every
-        row's value per feature, coloured by the feature's value). A matplotlib Figure built without
-        pyplot (the backend is left alone), saved to ``out`` when given."""
+        """The global importance as a matplotlib Figure.
+
+        ``"bar"``: mean |value| per term, +- 2 std; ``"beeswarm"``: every row's value per feature,
+        coloured by the feature's value. The Figure is built without pyplot (the backend is left
+        alone) and saved to ``out`` when given.
+
+        Args:
+            kind: ``"bar"`` or ``"beeswarm"``.
+            out: a file path (or file object) to save the figure to; None: not saved.
+            max_display: the most terms shown, largest first.
+
+        Returns:
+            the matplotlib ``Figure``.
+        """
         from matplotlib.figure import Figure
 
         if kind not in ("bar", "beeswarm"):
@@ -178,8 +213,14 @@ class RowsExplanation:
         return fig
 
     def to_shap(self) -> Any:
-        """The rows as a ``shap.Explanation`` (values ``[n, d]``, base_values, data, feature_names; the
-        std kept beside it): see :func:`shapleig.estimation.shap_values.rows_to_shap`. Needs ``shapleig[shap]``."""
+        """The rows as a ``shap.Explanation`` (:func:`shapleig.estimation.shap_values.rows_to_shap`).
+
+        Values ``[n, d]``, base_values, data, feature_names, the std kept beside them. Needs
+        ``shapleig[shap]``.
+
+        Returns:
+            a ``shap.Explanation`` of the ``n`` rows.
+        """
         from shapleig.estimation.shap_values import rows_to_shap
 
         return rows_to_shap(self)
@@ -194,7 +235,8 @@ def _feature_colour(data: np.ndarray, term: tuple[int, ...]) -> np.ndarray:
     return ranks / max(len(column) - 1, 1)
 
 
-def explain_X(
+# argument count over budget: explain()'s keywords, row by row; the public signature
+def explain_X(  # noqa: PLR0913
     model: Any,
     background: Any,
     X_rows: Any,

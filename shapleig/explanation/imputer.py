@@ -23,6 +23,14 @@ def model_predict(model: Any, output: int | None = None, predict: Callable | Non
     (:class:`~shapleig.explanation.torch_predict.TorchPredict`), and a plain
     callable is called as it is. Multi-output predictions need ``output`` (checked by
     :class:`ImputerGame` on the explained row).
+
+    Args:
+        model: a fitted model (scikit-learn, LightGBM, a torch ``nn.Module``, ...) or a callable.
+        output: column of a multi-output prediction (binary classifiers: default 1, the positive class).
+        predict: the prediction function to use as it is; None: derived from ``model``.
+
+    Returns:
+        the prediction function.
     """
     if predict is not None:
         if not callable(predict):
@@ -47,19 +55,21 @@ def model_predict(model: Any, output: int | None = None, predict: Callable | Non
 class ImputerGame:
     """The interventional imputer game of ``predict`` at ``x`` over a background sample.
 
-    predict:    ``float[n, d] -> float[n]`` (or ``[n, k]`` with ``output`` choosing a column).
-    background: ``[n_bg, d]`` array or pandas DataFrame (column names and dtypes are kept, so the
-                model receives the same kind of input it was fitted on).
-    x:          the explained instance: ``[d]``, ``[1, d]``, a pandas Series or a one-row DataFrame.
-    output:     column of a multi-output prediction (a binary classifier's ``predict_proba``
-                defaults to column 1, the positive class).
-    max_rows:   imputed rows per model call; coalitions are batched so one call sees at most this
-                many rows (at least one coalition, i.e. ``n_bg`` rows).
-    game_id:    a name for the model's version, part of the identity in evaluation stores; needed
-                when the model's fitted state cannot be read (:mod:`shapleig.explanation.model_identity`).
-
     ``game(Z)`` for ``Z: bool[m, d]`` returns ``float64[m]``: ``v(S) = mean_b f(x_S, b_{-S})``.
     The output is validated once on ``x`` at construction, before any coalition is evaluated.
+
+    Args:
+        predict: ``float[n, d] -> float[n]`` (or ``[n, k]`` with ``output`` choosing a column).
+        background: ``[n_bg, d]`` array or pandas DataFrame (column names and dtypes are kept, so the model
+            receives the same kind of input it was fitted on).
+        x: the explained instance: ``[d]``, ``[1, d]``, a pandas Series or a one-row DataFrame.
+        output: column of a multi-output prediction (a binary classifier's ``predict_proba`` defaults to
+            column 1, the positive class).
+        max_rows: imputed rows per model call; coalitions are batched so one call sees at most this many
+            rows (at least one coalition, i.e. ``n_bg`` rows).
+        feature_names: names of the d features (default: the DataFrame's columns, else ``x0..x{d-1}``).
+        game_id: a name for the model's version, part of the identity in evaluation stores; needed when the
+            model's fitted state cannot be read (:mod:`shapleig.explanation.model_identity`).
     """
 
     def __init__(
@@ -124,7 +134,14 @@ class ImputerGame:
         return frame
 
     def predict_rows(self, rows: np.ndarray) -> np.ndarray:
-        """The explained output of the model on ``rows`` (``[n, d]``): ``float64[n]``."""
+        """The explained output of the model on ``rows`` (``[n, d]``): ``float64[n]``.
+
+        Args:
+            rows: ``[n, d]`` rows.
+
+        Returns:
+            ``float64[n]``, the explained output.
+        """
         self.calls += 1
         raw = np.asarray(self.predict(self._model_input(rows)), dtype=np.float64)
         if self.output is not None:
@@ -134,6 +151,7 @@ class ImputerGame:
         return raw
 
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        """``v(S) = mean_b f(x_S, b_{-S})`` of ``bool[m, d]`` coalitions: ``float64[m]``."""
         Z = np.asarray(coalitions, dtype=bool)
         if Z.ndim != 2 or Z.shape[1] != self.n_players:
             raise GameError(f"coalitions must be bool[m, {self.n_players}], got shape {Z.shape}")
@@ -153,10 +171,15 @@ class ImputerGame:
     process_counters = ("calls",)
 
     def identity(self) -> dict[str, str]:
-        """Identity components for evaluation stores (:mod:`shapleig.games.identity`): the model's
-        fitted state and the method called (:func:`~shapleig.explanation.model_identity.predictor_identity`),
+        """Identity components for evaluation stores (:mod:`shapleig.games.identity`).
+
+        The model's fitted state and the method called (:func:`~shapleig.explanation.model_identity.predictor_identity`),
         the output read, the background rows, the instance explained, the frame's column labels and
-        dtypes, and the ``game_id``."""
+        dtypes, and the ``game_id``.
+
+        Returns:
+            ``{component: text}`` for evaluation stores.
+        """
         from shapleig.explanation.model_identity import predictor_identity
         from shapleig.games.identity import digest_value
 
@@ -175,9 +198,11 @@ class ImputerGame:
 
 
 def _frame_layout(data: Any) -> tuple[Any, list | None]:
-    """The column labels (a pandas ``Index``, labels as they are) and dtypes of a DataFrame;
+    """The column labels (a pandas ``Index``, labels as they are) and dtypes of a DataFrame.
+
     ``(None, None)`` for anything else. Duplicate labels are refused: pandas treats equal labels
-    (``"a"`` twice, or ``0`` and ``0.0``) as one column, so the model would be fed the wrong one."""
+    (``"a"`` twice, or ``0`` and ``0.0``) as one column, so the model would be fed the wrong one.
+    """
     if hasattr(data, "columns") and hasattr(data, "dtypes") and getattr(data, "ndim", 0) == 2:
         if data.columns.has_duplicates:
             labels = list(data.columns)
@@ -189,8 +214,10 @@ def _frame_layout(data: Any) -> tuple[Any, list | None]:
 
 
 def _display_names(labels: list[Any]) -> list[str]:
-    """Feature names for results and plots: ``str(label)``, or ``repr`` for all when two labels
-    would read the same (``1`` and ``"1"``)."""
+    """Feature names for results and plots.
+
+    ``str(label)``, or ``repr`` for all when two labels would read the same (``1`` and ``"1"``).
+    """
     names = [str(c) for c in labels]
     return names if len(set(names)) == len(names) else [repr(c) for c in labels]
 

@@ -49,8 +49,10 @@ def _package(obj: Any) -> str:
 
 
 def _owner(predict: Any) -> tuple[Any, str | None]:
-    """The object whose state computes ``predict``'s values and the method called on it (None for a
-    plain function): a bound method's object, the module of a ``TorchPredict``, or ``predict``."""
+    """The object whose state computes ``predict``'s values and the method called on it (None for a plain function).
+
+    A bound method's object, the module of a ``TorchPredict``, or ``predict``.
+    """
     if isinstance(predict, TorchPredict):
         return predict.torch_module, "forward"
     owner = getattr(predict, "__self__", None)
@@ -61,8 +63,11 @@ def _owner(predict: Any) -> tuple[Any, str | None]:
 
 
 def _is_code(obj: Any) -> bool:
-    """A function rather than a fitted object: a Python function, a partial, a class, a built-in,
-    a ufunc, or a library's function wrapped in a callable object (numpy's dispatchers)."""
+    """A function rather than a fitted object.
+
+    A Python function, a partial, a class, a built-in, a ufunc, or a library's function wrapped in a
+    callable object (numpy's dispatchers).
+    """
     if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, functools.partial, type, np.ufunc)):
         return True
     return isinstance(getattr(obj, "__qualname__", None), str) and is_library(obj)  # instances have none
@@ -74,6 +79,12 @@ def predictor_identity(predict: Any) -> dict[str, str]:
     Keys start with ``model.`` for a model read by kind (``model.string``, ``model.param.alpha``,
     ``model.fitted.coef_``, ``model.state_dict.weight``, ``model.method``, ``model.version``) and
     with ``fn.`` for Python code; ``opaque`` says what could not be read.
+
+    Args:
+        predict: the prediction function (a bound model method, a torch module, a function, ...).
+
+    Returns:
+        ``{component: text}`` for evaluation stores.
     """
     owner, method = _owner(predict)
     if _is_code(owner) or not is_library(type(owner)):
@@ -98,16 +109,21 @@ def predictor_identity(predict: Any) -> dict[str, str]:
 
 
 def _booster(booster: Any, opaque: list[str]) -> dict[str, str]:
-    """A LightGBM Booster: every tree (``num_iteration=-1``) and the iteration ``predict`` stops at
-    (``best_iteration``; 0 and -1 both mean every tree)."""
+    """A LightGBM Booster.
+
+    Every tree (``num_iteration=-1``) and the iteration ``predict`` stops at (``best_iteration``; 0
+    and -1 both mean every tree).
+    """
     best = getattr(booster, "best_iteration", None)
     return {f"{PREFIX}string": show_value(booster.model_to_string(num_iteration=-1), "model string", opaque),
             f"{PREFIX}best_iteration": str(best) if isinstance(best, int) and best > 0 else "all trees"}
 
 
 def _estimator(estimator: Any, opaque: list[str]) -> dict[str, str]:
-    """A scikit-learn estimator (LightGBM's ``LGBMModel`` too): its parameters and the rest of its
-    state; a fitted LightGBM booster by its model string."""
+    """A scikit-learn estimator (LightGBM's ``LGBMModel`` too): its parameters and the rest of its state.
+
+    A fitted LightGBM booster by its model string.
+    """
     params = estimator.get_params(deep=False)
     out = {f"{PREFIX}param.{k}": show_value(v, f"model parameter {k}", opaque) for k, v in sorted(params.items())}
     state = object_state(estimator) or {}

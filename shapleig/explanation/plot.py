@@ -1,5 +1,6 @@
-"""Plot one explanation: Shapley values (or the terms of another index) with posterior error bars,
-as bars or a waterfall.
+"""Plot one explanation.
+
+Shapley values (or the terms of another index) with posterior error bars, as bars or a waterfall.
 
 The figure is a bare ``matplotlib.figure.Figure`` (no pyplot), so the caller's backend is left
 alone: save it (``out=`` or ``fig.savefig``), or show it in a notebook, which displays figures.
@@ -60,16 +61,32 @@ def plot_explanation(
 ) -> Any:
     """Draw ``est`` with ``+- n_std`` posterior standard deviations; return the matplotlib Figure.
 
-    kind:          ``"bar"`` (one bar per term, largest |value| on top) or ``"waterfall"``
-                   (from the baseline, each term's step, to the prediction ``baseline + sum``;
-                   for the efficient indices: SV, k-SII, STII, FSII, and any registered
-                   index whose record says ``efficient``).
-    feature_names: labels (default ``est.info["feature_names"]``, else ``x0..``); a pair of an
-                   interaction index is labelled ``"a x b"``.
-    max_display:   rows shown; the remaining terms are summed into one row.
-    out:           also save the figure there (format from the suffix; folders are created).
-    ax:            draw into this Axes instead of a new figure.
     Methods without a std (most baselines) are drawn without error bars.
+
+    Args:
+        est: the estimate to draw.
+        kind: ``"bar"`` (one bar per term, largest |value| on top) or ``"waterfall"`` (from the baseline,
+            each term's step, to the prediction ``baseline + sum``; for the efficient indices: SV, k-SII,
+            STII, FSII, and any registered index whose record says ``efficient``).
+        feature_names: labels (default ``est.info["feature_names"]``, else ``x0..``); a pair of an
+            interaction index is labelled ``"a x b"``.
+        max_display: rows shown; the remaining terms are summed into one row.
+        n_std: the half-width of the error bars in posterior standard deviations.
+        title: the title; None: :func:`default_title`.
+        out: also save the figure there (format from the suffix; folders are created).
+        ax: draw into this Axes instead of a new figure.
+
+    Returns:
+        the matplotlib ``Figure`` (built without pyplot).
+
+    Examples:
+        >>> import numpy as np
+        >>> from shapleig import ShapleyEstimate, plot_explanation
+        >>> est = ShapleyEstimate(values=np.array([1.0, -2.0, 0.5]), std=np.array([0.1, 0.2, 0.1]),
+        ...                       method="demo", evaluations=8)
+        >>> fig = plot_explanation(est, feature_names=["age", "income", "tenure"])
+        >>> [label.get_text() for label in fig.axes[0].get_yticklabels()], fig.axes[0].get_title()
+        (['income', 'age', 'tenure'], 'demo, 8 evaluations')
     """
     if kind not in PLOT_KINDS:
         raise ValueError(f"kind must be one of {PLOT_KINDS}, got {kind!r}")
@@ -119,8 +136,17 @@ def plot_explanation(
 
 
 def default_title(est: ShapleyEstimate) -> str:
-    """``row 3: prediction 151.2 (shapleig, 40 evaluations)``; the row and prediction when
-    ``est.info`` has them (``explain`` records the prediction, ``shapleig explain`` the row)."""
+    """``row 3: prediction 151.2 (shapleig, 40 evaluations)``.
+
+    The row and prediction when ``est.info`` has them (``explain`` records the prediction,
+    ``shapleig explain`` the row).
+
+    Args:
+        est: the estimate.
+
+    Returns:
+        the title.
+    """
     run = f"{est.method or 'estimate'}, {est.evaluations} evaluations"
     parts = []
     if est.info.get("row") is not None:
@@ -131,15 +157,28 @@ def default_title(est: ShapleyEstimate) -> str:
 
 
 def figure_formats() -> dict[str, str]:
-    """The file formats matplotlib writes, ``{suffix without the dot: description}``."""
+    """The file formats matplotlib writes, ``{suffix without the dot: description}``.
+
+    Returns:
+        ``{suffix: description}``.
+    """
     from matplotlib.backend_bases import FigureCanvasBase
 
     return dict(FigureCanvasBase.get_supported_filetypes())
 
 
 def check_figure_path(path: str | os.PathLike[str]) -> Path:
-    """``path`` if its suffix is a format matplotlib writes; ``ValueError`` listing them otherwise
-    (checked before a run, so a typo such as ``.docx`` or ``.bmpx`` does not waste it)."""
+    """``path`` if its suffix is a format matplotlib writes.
+
+    ``ValueError`` listing them otherwise (checked before a run, so a typo such as ``.docx`` or
+    ``.bmpx`` does not waste it).
+
+    Args:
+        path: the output file.
+
+    Returns:
+        ``path`` as a ``Path``.
+    """
     out = Path(path)
     suffix = out.suffix.lower().lstrip(".")
     formats = figure_formats()
@@ -151,7 +190,16 @@ def check_figure_path(path: str | os.PathLike[str]) -> Path:
 
 
 def save_figure(fig: Any, out: str | os.PathLike[str] | None, dpi: int = 130) -> Any:
-    """Write ``fig`` to ``out`` (parent folders created) when a path is given; return ``fig``."""
+    """Write ``fig`` to ``out`` (parent folders created) when a path is given; return ``fig``.
+
+    Args:
+        fig: the figure.
+        out: the file to write (folders are created); None: not written.
+        dpi: the resolution of raster formats.
+
+    Returns:
+        the figure.
+    """
     if out is not None:
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)

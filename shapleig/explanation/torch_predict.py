@@ -11,12 +11,27 @@ import numpy as np
 
 
 def from_package(obj: Any, package: str) -> bool:
-    """Whether a class of ``package`` is in ``obj``'s MRO (its module is ``package`` or below)."""
+    """Whether a class of ``package`` is in ``obj``'s MRO (its module is ``package`` or below).
+
+    Args:
+        obj: any object.
+        package: a top-level package name, e.g. ``"torch"``.
+
+    Returns:
+        whether a class of its MRO comes from ``package``.
+    """
     return any((k.__module__ or "").split(".")[0] == package for k in type(obj).__mro__)
 
 
 def is_torch_module(obj: Any) -> bool:
-    """True for a ``torch.nn.Module`` (torch is imported only if the object comes from torch)."""
+    """True for a ``torch.nn.Module`` (torch is imported only if the object comes from torch).
+
+    Args:
+        obj: any object.
+
+    Returns:
+        whether ``obj`` is a ``torch.nn.Module``.
+    """
     if not from_package(obj, "torch"):
         return False
     import torch
@@ -25,15 +40,21 @@ def is_torch_module(obj: Any) -> bool:
 
 
 class TorchPredict:
-    """A torch ``nn.Module`` as ``float[n, d] -> float[n, ...]``: rows converted to the dtype and
-    device of its parameters, called without gradients, the output returned as a float64 array.
-    The module is called as it is (its ``training`` flag is left alone; call ``module.eval()``
-    first for dropout or batch-norm layers). Picklable when the module is."""
+    """A torch ``nn.Module`` as ``float[n, d] -> float[n, ...]``.
+
+    Rows converted to the dtype and device of its parameters, called without gradients, the output
+    returned as a float64 array. The module is called as it is (its ``training`` flag is left alone;
+    call ``module.eval()`` first for dropout or batch-norm layers). Picklable when the module is.
+
+    Args:
+        module: the torch module to call.
+    """
 
     def __init__(self, module: Any) -> None:
         self.torch_module = module
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
+        """The module's output on ``float[n, d]`` rows, as a float64 array."""
         import torch
 
         first = next(iter(self.torch_module.parameters()), None)

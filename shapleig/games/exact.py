@@ -16,6 +16,12 @@ def shapley_weights(n_players: int) -> np.ndarray:
     """``omega[k] = 1 / (p * C(p-1, k))`` for k = 0..p-1 and ``omega[p] = 0``: float64[p+1].
 
     The Shapley weight of a size-k coalition that excludes the player.
+
+    Args:
+        n_players: the number of players p.
+
+    Returns:
+        float64[p+1], the weights by coalition size.
     """
     p = n_players
     # imported here, not at module level: scipy.special costs most of `import shapleig` otherwise
@@ -32,6 +38,13 @@ def shapley_from_table(coalitions: np.ndarray, values: np.ndarray) -> np.ndarray
     """Exact Shapley values ``float64[p]`` from all ``2^p`` coalitions in any row order.
 
     ``phi = Z^T (a+ * v) - (~Z)^T (a- * v)`` with ``a+[S] = omega(|S|-1)``, ``a-[S] = omega(|S|)``.
+
+    Args:
+        coalitions: ``bool[2^p, p]``, every coalition once, in any row order.
+        values: float64[2^p], the game's value of each row.
+
+    Returns:
+        float64[p], the Shapley values.
     """
     z = np.asarray(coalitions, dtype=bool)
     v = np.asarray(values, dtype=np.float64)
@@ -46,7 +59,14 @@ def shapley_from_table(coalitions: np.ndarray, values: np.ndarray) -> np.ndarray
 
 
 def shapley_from_bitorder(values: np.ndarray) -> np.ndarray:
-    """Exact Shapley values from ``float64[2^p]`` values indexed by bit-order codes."""
+    """Exact Shapley values from ``float64[2^p]`` values indexed by bit-order codes.
+
+    Args:
+        values: float64[2^p], ``values[code]`` the value of the coalition with bit-order code ``code``.
+
+    Returns:
+        float64[p], the Shapley values.
+    """
     v = np.asarray(values, dtype=np.float64)
     p = int(np.log2(v.shape[0]))
     if v.shape[0] != (1 << p):
@@ -67,6 +87,13 @@ def exact_shapley(game, chunk_size: int = 1 << 16) -> np.ndarray:
     """Exact Shapley values ``float64[p]`` of ``game`` by evaluating all ``2^p`` coalitions.
 
     p <= 20. The game is called in chunks of ``chunk_size`` coalitions; values are validated.
+
+    Args:
+        game: a :class:`~shapleig.games.game.Game` with p <= 20 players.
+        chunk_size: coalitions per game call (bounds the memory of one batch).
+
+    Returns:
+        float64[p], the Shapley values.
     """
     p = check_game(game)
     if p > MAX_ENUMERATION_PLAYERS:
@@ -86,6 +113,12 @@ def shapley_operator(n_players: int) -> np.ndarray:
 
     ``A[i, S] = omega(|S|-1)`` if i in S, else ``-omega(|S|)``. For tests and references only
     (p <= 12); library code never forms it.
+
+    Args:
+        n_players: the number of players p (<= 12).
+
+    Returns:
+        float64[p, 2^p], the operator.
     """
     if n_players > MAX_DENSE_OPERATOR_PLAYERS:
         raise GameError(f"the dense Shapley operator is for p <= {MAX_DENSE_OPERATOR_PLAYERS}")
@@ -98,7 +131,15 @@ def shapley_operator(n_players: int) -> np.ndarray:
 
 
 def values_in_bitorder(coalitions: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Reorder a full table (any row order) into bit order: ``float64[2^p]``."""
+    """Reorder a full table (any row order) into bit order: ``float64[2^p]``.
+
+    Args:
+        coalitions: ``bool[2^p, p]``, every coalition once, in any row order.
+        values: float64[2^p], the value of each row.
+
+    Returns:
+        float64[2^p], the values indexed by bit-order code.
+    """
     z = as_coalition_matrix(coalitions, np.asarray(coalitions).shape[1])
     out = np.empty(1 << z.shape[1])
     out[to_bitmask(z)] = values

@@ -23,16 +23,23 @@ class Game(Protocol):
 
     n_players: int
 
-    def __call__(self, coalitions: np.ndarray) -> np.ndarray: ...
+    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        """The values of ``coalitions``: ``bool[m, n_players]`` -> ``float[m]``."""
+        ...
 
 
 class FunctionGame:
     """Wrap ``fn: bool[m, p] -> float[m]`` as a :class:`Game` with ``n_players = p``.
 
-    game_id: optional label of what ``fn`` computes, part of the game's identity in evaluation
-             stores. The identity is built from ``fn``'s content (code, defaults, closure, the
-             module globals it reads); give a ``game_id`` when the values also depend on something
-             the identity cannot see (a file ``fn`` reads, a remote service).
+    The identity in evaluation stores is built from ``fn``'s content (code, defaults, closure, the
+    module globals it reads); give a ``game_id`` when the values also depend on something the
+    identity cannot see (a file ``fn`` reads, a remote service).
+
+    Args:
+        fn: the value function, ``bool[m, p] -> float[m]``.
+        n_players: the number of players p (an int >= 2).
+        name: the display name (default: ``fn.__name__``); not part of the identity.
+        game_id: an optional label of what ``fn`` computes, part of the game's identity in evaluation stores.
     """
 
     def __init__(self, fn: Callable[[np.ndarray], Any], n_players: int, name: str | None = None,
@@ -45,14 +52,21 @@ class FunctionGame:
         self.game_id = None if game_id is None else str(game_id)
 
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        """The values of ``coalitions`` (``bool[m, p]``): ``fn``'s output as float64[m]."""
         raw = np.asarray(self.fn(coalitions))
         # real numbers as float64; anything else (complex, text) is passed on unconverted, so the
         # evaluator refuses it naming what came back instead of numpy silently coercing it
         return raw.astype(np.float64) if raw.dtype.kind in "biuf" else raw
 
     def identity(self) -> dict[str, str]:
-        """Identity components for evaluation stores (:mod:`shapleig.games.identity`): the function's
-        content and the ``game_id``; the display name does not count."""
+        """Identity components for evaluation stores (:mod:`shapleig.games.identity`).
+
+        The function's content and the ``game_id``; the display name does not count.
+
+        Returns:
+            ``{component: text}``: ``fn.code``, ``fn.defaults``, ``fn.closure.<name>``, ``fn.global.<name>`` (and
+            ``game_id``).
+        """
         from shapleig.games.identity import function_identity
 
         out = function_identity(self.fn)
@@ -66,7 +80,15 @@ class FunctionGame:
 
 
 def check_n_players(n_players: Any, minimum: int = 2) -> int:
-    """Return ``n_players`` as an int, or raise :class:`GameError` if it is not an int >= minimum."""
+    """Return ``n_players`` as an int, or raise :class:`GameError` if it is not an int >= minimum.
+
+    Args:
+        n_players: the value to check.
+        minimum: the smallest number of players accepted.
+
+    Returns:
+        ``n_players`` as an int.
+    """
     if isinstance(n_players, (bool, np.bool_)) or not isinstance(n_players, (int, np.integer)):
         raise GameError(f"n_players must be an integer, got {n_players!r}")
     if n_players < minimum:
@@ -75,7 +97,15 @@ def check_n_players(n_players: Any, minimum: int = 2) -> int:
 
 
 def check_game(game: Any, minimum_players: int = 2) -> int:
-    """Validate that ``game`` looks like a :class:`Game`; return its number of players."""
+    """Validate that ``game`` looks like a :class:`Game`; return its number of players.
+
+    Args:
+        game: the object to check.
+        minimum_players: the smallest number of players accepted.
+
+    Returns:
+        the game's number of players.
+    """
     if not callable(game) or not hasattr(game, "n_players"):
         raise GameError(
             f"a game needs an integer attribute n_players and __call__(bool[m, p]) -> float[m]; "
@@ -85,12 +115,20 @@ def check_game(game: Any, minimum_players: int = 2) -> int:
 
 
 def real_values(values: Any) -> np.ndarray:
-    """A game's raw output as a float64 array; :class:`GameError` unless every entry is a real
-    number (bool, int or float). Complex numbers (numpy would drop their imaginary part with only
-    a warning) and strings (numpy would parse ``"1.5"``) are refused, naming what came back.
+    """A game's raw output as a float64 array; :class:`GameError` unless every entry is a real number.
+
+    Real numbers are bool, int or float. Complex numbers (numpy would drop their imaginary part with
+    only a warning) and strings (numpy would parse ``"1.5"``) are refused, naming what came back.
     Python integers beyond float64's range (``10**400``) become ``inf``/``-inf``, so they are
     reported like any other non-finite value, naming the coalition (numpy would raise a bare
-    OverflowError)."""
+    OverflowError).
+
+    Args:
+        values: what the game returned.
+
+    Returns:
+        float64 array of the same shape.
+    """
     try:
         raw = np.asarray(values)
     except (TypeError, ValueError) as exc:
@@ -125,10 +163,16 @@ def _int_to_float(x: Any) -> float:
 
 
 def as_value_vector(values: Any, n_coalitions: int) -> np.ndarray:
-    """A game's raw output as ``float64[n_coalitions]``; :class:`GameError` on a wrong shape or on
-    entries that are not real numbers (:func:`real_values`).
+    """A game's raw output as ``float64[n_coalitions]``; :class:`GameError` on a wrong shape.
 
-    Accepts ``(m,)`` and ``(m, 1)``. Finiteness is not checked here (see :func:`check_game_values`).
+    Entries that are not real numbers raise too (:func:`real_values`). Accepts ``(m,)`` and ``(m, 1)``. Finiteness is not checked here (see :func:`check_game_values`).
+
+    Args:
+        values: what the game returned for ``n_coalitions`` coalitions.
+        n_coalitions: the number of coalitions asked for.
+
+    Returns:
+        ``float64[n_coalitions]``.
     """
     v = real_values(values)
     if v.ndim == 2 and v.shape[1] == 1:
@@ -141,7 +185,15 @@ def as_value_vector(values: Any, n_coalitions: int) -> np.ndarray:
 
 
 def check_game_values(values: Any, coalitions: np.ndarray) -> np.ndarray:
-    """Validate a game's output for ``coalitions`` (``bool[m, p]``): ``float64[m]``, all finite."""
+    """Validate a game's output for ``coalitions`` (``bool[m, p]``): ``float64[m]``, all finite.
+
+    Args:
+        values: what the game returned for ``coalitions``.
+        coalitions: ``bool[m, p]``, the coalitions asked for (named in the error message).
+
+    Returns:
+        ``float64[m]``, all finite.
+    """
     v = as_value_vector(values, coalitions.shape[0])
     bad = np.flatnonzero(~np.isfinite(v))
     if bad.size:
@@ -157,6 +209,14 @@ def check_budget(budget: Any, minimum: int | None = 1, method: str | None = None
     """Return ``budget`` as an int, or raise :class:`BudgetError` if it is not an int >= minimum.
 
     ``minimum=None`` checks the type only (callers that state a method's own minimum next).
+
+    Args:
+        budget: the value to check.
+        minimum: the smallest budget accepted; None checks the type only.
+        method: the method named in the error message.
+
+    Returns:
+        ``budget`` as an int.
     """
     if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, np.integer)):
         raise BudgetError(f"budget must be an integer number of evaluations, got {budget!r}")
@@ -167,7 +227,14 @@ def check_budget(budget: Any, minimum: int | None = 1, method: str | None = None
 
 
 def describe_game(game: Any) -> str:
-    """Short readable name of a game for messages: ``module.Class(n_players=p)``."""
+    """Short readable name of a game for messages: ``module.Class(n_players=p)``.
+
+    Args:
+        game: any game.
+
+    Returns:
+        ``module.Class(n_players=p)``.
+    """
     cls = type(game)
     return f"{cls.__module__}.{cls.__qualname__}(n_players={getattr(game, 'n_players', '?')})"
 

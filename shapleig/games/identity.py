@@ -89,6 +89,12 @@ def is_library(fn: Any) -> bool:
 
     Those are identified by name and the package's version (:func:`package_version`); user code
     (a script, ``__main__``, a notebook, a project folder) is digested by content.
+
+    Args:
+        fn: a function, class or any object with ``__module__``.
+
+    Returns:
+        whether it comes from the standard library or an installed distribution.
     """
     return _is_library_module(getattr(fn, "__module__", None) or "")
 
@@ -103,21 +109,38 @@ def _distributions() -> dict[str, list[str]]:
 
 
 def installed_distributions() -> dict[str, list[str]]:
-    """``{top-level module: [distributions providing it]}`` of this environment (read once)."""
+    """``{top-level module: [distributions providing it]}`` of this environment (read once).
+
+    Returns:
+        a copy of the mapping (cheap to send to a worker process).
+    """
     return dict(_distributions())
 
 
 def adopt_distributions(mapping: dict[str, list[str]]) -> None:
-    """Use ``mapping`` (another process's :func:`installed_distributions` in the same environment)
-    instead of scanning: an evaluation worker digests its copy of the game without that second."""
+    """Use ``mapping`` (another process's :func:`installed_distributions`) instead of scanning.
+
+    An evaluation worker in the same environment digests its copy of the game without that second.
+
+    Args:
+        mapping: ``{top-level module: [distributions]}`` from :func:`installed_distributions`.
+    """
     _DISTRIBUTIONS.clear()
     _DISTRIBUTIONS.update(mapping)
 
 
 @functools.cache
 def package_version(module: str) -> str:
-    """``"numpy 2.4.6"``: the distribution(s) and version(s) that provide ``module``'s top-level
-    package; ``"python 3.11.7"`` for the standard library. An upgraded package is another game."""
+    """``"numpy 2.4.6"``: the distribution(s) and version(s) that provide ``module``'s top-level package.
+
+    ``"python 3.11.7"`` for the standard library. An upgraded package is another game.
+
+    Args:
+        module: a dotted module name.
+
+    Returns:
+        ``"<distribution> <version>"`` (several joined by ", " when more than one provides it).
+    """
     top = (module or "?").split(".")[0]
     if top in sys.builtin_module_names or top in getattr(sys, "stdlib_module_names", ()) or top == "builtins":
         return f"python {platform.python_version()}"
@@ -170,7 +193,8 @@ class _Digest:
         finally:
             self._active.discard(key)
 
-    def _feed(self, obj: Any, depth: int, where: str) -> None:
+    # complexity over budget: one branch per value type the fingerprint understands, a flat dispatch
+    def _feed(self, obj: Any, depth: int, where: str) -> None:  # noqa: C901
         if isinstance(obj, np.ndarray):
             self.text("ndarray", f"{obj.dtype.str}{obj.shape}")
             if obj.dtype.hasobject:
@@ -289,9 +313,11 @@ class _Digest:
         self.feed(code.co_consts, depth, where)
 
     def _class(self, cls: type, depth: int, where: str) -> None:
-        """A class by name and version if it comes from a library; else by the body of every
-        user class in its MRO (methods' code, class-level attributes), so an edited method or a
-        changed ``Config.W`` is another game."""
+        """A class by name and version if it comes from a library; else by its user classes' bodies.
+
+        The body of every user class in its MRO (methods' code, class-level attributes) counts, so
+        an edited method or a changed ``Config.W`` is another game.
+        """
         self.text("class", qualname(cls))
         if is_library(cls):
             self.text("version", package_version(cls.__module__))
@@ -345,17 +371,34 @@ class _Digest:
 
 
 def qualname(obj: Any) -> str:
+    """``module.QualifiedName`` of ``obj`` (its type's name when it has none), for identity components.
+
+    Args:
+        obj: a function, class or instance.
+
+    Returns:
+        the dotted name.
+    """
     return f"{getattr(obj, '__module__', None) or '?'}.{getattr(obj, '__qualname__', None) or type(obj).__name__}"
 
 
 def object_state(obj: Any) -> dict[str, Any] | None:
-    """The attributes that make up ``obj``: the ``__getstate__`` of a library class that defines
-    one (LightGBM's Booster returns its model string instead of a C handle; scikit-learn), else
-    ``vars(obj)`` plus ``__slots__``; None if it has none.
+    """The attributes that make up ``obj``.
+
+    The ``__getstate__`` of a library class that defines one (LightGBM's Booster returns its model
+    string instead of a C handle; scikit-learn), else ``vars(obj)`` plus ``__slots__``; None if it
+    has none.
 
     A ``__getstate__`` written in user code is not trusted: it says what to pickle, and may leave
     out what computes the values (a model reloaded elsewhere), so user objects count by what they
-    really hold."""
+    really hold.
+
+    Args:
+        obj: any object.
+
+    Returns:
+        ``{attribute: value}``, or None when ``obj`` holds no attributes.
+    """
     cls = type(obj)
     owner = next((k for k in cls.__mro__ if "__getstate__" in vars(k)), object)
     if owner is not object and is_library(owner):
@@ -376,7 +419,14 @@ def object_state(obj: Any) -> dict[str, Any] | None:
 
 
 def closure_values(fn: types.FunctionType) -> dict[str, Any]:
-    """``{free variable name: value}`` of a function's closure (empty cells as a marker)."""
+    """``{free variable name: value}`` of a function's closure (empty cells as a marker).
+
+    Args:
+        fn: a Python function.
+
+    Returns:
+        the closure's values by free-variable name.
+    """
     out: dict[str, Any] = {}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         try:
@@ -417,6 +467,12 @@ def global_values(fn: types.FunctionType) -> dict[str, Any]:
     ``helpers.h``; the attribute names are those in the code and its string constants, so
     ``getattr(config, "W")`` counts). A function that calls ``globals()``/``vars()``/``eval``/``exec``
     reads every global of its module.
+
+    Args:
+        fn: a Python function.
+
+    Returns:
+        ``{name: value}``, with ``"module.attr"`` names for reads through a module.
     """
     g = fn.__globals__
     names = _code_names(fn.__code__)
@@ -436,20 +492,28 @@ def global_values(fn: types.FunctionType) -> dict[str, Any]:
 
 
 def cache_names(fn: types.FunctionType) -> set[str]:
-    """Names of the globals and closure variables the function (or code nested in it) fills:
-    ``D[key] = value``, ``D.setdefault``/``update``/``__setitem__``, ``L.append``/``extend``,
-    ``S.add``.
+    """Names of the globals and closure variables the function (or code nested in it) fills.
+
+    Filling is ``D[key] = value``, ``D.setdefault``/``update``/``__setitem__``,
+    ``L.append``/``extend``, ``S.add``.
 
     A dict, list or set the function fills holds its own results (a memo, a log of calls), not
     its inputs: it is left out of the identity (:data:`CACHE_MARK`), so a memo filled by a run
     does not make the same game look different when it is bound again. A game whose values read
     such a container back as an input (``W["scale"] = 2`` inside the game, a counter) is stateful:
     the identity does not see it, and it needs ``game_id``.
+
+    Args:
+        fn: a Python function.
+
+    Returns:
+        the names of the containers the function fills.
     """
     return _written_containers(fn.__code__)
 
 
-def _written_containers(code: types.CodeType) -> set[str]:
+# complexity over budget: one branch per bytecode pattern that writes a global container
+def _written_containers(code: types.CodeType) -> set[str]:  # noqa: C901
     out: set[str] = set()
     ins = list(dis.get_instructions(code))
     loads = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF")
@@ -484,7 +548,16 @@ def _is_cache(name: str, value: Any, caches: set[str]) -> bool:
 
 
 def digest_value(value: Any, where: str = "", opaque: list[str] | None = None) -> str:
-    """SHA-256 hex digest of ``value``'s content (see the module docstring)."""
+    """SHA-256 hex digest of ``value``'s content (see the module docstring).
+
+    Args:
+        value: any value (arrays, containers, functions, objects).
+        where: the component's name, used in ``opaque`` entries.
+        opaque: a list that collects the parts that could not be digested (None: not collected).
+
+    Returns:
+        64 hex digits.
+    """
     d = _Digest()
     d.feed(value, 0, where)
     if opaque is not None:
@@ -493,8 +566,18 @@ def digest_value(value: Any, where: str = "", opaque: list[str] | None = None) -
 
 
 def show_value(value: Any, where: str = "", opaque: list[str] | None = None) -> str:
-    """Short text for one identity component: the value itself when it is a small scalar or
-    string, else ``<type> #digest`` (12 hex digits)."""
+    """Short text for one identity component.
+
+    The value itself when it is a small scalar or string, else ``<type> #digest`` (12 hex digits).
+
+    Args:
+        value: any value.
+        where: the component's name, used in ``opaque`` entries.
+        opaque: a list that collects the parts that could not be digested (None: not collected).
+
+    Returns:
+        ``repr`` of a small scalar or string, else ``"<type> #digest"``.
+    """
     if value is None or isinstance(value, (bool, int, float, str, np.generic)):
         text = repr(value.item() if isinstance(value, np.generic) else value)
         if len(text) <= _SHOWN:
@@ -511,9 +594,20 @@ def show_value(value: Any, where: str = "", opaque: list[str] | None = None) -> 
     return f"{kind} #{digest_value(value, where, opaque)[:12]}"
 
 
-def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, str]:
-    """Identity components of a callable: ``fn.code``, ``fn.defaults``, ``fn.closure.<name>``,
-    ``fn.global.<name>`` for a Python function; its state otherwise (a callable object)."""
+# complexity over budget: the parts of a callable (code, defaults, closure, globals, state), each checked
+def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, str]:  # noqa: C901
+    """Identity components of a callable.
+
+    ``fn.code``, ``fn.defaults``, ``fn.closure.<name>``, ``fn.global.<name>`` for a Python
+    function; its state otherwise (a callable object).
+
+    Args:
+        fn: a function, bound method, ``functools.partial`` or callable object.
+        prefix: the prefix of the component names.
+
+    Returns:
+        ``{component name: text}`` (see :func:`show_value`).
+    """
     opaque: list[str] = []
     if isinstance(fn, types.MethodType):
         out = function_identity(fn.__func__, prefix)
@@ -563,8 +657,18 @@ def function_identity(fn: Callable[..., Any], prefix: str = "fn") -> dict[str, s
 
 
 def class_code_identity(cls: type, prefix: str, opaque: list[str]) -> dict[str, str]:
-    """``{prefix + "class.code": digest}`` of a user class's body (methods, class attributes), or
-    ``{prefix + "class.version": ...}`` for a library class."""
+    """``{prefix + "class.code": digest}`` of a user class's body (methods, class attributes).
+
+    ``{prefix + "class.version": ...}`` for a library class.
+
+    Args:
+        cls: the class of a callable object or game.
+        prefix: prefixed to the component's name.
+        opaque: a list that collects the parts that could not be digested.
+
+    Returns:
+        one component: the digest of a user class, the version of a library class.
+    """
     if is_library(cls):
         return {f"{prefix}class.version": package_version(cls.__module__)}
     return {f"{prefix}class.code": f"{qualname(cls)} #{digest_value(cls, prefix + 'class', opaque)[:12]}"}
@@ -583,6 +687,13 @@ def game_identity(game: Any, game_id: str | None = None) -> dict[str, str]:
     Keys: ``class``, ``n_players`` and then ``identity.*`` / ``fingerprint`` / ``param.*`` /
     ``state.*`` components, ``class.code`` (or ``class.version``) for games without their own
     ``identity()``/``fingerprint()``; ``opaque`` lists parts that could not be digested.
+
+    Args:
+        game: any game (an object with ``n_players`` and ``__call__``).
+        game_id: a label of what the game computes, added as the ``game_id`` component (None: none).
+
+    Returns:
+        ``{component name: text}``; equal mappings mean the same game.
     """
     out = {"class": qualname(type(game)), "n_players": str(getattr(game, "n_players", "?"))}
     opaque: list[str] = []
@@ -610,18 +721,41 @@ def game_identity(game: Any, game_id: str | None = None) -> dict[str, str]:
 
 
 def opaque_parts(identity: dict[str, str]) -> str:
-    """The parts of a game its identity could not digest ('' if none)."""
+    """The parts of a game its identity could not digest ('' if none).
+
+    Args:
+        identity: an identity mapping from :func:`game_identity`.
+
+    Returns:
+        the ``opaque`` component, or ``""``.
+    """
     return identity.get("opaque", "")
 
 
 def identity_digest(identity: dict[str, str]) -> str:
-    """The 32-hex-digit fingerprint of an identity mapping (order-independent)."""
+    """The 32-hex-digit fingerprint of an identity mapping (order-independent).
+
+    Args:
+        identity: an identity mapping from :func:`game_identity`.
+
+    Returns:
+        32 hex digits.
+    """
     text = json.dumps(identity, sort_keys=True, ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
 
 
 def identity_differences(stored: dict[str, str], current: dict[str, str], limit: int = 6) -> list[str]:
-    """Readable list of what differs between two identities (stored first): ``"param seed: 0 vs 1"``."""
+    """Readable list of what differs between two identities (stored first): ``"param seed: 0 vs 1"``.
+
+    Args:
+        stored: the identity recorded in a store.
+        current: the identity of the game at hand.
+        limit: the most differences listed (the rest are counted).
+
+    Returns:
+        one line per differing component, e.g. ``"param seed: 0 vs 1"``.
+    """
     out: list[str] = []
     for key in sorted(set(stored) | set(current), key=lambda k: (k not in ("class", "n_players"), k)):
         a, b = stored.get(key), current.get(key)

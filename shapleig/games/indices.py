@@ -459,6 +459,14 @@ def dense_index_operator(n_players: int, index: str | Index = "SV", max_order: i
     For tests (p <= 12). k-SII is the Bernoulli aggregation of SII rows, FSII the weighted
     least-squares fit, STII's order-1 rows the Moebius coefficients; none uses :func:`derivative_weights`.
     An index without a ``definition`` is built from its weights.
+
+    Args:
+        n_players: p, at most ``MAX_DENSE_PLAYERS``.
+        index: an index name or :class:`Index` record.
+        max_order: the interaction order (None: the index's own).
+
+    Returns:
+        ``float64[d, 2^p]``, one row per term of :func:`index_terms`.
     """
     check_index(index, max_order)
     spec = get_index(index)

@@ -23,8 +23,9 @@ MAX_MAGNITUDE_TO_SPREAD = 1e9
 
 
 def power_of_two_scale(*values: Any) -> float:
-    """``2**e`` with ``e`` the binary exponent of the largest finite ``|v|`` over ``values`` (1.0
-    when there is none or it is 0): dividing by it is exact in float64 (a power of two only moves
+    """``2**e`` with ``e`` the binary exponent of the largest finite ``|v|`` over ``values``.
+
+    1.0 when there is none or it is 0. Dividing by it is exact in float64 (a power of two only moves
     the exponent) and brings the largest magnitude into [0.5, 1), so sums of many values and
     differences such as ``v - v(empty)`` neither overflow near 1e308 nor underflow near 1e-308. An
     estimator that computes on ``v / scale`` and multiplies its result by ``scale`` returns exactly
@@ -52,9 +53,15 @@ def power_of_two_scale(*values: Any) -> float:
 
 
 def check_value_range(values: np.ndarray, method: str = "the estimate") -> None:
-    """Raise :class:`NumericRangeError` when ``values`` (float64[t], the evaluated values) spread
-    over less than ``max |v| / 1e9``. Values that are all equal pass: a constant game (every
-    Shapley value 0) cannot be told from one whose differences rounded away entirely."""
+    """Raise :class:`NumericRangeError` when ``values`` spread over less than ``max |v| / 1e9``.
+
+    Values that are all equal pass: a constant game (every Shapley value 0) cannot be told from one
+    whose differences rounded away entirely.
+
+    Args:
+        values: float64[t], the evaluated values.
+        method: who is asking, named in the error message.
+    """
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     if v.size < 2 or not np.all(np.isfinite(v)):
         return

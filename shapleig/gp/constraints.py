@@ -32,10 +32,23 @@ class Constraint:
     """What a field accepts: :meth:`check` returns the normalised value or raises naming the field."""
 
     def check(self, name: str, value: Any) -> Any:
+        """The normalised ``value``, or ``ValueError`` / ``TypeError`` naming the field ``name``.
+
+        Args:
+            name: the field's name (named in the error message).
+            value: the value given.
+
+        Returns:
+            the normalised value.
+        """
         raise NotImplementedError
 
     def invalid(self) -> tuple:
-        """Values this constraint refuses (for the generated tests)."""
+        """Values this constraint refuses (for the generated tests).
+
+        Returns:
+            values to feed the field in the tests; each must raise.
+        """
         return ()
 
 
@@ -45,9 +58,18 @@ def _none_note(allow_none: bool) -> str:
 
 @dataclass(frozen=True)
 class Interval(Constraint):
-    """A number of ``kind`` (``int`` or ``float``) in ``[low, high]`` (None: unbounded); ``open``
-    excludes the bounds (``float`` only); ``none`` also accepts None. Floats must be finite; bools
-    are not numbers here."""
+    """A number of ``kind`` (``int`` or ``float``) in ``[low, high]`` (None: unbounded).
+
+    ``open`` excludes the bounds (``float`` only); ``none`` also accepts None. Floats must be
+    finite; bools are not numbers here.
+
+    Attributes:
+        kind: ``int`` or ``float``.
+        low: the lower bound; None: unbounded.
+        high: the upper bound; None: unbounded.
+        open: exclude the bounds (``float`` only).
+        none: also accept None.
+    """
 
     kind: type
     low: float | None = None
@@ -67,6 +89,15 @@ class Interval(Constraint):
         return text + _none_note(self.none)
 
     def check(self, name: str, value: Any) -> Any:
+        """The value as ``kind`` if in the interval, else ``ValueError`` naming the field.
+
+        Args:
+            name: the field's name.
+            value: the value given.
+
+        Returns:
+            the value as an int or a float (or None).
+        """
         if value is None and self.none:
             return None
         ok = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
@@ -84,6 +115,11 @@ class Interval(Constraint):
         return int(value) if self.kind is int else float(value)
 
     def invalid(self) -> tuple:
+        """Values outside the interval, of the wrong type, NaN, and None unless accepted.
+
+        Returns:
+            the refused values.
+        """
         out: list[Any] = ["x", float("nan")]
         if self.low is not None:
             out.append(self.low if self.open else self.low - 1)
@@ -96,12 +132,26 @@ class Interval(Constraint):
 
 @dataclass(frozen=True)
 class OneOf(Constraint):
-    """One of ``choices`` (``what`` names the kind of value in the message)."""
+    """One of ``choices`` (``what`` names the kind of value in the message).
+
+    Attributes:
+        choices: the accepted values.
+        what: the kind of value, named in the message.
+    """
 
     choices: tuple
     what: str = "value"
 
     def check(self, name: str, value: Any) -> Any:
+        """The value if it is one of ``choices``, else ``ValueError`` naming the field and the choices.
+
+        Args:
+            name: the field's name.
+            value: the value given.
+
+        Returns:
+            the value.
+        """
         try:
             ok = value in self.choices
         except TypeError:  # an unhashable or incomparable value
@@ -111,16 +161,34 @@ class OneOf(Constraint):
         return value
 
     def invalid(self) -> tuple:
+        """A name that is not among the choices.
+
+        Returns:
+            the refused values.
+        """
         return ("no-such-" + self.what.replace(" ", "-"),)
 
 
 @dataclass(frozen=True)
 class Boolean(Constraint):
-    """True or False (numpy bools too); ``none`` also accepts None."""
+    """True or False (numpy bools too); ``none`` also accepts None.
+
+    Attributes:
+        none: also accept None.
+    """
 
     none: bool = False
 
     def check(self, name: str, value: Any) -> Any:
+        """The value as a bool, else ``ValueError`` naming the field.
+
+        Args:
+            name: the field's name.
+            value: the value given.
+
+        Returns:
+            ``bool(value)`` (or None).
+        """
         if value is None and self.none:
             return None
         if not isinstance(value, (bool, np.bool_)):
@@ -128,19 +196,39 @@ class Boolean(Constraint):
         return bool(value)
 
     def invalid(self) -> tuple:
+        """Values that are not bools (and None unless accepted).
+
+        Returns:
+            the refused values.
+        """
         return ("yes", 2) if self.none else ("yes", 2, None)
 
 
 @dataclass(frozen=True)
 class Checked(Constraint):
-    """Whatever ``function(value)`` accepts; it returns the normalised value or raises
-    ``ValueError`` / ``TypeError`` (re-raised naming the field when its message does not).
-    ``bad``: values it refuses, for the generated tests."""
+    """Whatever ``function(value)`` accepts.
+
+    ``function`` returns the normalised value or raises ``ValueError`` / ``TypeError`` (re-raised
+    naming the field when its message does not).
+
+    Attributes:
+        function: ``function(value)`` returns the normalised value or raises ``ValueError`` / ``TypeError``.
+        bad: values it refuses, for the generated tests.
+    """
 
     function: Callable[[Any], Any]
     bad: tuple = ()
 
     def check(self, name: str, value: Any) -> Any:
+        """``function(value)``; its error re-raised naming the field when its message does not.
+
+        Args:
+            name: the field's name.
+            value: the value given.
+
+        Returns:
+            the normalised value.
+        """
         try:
             return self.function(value)
         except (ValueError, TypeError) as exc:
@@ -149,21 +237,45 @@ class Checked(Constraint):
             raise type(exc)(f"{name}: {exc}") from exc
 
     def invalid(self) -> tuple:
+        """The values given as ``bad``.
+
+        Returns:
+            the refused values.
+        """
         return self.bad
 
 
 def option(default: Any, constraint: Constraint) -> Any:
-    """A dataclass field with its ``default`` (immutable) and its constraint."""
+    """A dataclass field with its ``default`` (immutable) and its constraint.
+
+    Args:
+        default: the field's default (immutable).
+        constraint: the field's constraint.
+
+    Returns:
+        a ``dataclasses.field`` carrying the constraint in its metadata.
+    """
     return dataclasses.field(default=default, metadata={"constraint": constraint})
 
 
 def constraint_of(field: dataclasses.Field) -> Constraint | None:
-    """The constraint a field declares (None: unconstrained)."""
+    """The constraint a field declares (None: unconstrained).
+
+    Args:
+        field: a dataclass field.
+
+    Returns:
+        the constraint, or None.
+    """
     return field.metadata.get("constraint")
 
 
 def validate_fields(obj: Any) -> None:
-    """Check and normalise every constrained field of the (frozen) dataclass instance ``obj``."""
+    """Check and normalise every constrained field of the (frozen) dataclass instance ``obj``.
+
+    Args:
+        obj: a frozen dataclass instance whose fields declare constraints (:func:`option`).
+    """
     for f in dataclasses.fields(obj):
         constraint = constraint_of(f)
         if constraint is not None:

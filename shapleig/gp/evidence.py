@@ -45,7 +45,8 @@ def _grad_u(problem: MapProblem, u: np.ndarray) -> tuple[float, np.ndarray]:
     """``f(u)`` and its gradient: the fit's objective times t, moved to log-lengthscale coordinates.
 
     The fit's objective holds ``-log p_LN(l)`` (density over l); over ``log l`` the density gains the
-    Jacobian ``l``, so ``f = t * objective - sum(log l)``."""
+    Jacobian ``l``, so ``f = t * objective - sum(log l)``.
+    """
     t = problem.X.shape[0]
     lsb = problem.lengthscale_block()  # the size kernel's coordinates, if any, follow (raw, profiled)
     theta = _to_theta(problem, u)
@@ -63,6 +64,14 @@ def laplace_log_evidence(X: np.ndarray, y: np.ndarray, hyper: Hyperparameters) -
     part, whose lengthscales are integrated (p of them for ARD, one shared; its prior as fitted,
     the ARD shrinkage of ``spread`` included); the other coordinates are profiled. Returns -inf
     when the objective cannot be evaluated (indefinite kernel matrix).
+
+    Args:
+        X: ``bool[t, p]`` coalitions.
+        y: raw values ``float64[t]``.
+        hyper: the fitted hyperparameters (MAP, standardised units) with their kernel spec.
+
+    Returns:
+        the log evidence in nats, or -inf.
     """
     y_std, _, _ = standardize(np.asarray(y, dtype=np.float64))
     problem = MapProblem.build(hyper.kernel, X, y_std, hyper.noise)

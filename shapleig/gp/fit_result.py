@@ -11,14 +11,18 @@ from shapleig.gp.posterior import Hyperparameters
 class FitResult:
     """Outcome of one MAP fit.
 
-    hyper:        fitted hyperparameters (standardised units); the fallback ones if the fit failed.
-    attempts:     L-BFGS-B runs made (1..5); retries resample the lengthscales from their prior.
-    seconds:      wall time of the fit.
-    success:      False when every attempt failed and ``hyper`` is the fallback.
-    noise:        standardised noise variance used; ``noise_convention`` names how it was derived.
-    y_mean, y_scale: the standardisation of the archive (raw units).
-    neg_mll:      final objective (negative MLL + log prior, per observation), nan on failure.
-    seed:         the torch seed used.
+    Attributes:
+        hyper: fitted hyperparameters (standardised units); the fallback ones if the fit failed.
+        attempts: L-BFGS-B runs made (1..5); retries resample the lengthscales from their prior.
+        seconds: wall time of the fit.
+        success: False when every attempt failed and ``hyper`` is the fallback.
+        noise: standardised noise variance used.
+        noise_convention: how ``noise`` was derived (``"standardized"`` or ``"raw"``).
+        y_mean: the mean of the archive's values (raw units), subtracted before the fit.
+        y_scale: the scale of the archive's values (raw units), divided out before the fit.
+        neg_mll: final objective (negative MLL + log prior, per observation), nan on failure.
+        seed: the seed the fit used.
+        message: why the fit failed or fell back (empty on success).
     """
 
     hyper: Hyperparameters

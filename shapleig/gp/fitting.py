@@ -29,7 +29,8 @@ from shapleig.gp.priors import MAX_FIT_ATTEMPTS, standardized_noise
 logger = logging.getLogger(__name__)
 
 
-def fit_hyperparameters(
+# argument count over budget: the engines' shared public entry point (data, kernel, noise, seed, restarts)
+def fit_hyperparameters(  # noqa: PLR0913
     X: np.ndarray,
     y: np.ndarray,
     kernel: KernelSpec,
@@ -90,7 +91,8 @@ def fit_hyperparameters(
                         fallback, max_attempts, start)
 
 
-def _fit_numpy(kernel, X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, init, fallback,
+# argument count over budget: passes fit_hyperparameters' checked arguments on to one engine
+def _fit_numpy(kernel, X, y_std, y_mean, y_scale, noise_std, noise_convention, seed, init, fallback,  # noqa: PLR0913
                max_attempts, start, optimizer_options) -> FitResult:
     """The ``engine="numpy"`` branch of :func:`fit_hyperparameters` (same FitResult contract)."""
     from shapleig.gp.numpy_fit import fit_map_numpy
@@ -112,6 +114,16 @@ def _fit_numpy(kernel, X, y_std, y_mean, y_scale, noise_std, noise_convention, s
 
 
 def initial_hyperparameters(kernel: KernelSpec, n_players: int, noise: float) -> Hyperparameters:
-    """The hyperparameters a failed fit without a fallback keeps (:meth:`KernelSpec.fallback_params`:
-    the Hamming part at its initial values, docs/math.md §3, and no size kernel)."""
+    """The hyperparameters a failed fit without a fallback keeps (:meth:`KernelSpec.fallback_params`).
+
+    The Hamming part at its initial values (docs/math.md §3) and no size kernel.
+
+    Args:
+        kernel: the kernel spec.
+        n_players: the number of players p.
+        noise: the standardised noise variance.
+
+    Returns:
+        the fallback :class:`Hyperparameters` (mean constant 0).
+    """
     return Hyperparameters(kernel, kernel.fallback_params(n_players), noise, 0.0)

@@ -32,10 +32,13 @@ from shapleig.gp.posterior import Hyperparameters
 class KernelFit:
     """One fitted kernel of a surrogate.
 
-    kernel:      the kernel's name (``"shared"``, ``"ard"``, ``"shared+size"``, ...); its spec is ``hyper.kernel``.
-    fit:         the MAP fit (hyperparameters in standardised units, objective, timings).
-    log_evidence: BIC (or Laplace) approximation of ``log p(y | kernel)`` (nats); -inf if the fit failed.
-    weight:      posterior model probability among the surrogate's kernels (sums to 1).
+    Attributes:
+        kernel: the kernel's name (``"shared"``, ``"ard"``, ``"shared+size"``, ...); its spec is
+            ``hyper.kernel``.
+        fit: the MAP fit (hyperparameters in standardised units, objective, timings).
+        log_evidence: BIC (or Laplace) approximation of ``log p(y | kernel)`` (nats); -inf if the fit
+            failed.
+        weight: posterior model probability among the surrogate's kernels (sums to 1).
     """
 
     kernel: str
@@ -45,18 +48,35 @@ class KernelFit:
 
     @property
     def hyper(self) -> Hyperparameters:
+        """The fitted hyperparameters (standardised units), with their kernel spec."""
         return self.fit.hyper
 
 
 def bic_log_evidence(fit: FitResult, n_obs: int, n_params: int) -> float:
-    """``-t * objective - (d/2) log t``; -inf when the fit failed or has no objective."""
+    """``-t * objective - (d/2) log t``; -inf when the fit failed or has no objective.
+
+    Args:
+        fit: the MAP fit.
+        n_obs: the number of observations t.
+        n_params: the number of fitted hyperparameters d.
+
+    Returns:
+        the log evidence in nats, or -inf.
+    """
     if not fit.success or not np.isfinite(fit.neg_mll):
         return -np.inf
     return float(-n_obs * fit.neg_mll - 0.5 * n_params * np.log(n_obs))
 
 
 def evidence_weights(log_evidence: np.ndarray) -> np.ndarray:
-    """Normalised ``exp(log_evidence)``; uniform if every entry is -inf."""
+    """Normalised ``exp(log_evidence)``; uniform if every entry is -inf.
+
+    Args:
+        log_evidence: float64[k], log evidences (-inf allowed).
+
+    Returns:
+        float64[k] weights summing to 1.
+    """
     log_evidence = np.asarray(log_evidence, dtype=np.float64)
     if not np.isfinite(log_evidence).any():
         return np.full(log_evidence.shape, 1.0 / log_evidence.size)
@@ -75,11 +95,12 @@ LAZY_ITERATIONS = 2
 class RefitPlan:
     """How one refit of the loop fits its kernels (decided per refit by the loop and its schedule).
 
-    warm:            start each kernel from its previous fit (``previous`` of :func:`fit_kernels`).
-    cold_check:      with ``warm``: also fit each kernel from its initial values and keep the lower
-                     objective (a warm start cannot then stay in a basin the data have left).
-    warm_options:    L-BFGS-B options of the warm-started fits (the cold check keeps scipy's).
-    lazy_cold_check: skip the cold check of kernels the evidence all but ruled out.
+    Attributes:
+        warm: start each kernel from its previous fit (``previous`` of :func:`fit_kernels`).
+        cold_check: with ``warm``: also fit each kernel from its initial values and keep the lower objective
+            (a warm start cannot then stay in a basin the data have left).
+        warm_options: L-BFGS-B options of the warm-started fits (the cold check keeps scipy's).
+        lazy_cold_check: skip the cold check of kernels the evidence all but ruled out.
     """
 
     warm: bool
@@ -89,7 +110,11 @@ class RefitPlan:
 
     @classmethod
     def cold(cls) -> "RefitPlan":
-        """Every kernel from its initial values at scipy's tolerances (a one-off fit)."""
+        """Every kernel from its initial values at scipy's tolerances (a one-off fit).
+
+        Returns:
+            a plan without warm starts.
+        """
         return cls(warm=False, cold_check=False, warm_options=None, lazy_cold_check=False)
 
 
@@ -111,6 +136,17 @@ def fit_kernels(
     was below :data:`LAZY_WEIGHT` runs at most :data:`LAZY_ITERATIONS` iterations; a cold check fits
     it in full unless ``plan.lazy_cold_check`` (then it is skipped for such kernels). The i-th
     kernel's fit is seeded with ``seed + i``.
+
+    Args:
+        X: ``bool[t, p]`` coalitions.
+        y: ``float64[t]`` raw values.
+        options: the GP options (the surrogate's kernels, noise, engine).
+        seed: the base seed (the i-th kernel's fit gets ``seed + i``).
+        plan: how this refit starts and checks its fits.
+        previous: the previous refit's fits (fallbacks and warm starts), or None.
+
+    Returns:
+        one :class:`KernelFit` per kernel, in ``options.kernels`` order, with evidence weights.
     """
     t = X.shape[0]
     specs = options.kernels

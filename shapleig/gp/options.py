@@ -46,6 +46,13 @@ def resolve_surrogate(surrogate: Any, ard: bool | None) -> Any:
     ``ard=True`` means ``"ard"``, ``ard=False`` means ``"shared"``; giving both with different
     meanings is an error. Neither gives the default ``"auto"``. A :class:`KernelSpec` (or a
     sequence of them) is kept as given (then ``ard`` must be None).
+
+    Args:
+        surrogate: a surrogate name, a :class:`KernelSpec`, a sequence of them, or None.
+        ard: the older switch (True: ARD, False: shared), or None.
+
+    Returns:
+        the surrogate (``"auto"`` when neither is given).
     """
     if ard is not None and not isinstance(ard, (bool, np.bool_)):
         raise ValueError(f"ard must be True (one lengthscale per player) or False (one shared), got {ard!r}")
@@ -59,7 +66,14 @@ def resolve_surrogate(surrogate: Any, ard: bool | None) -> Any:
 
 
 def surrogate_ard(surrogate: Any) -> bool | None:
-    """The ``ard`` switch equivalent to a surrogate: True (ARD), False (shared), None (any other)."""
+    """The ``ard`` switch equivalent to a surrogate: True (ARD), False (shared), None (any other).
+
+    Args:
+        surrogate: a resolved surrogate.
+
+    Returns:
+        True, False or None.
+    """
     return {"ard": True, "shared": False}.get(surrogate) if isinstance(surrogate, str) else None
 
 
@@ -133,15 +147,27 @@ class GPOptions:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        """The option names, in declaration order."""
+        """The option names, in declaration order.
+
+        Returns:
+            the field names.
+        """
         return tuple(f.name for f in dataclasses.fields(cls))
 
     def as_dict(self) -> dict[str, Any]:
-        """``{name: value}`` of every option (shallow: callables and arrays kept as they are)."""
+        """``{name: value}`` of every option (shallow: callables and arrays kept as they are).
+
+        Returns:
+            the options by name.
+        """
         return {name: getattr(self, name) for name in self.names()}
 
     def info(self) -> dict[str, Any]:
-        """The options as plain values for ``ShapleyEstimate.info`` (callables and kernels by name)."""
+        """The options as plain values for ``ShapleyEstimate.info`` (callables and kernels by name).
+
+        Returns:
+            the options by name, as plain values.
+        """
         out: dict[str, Any] = {}
         for name, value in self.as_dict().items():
             if isinstance(value, KernelSpec):
@@ -158,5 +184,12 @@ class GPOptions:
         return out
 
     def replace(self, **changes: Any) -> "GPOptions":
-        """A copy with ``changes`` (validated as on construction)."""
+        """A copy with ``changes`` (validated as on construction).
+
+        Args:
+            **changes: the options to change, by name.
+
+        Returns:
+            a new options object of the same class.
+        """
         return dataclasses.replace(self, **changes)

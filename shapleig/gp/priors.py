@@ -37,24 +37,52 @@ SIZE_LENGTHSCALE_PRIOR = (math.log(0.5), 1.0)
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
-    """``log(1 + e^x)`` without overflow (float64, elementwise)."""
+    """``log(1 + e^x)`` without overflow (float64, elementwise).
+
+    Args:
+        x: any real array.
+
+    Returns:
+        float64, the shape of ``x``.
+    """
     x = np.asarray(x, dtype=np.float64)
     return np.logaddexp(0.0, x)
 
 
 def inverse_softplus(y: np.ndarray) -> np.ndarray:
-    """``log(e^y - 1)`` for y > 0, stable for large and tiny y (gpytorch's inverse transform)."""
+    """``log(e^y - 1)`` for y > 0, stable for large and tiny y (gpytorch's inverse transform).
+
+    Args:
+        y: positive reals.
+
+    Returns:
+        float64, the shape of ``y``.
+    """
     y = np.asarray(y, dtype=np.float64)
     return y + np.log(-np.expm1(-y))
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
-    """``1 / (1 + e^-x)``, the derivative of :func:`softplus` (float64, elementwise, no overflow)."""
+    """``1 / (1 + e^-x)``, the derivative of :func:`softplus` (float64, elementwise, no overflow).
+
+    Args:
+        x: any real array.
+
+    Returns:
+        float64 in (0, 1), the shape of ``x``.
+    """
     return np.exp(-np.logaddexp(0.0, -np.asarray(x, dtype=np.float64)))
 
 
 def check_fit_engine(engine: str) -> str:
-    """``engine`` if it names a fit engine (:data:`FIT_ENGINES`), else a ``ValueError`` naming it."""
+    """``engine`` if it names a fit engine (:data:`FIT_ENGINES`), else a ``ValueError`` naming it.
+
+    Args:
+        engine: ``"numpy"`` or ``"gpytorch"`` (the latter needs the torch stack).
+
+    Returns:
+        ``engine``.
+    """
     if engine not in FIT_ENGINES:
         raise ValueError(f"unknown fit engine {engine!r}; choose one of {FIT_ENGINES}")
     if engine == "gpytorch":  # the published route: fail here, before anything is evaluated, without torch
@@ -63,12 +91,26 @@ def check_fit_engine(engine: str) -> str:
 
 
 def lengthscale_prior_params(n_players: int) -> tuple[float, float]:
-    """``(loc, scale)`` of the LogNormal lengthscale prior: ``(sqrt2 + ln(p)/2, sqrt3)``."""
+    """``(loc, scale)`` of the LogNormal lengthscale prior: ``(sqrt2 + ln(p)/2, sqrt3)``.
+
+    Args:
+        n_players: the number of players p.
+
+    Returns:
+        ``(loc, scale)``.
+    """
     return math.sqrt(2.0) + 0.5 * math.log(n_players), math.sqrt(3.0)
 
 
 def initial_lengthscale(n_players: int) -> float:
-    """The prior mode ``exp(loc - scale^2) = e^(sqrt2 - 3) sqrt(p)`` (~0.2048 sqrt(p))."""
+    """The prior mode ``exp(loc - scale^2) = e^(sqrt2 - 3) sqrt(p)`` (~0.2048 sqrt(p)).
+
+    Args:
+        n_players: the number of players p.
+
+    Returns:
+        the initial lengthscale.
+    """
     loc, scale = lengthscale_prior_params(n_players)
     return math.exp(loc - scale**2)
 
@@ -81,6 +123,14 @@ def standardized_noise(noise: float, y_scale: float, convention: str) -> float:
     tiny noise such as 1e-10 can be asked for explicitly).
     ``"raw"`` (research code): ``noise`` is in raw units, i.e. ``noise / s_y^2`` standardised, then
     floored at gpytorch's float64 minimum fixed noise 1e-6: ``max(1e-6, noise / s_y^2)``.
+
+    Args:
+        noise: the noise variance as given (see the conventions above).
+        y_scale: the standard deviation of the archive's values (raw units).
+        convention: ``"standardized"`` or ``"raw"``.
+
+    Returns:
+        the noise variance in standardised units.
     """
     if convention not in NOISE_CONVENTIONS:
         raise ValueError(f"unknown noise convention {convention!r}; choose one of {NOISE_CONVENTIONS}")

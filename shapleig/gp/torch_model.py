@@ -164,7 +164,8 @@ def model_hyperparameters(model) -> Hyperparameters:
     )
 
 
-def fit_gpytorch(X, y, kernel, y_mean, y_scale, noise_std, noise_convention, seed, init, fallback,
+# argument count over budget: passes fit_hyperparameters' checked arguments on to one engine
+def fit_gpytorch(X, y, kernel, y_mean, y_scale, noise_std, noise_convention, seed, init, fallback,  # noqa: PLR0913
                  max_attempts, start) -> FitResult:
     """The ``engine="gpytorch"`` branch of :func:`shapleig.gp.fitting.fit_hyperparameters`.
 

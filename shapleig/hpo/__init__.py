@@ -1,5 +1,6 @@
-"""Hyperparameter-importance games (ablation, tunability, sensitivity, optimizer bias) over a
-ConfigSpace configuration space and a black-box objective, plus HyperSHAP interop.
+"""Hyperparameter-importance games (ablation, tunability, sensitivity, optimizer bias), HyperSHAP interop.
+
+The games are defined over a ConfigSpace configuration space and a black-box objective.
 
 Optional: needs ``pip install 'shapleig[hpo]'`` (ConfigSpace; Optuna for the Optuna tuners,
 hypershap for the interop), imported only when used. The games are generic (any objective

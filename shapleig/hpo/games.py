@@ -37,9 +37,19 @@ STUDIES = ("ablation", "tunability", "sensitivity", "optimizer-bias")
 
 
 def objective_identity(objective: Any, objective_id: str | None = None) -> Any:
-    """What identifies an objective: ``objective_id`` if given, else its ``params()`` when it has
-    them, else its module and qualified name (a function's code is not hashed: give an id when a
-    changed function must not reuse a store)."""
+    """What identifies an objective.
+
+    ``objective_id`` if given, else its ``params()`` when it has them, else its module and qualified
+    name (a function's code is not hashed: give an id when a changed function must not reuse a
+    store).
+
+    Args:
+        objective: the objective (a callable, or an object with ``params()``).
+        objective_id: an explicit identity of the objective; None: derived from the objective.
+
+    Returns:
+        ``objective_id``, the objective's ``params()`` with its class, or its dotted name.
+    """
     if objective_id is not None:
         return str(objective_id)
     if callable(getattr(objective, "params", None)):
@@ -49,8 +59,20 @@ def objective_identity(objective: Any, objective_id: str | None = None) -> Any:
 
 
 def inner_seed(seed: int, row: np.ndarray, scope: str, stream: int = 0) -> int:
-    """Seed of one inner run: per study (``scope='study'``, shared draws; stream 0 is ``seed``
-    itself) or per coalition (a hash of the seed, the stream and the coalition's bits)."""
+    """Seed of one inner run.
+
+    Per study (``scope='study'``, shared draws; stream 0 is ``seed`` itself) or per coalition (a
+    hash of the seed, the stream and the coalition's bits).
+
+    Args:
+        seed: the study seed.
+        row: the coalition, ``bool[p]``.
+        scope: ``"study"`` (shared draws for every coalition) or ``"coalition"`` (a hash of the seed and S).
+        stream: the seed stream (0 for the main tuner, k for the k-th ensemble member).
+
+    Returns:
+        a non-negative int seed.
+    """
     if scope == "study":
         if stream == 0:  # the study seed itself: the same draws as HyperSHAP's searcher with that seed
             return int(seed)
@@ -65,6 +87,15 @@ class HPOGame:
     """Base: players = the space's hyperparameters; ``__call__`` evaluates ``bool[m, p]`` row by row.
 
     ``n_objective_calls`` counts objective evaluations made in this process (a study's real cost).
+
+    Args:
+        space: a ConfigSpace ``ConfigurationSpace`` or an :class:`HPSpace`.
+        objective: ``config: dict -> float``, a deterministic score (higher is better).
+        baseline: the configuration of players outside a coalition (default: the space's defaults); give it
+            here or to the :class:`HPSpace`, not both.
+        seed: the study seed, in [0, 2^32).
+        objective_id: an explicit identity of the objective for evaluation stores (see
+            :func:`objective_identity`).
     """
 
     study: ClassVar[str] = ""
@@ -96,6 +127,7 @@ class HPOGame:
 
     @property
     def names(self) -> list[str]:
+        """The hyperparameters' names, in player order."""
         return self.space.names
 
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
@@ -104,7 +136,14 @@ class HPOGame:
         return np.array([self.value(row) for row in z], dtype=np.float64)
 
     def value(self, row: np.ndarray) -> float:
-        """v(S) of one coalition ``row`` (bool[p])."""
+        """v(S) of one coalition ``row`` (bool[p]).
+
+        Args:
+            row: the coalition, ``bool[p]``.
+
+        Returns:
+            the coalition's value.
+        """
         cache = ScoreCache(self.objective)
         try:
             return float(self._value(np.asarray(row, dtype=bool), cache))
@@ -118,7 +157,12 @@ class HPOGame:
         return {}
 
     def params(self) -> dict[str, Any]:
-        """Everything that determines the values (hashed into evaluation-store fingerprints)."""
+        """Everything that determines the values (hashed into evaluation-store fingerprints).
+
+        Returns:
+            ``{name: value}``: the study, its definition version, the seed, the space, the objective and the
+            game's own options.
+        """
         return {"study": self.study, "definition": self.definition, "seed": self.seed, **self.space.params(),
                 "objective": objective_identity(self.objective, self.objective_id), **self._game_params()}
 
@@ -127,7 +171,14 @@ class HPOGame:
 
 
 class AblationGame(HPOGame):
-    """v(S) = objective(target on S, baseline elsewhere); ``target``: ``{name: value}``."""
+    """v(S) = objective(target on S, baseline elsewhere); ``target``: ``{name: value}``.
+
+    Args:
+        space: a ConfigSpace ``ConfigurationSpace`` or an :class:`HPSpace`.
+        objective: ``config: dict -> float``, a deterministic score.
+        target: ``{name: value}`` of the configuration whose effect is ablated.
+        **kwargs: :class:`HPOGame`'s keywords (``baseline``, ``seed``, ``objective_id``).
+    """
 
     study = "ablation"
 
@@ -137,7 +188,14 @@ class AblationGame(HPOGame):
         self._target_vector = self.space.to_vector(self.target)
 
     def configuration(self, row: np.ndarray) -> dict[str, Any]:
-        """The configuration of coalition ``row``: target on S, baseline elsewhere."""
+        """The configuration of coalition ``row``: target on S, baseline elsewhere.
+
+        Args:
+            row: the coalition, ``bool[p]``.
+
+        Returns:
+            ``{name: value}``, a complete configuration.
+        """
         return self.space.from_vector(self.space.blend(row, self._target_vector))
 
     def _value(self, row: np.ndarray, cache: ScoreCache) -> float:
@@ -148,7 +206,14 @@ class AblationGame(HPOGame):
 
 
 class TunabilityGame(HPOGame):
-    """v(S) = best score of one run of ``tuner`` over S (default: ``RandomSearch(20)``)."""
+    """v(S) = best score of one run of ``tuner`` over S (default: ``RandomSearch(20)``).
+
+    Args:
+        space: a ConfigSpace ``ConfigurationSpace`` or an :class:`HPSpace`.
+        objective: ``config: dict -> float``, a deterministic score.
+        tuner: the inner tuner (:class:`RandomSearch`, :class:`OptunaSearch`); None: ``RandomSearch(20)``.
+        **kwargs: :class:`HPOGame`'s keywords (``baseline``, ``seed``, ``objective_id``).
+    """
 
     study = "tunability"
 
@@ -165,7 +230,14 @@ class TunabilityGame(HPOGame):
 
 
 class SensitivityGame(HPOGame):
-    """v(S) = variance (ddof 0) of the score over ``n_samples`` seeded draws varying only S."""
+    """v(S) = variance (ddof 0) of the score over ``n_samples`` seeded draws varying only S.
+
+    Args:
+        space: a ConfigSpace ``ConfigurationSpace`` or an :class:`HPSpace`.
+        objective: ``config: dict -> float``, a deterministic score.
+        n_samples: the number of seeded draws per coalition.
+        **kwargs: :class:`HPOGame`'s keywords (``baseline``, ``seed``, ``objective_id``).
+    """
 
     study = "sensitivity"
 
@@ -186,6 +258,13 @@ class OptimizerBiasGame(HPOGame):
 
     Always <= 0: how far the optimizer of interest falls behind the best of the ensemble. Each
     tuner has its own seed stream (index 0 for the optimizer, k for the k-th member).
+
+    Args:
+        space: a ConfigSpace ``ConfigurationSpace`` or an :class:`HPSpace`.
+        objective: ``config: dict -> float``, a deterministic score.
+        optimizer: the tuner of interest.
+        ensemble: the tuners it is compared with (non-empty).
+        **kwargs: :class:`HPOGame`'s keywords (``baseline``, ``seed``, ``objective_id``).
     """
 
     study = "optimizer-bias"

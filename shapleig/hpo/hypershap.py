@@ -20,6 +20,11 @@ from .games import STUDIES
 
 
 def require_hypershap() -> Any:
+    """The ``hypershap`` module, or an ImportError naming the package.
+
+    Returns:
+        the imported ``hypershap`` module.
+    """
     try:
         import hypershap
     except ImportError as exc:
@@ -32,8 +37,11 @@ class HyperSHAPGame:
 
     Values are HyperSHAP's raw coalition values (``value_function``, before shapiq's
     normalisation by v(empty), which shifts every value equally and leaves Shapley values alone).
-    ``game_id``: identity for evaluation stores (a surrogate model cannot be hashed reliably, so a
-    store used with two different surrogates of one space needs two ids).
+
+    Args:
+        game: a HyperSHAP game (``hypershap.games.AbstractHPIGame``).
+        game_id: identity for evaluation stores (a surrogate model cannot be hashed reliably, so a store
+            used with two different surrogates of one space needs two ids).
     """
 
     def __init__(self, game: Any, game_id: str | None = None):
@@ -46,17 +54,24 @@ class HyperSHAPGame:
         self.game_id = game_id
 
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        """HyperSHAP's values ``float64[m]`` of ``bool[m, p]`` coalitions."""
         z = as_coalition_matrix(coalitions, self.n_players)
         return np.asarray(self.game.value_function(z), dtype=np.float64)
 
     def params(self) -> dict[str, Any]:
+        """What identifies the game for evaluation stores: its HyperSHAP class, the names and ``game_id``.
+
+        Returns:
+            ``{"hypershap": class name, "names": [...], "game_id": id}``.
+        """
         return {"hypershap": type(self.game).__name__, "names": self.names, "game_id": self.game_id}
 
     def __repr__(self) -> str:
         return f"HyperSHAPGame({type(self.game).__name__}, {self.names})"
 
 
-def hypershap_game(
+# argument count over budget: hypershap's own keywords, passed through
+def hypershap_game(  # noqa: PLR0913
     task: Any,
     study: str = "tunability",
     *,
@@ -70,10 +85,19 @@ def hypershap_game(
 ) -> HyperSHAPGame:
     """HyperSHAP's game for ``study`` on the ``ExplanationTask`` ``task`` (or wrap a HyperSHAP game).
 
-    baseline:  a ``Configuration`` (default: the space's default configuration);
-    target:    the configuration of interest (ablation only);
-    n_samples: HyperSHAP's random-search sample (tunability, sensitivity), seeded with ``seed``;
-    optimizer, ensemble: HyperSHAP ``ConfigSpaceSearcher`` objects (optimizer bias only).
+    Args:
+        task: a HyperSHAP ``ExplanationTask``, or a HyperSHAP game to wrap as it is.
+        study: one of ``STUDIES``: "ablation", "tunability" (default), "sensitivity", "optimizer-bias".
+        baseline: a ``Configuration`` (default: the space's default configuration).
+        target: the configuration of interest (ablation only).
+        n_samples: HyperSHAP's random-search sample (tunability, sensitivity), seeded with ``seed``.
+        seed: the seed of HyperSHAP's searcher.
+        optimizer: a HyperSHAP ``ConfigSpaceSearcher`` (optimizer bias only).
+        ensemble: HyperSHAP ``ConfigSpaceSearcher`` objects to compare with (optimizer bias only).
+        game_id: identity for evaluation stores (see :class:`HyperSHAPGame`).
+
+    Returns:
+        the :class:`HyperSHAPGame`.
     """
     hs = require_hypershap()
     if isinstance(task, hs.games.AbstractHPIGame):

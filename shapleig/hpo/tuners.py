@@ -37,7 +37,11 @@ def _check_trials(n_trials: Any) -> int:
 class ScoreCache:
     """Scores one tuning run's configurations, each distinct configuration once.
 
-    ``calls`` counts objective calls (the expensive part); ``score(config)`` returns a float."""
+    ``calls`` counts objective calls (the expensive part).
+
+    Args:
+        objective: ``config: dict -> float``, the deterministic score.
+    """
 
     def __init__(self, objective: Objective):
         self.objective = objective
@@ -45,6 +49,14 @@ class ScoreCache:
         self._seen: dict[tuple, float] = {}
 
     def score(self, config: dict[str, Any]) -> float:
+        """The score of ``config``, calling the objective only for a configuration not seen before.
+
+        Args:
+            config: a full ``{name: value}`` configuration.
+
+        Returns:
+            the score (higher is better).
+        """
         key = tuple(sorted(config.items()))
         if key not in self._seen:
             self._seen[key] = float(self.objective(dict(config)))
@@ -53,7 +65,11 @@ class ScoreCache:
 
 
 class RandomSearch:
-    """Random search over the coalition's hyperparameters on a sample shared by all coalitions."""
+    """Random search over the coalition's hyperparameters on a sample shared by all coalitions.
+
+    Args:
+        n_trials: the number of configurations per run.
+    """
 
     name: ClassVar[str] = "random"
     seed_scope: ClassVar[str] = "study"  # the same draws for every coalition
@@ -62,14 +78,38 @@ class RandomSearch:
         self.n_trials = _check_trials(n_trials)
 
     def trial_vectors(self, space: HPSpace, row: np.ndarray, seed: int) -> np.ndarray:
-        """``float64[n_trials, d]``: the shared draws blended into the coalition ``row``."""
+        """``float64[n_trials, d]``: the shared draws blended into the coalition ``row``.
+
+        Args:
+            space: the space (and baseline) of the study.
+            row: the coalition, ``bool[d]``.
+            seed: the study seed (shared by every coalition).
+
+        Returns:
+            ``float64[n_trials, d]``.
+        """
         return space.blend(row, space.sample_vectors(self.n_trials, seed))
 
     def search(self, objective: ScoreCache, space: HPSpace, row: np.ndarray, seed: int) -> np.ndarray:
-        """Scores ``float64[n_trials]`` of the run, in trial order."""
+        """Scores ``float64[n_trials]`` of the run, in trial order.
+
+        Args:
+            objective: the run's score cache.
+            space: the space (and baseline) of the study.
+            row: the coalition, ``bool[d]``.
+            seed: the study seed (shared by every coalition).
+
+        Returns:
+            ``float64[n_trials]``.
+        """
         return np.array([objective.score(space.from_vector(v)) for v in self.trial_vectors(space, row, seed)])
 
     def params(self) -> dict[str, Any]:
+        """What identifies the tuner for evaluation stores.
+
+        Returns:
+            ``{"tuner": name, "n_trials": n}``.
+        """
         return {"tuner": self.name, "n_trials": self.n_trials}
 
     def __repr__(self) -> str:
@@ -80,6 +120,11 @@ OPTUNA_SAMPLERS = ("tpe", "random", "qmc", "gp")
 
 
 def require_optuna() -> Any:
+    """The ``optuna`` module (its logging quieted), or an ImportError naming the package.
+
+    Returns:
+        the imported ``optuna`` module.
+    """
     try:
         import optuna
     except ImportError as exc:
@@ -89,7 +134,15 @@ def require_optuna() -> Any:
 
 
 def optuna_distributions(space: HPSpace, row: np.ndarray) -> dict[str, Any]:
-    """Optuna distributions of the coalition's hyperparameters (constants are left out)."""
+    """Optuna distributions of the coalition's hyperparameters (constants are left out).
+
+    Args:
+        space: the space of the study.
+        row: the coalition, ``bool[d]``.
+
+    Returns:
+        ``{name: optuna distribution}`` of the coalition's non-constant hyperparameters.
+    """
     optuna = require_optuna()
     from ConfigSpace import hyperparameters as H
 
@@ -115,7 +168,12 @@ def optuna_distributions(space: HPSpace, row: np.ndarray) -> dict[str, Any]:
 
 
 class OptunaSearch:
-    """An Optuna sampler tuning the coalition's hyperparameters for ``n_trials`` trials."""
+    """An Optuna sampler tuning the coalition's hyperparameters for ``n_trials`` trials.
+
+    Args:
+        n_trials: the number of trials per run.
+        sampler: ``"tpe"`` (default), ``"random"``, ``"qmc"`` or ``"gp"``.
+    """
 
     seed_scope: ClassVar[str] = "coalition"  # an adaptive run: its own seed per coalition
 
@@ -140,6 +198,17 @@ class OptunaSearch:
             return samplers.GPSampler(seed=seed)
 
     def search(self, objective: ScoreCache, space: HPSpace, row: np.ndarray, seed: int) -> np.ndarray:
+        """Scores ``float64[n_trials]`` of one Optuna run over the coalition's hyperparameters, in trial order.
+
+        Args:
+            objective: the run's score cache.
+            space: the space (and baseline) of the study.
+            row: the coalition, ``bool[d]``.
+            seed: the run's seed (one per coalition, :func:`~shapleig.hpo.space.coalition_seed`).
+
+        Returns:
+            ``float64[n_trials]``.
+        """
         optuna = require_optuna()
         distributions = optuna_distributions(space, row)
         study = optuna.create_study(direction="maximize", sampler=self._make_sampler(seed))
@@ -153,6 +222,11 @@ class OptunaSearch:
         return np.array(scores, dtype=np.float64)
 
     def params(self) -> dict[str, Any]:
+        """What identifies the tuner for evaluation stores.
+
+        Returns:
+            ``{"tuner": name, "n_trials": n}``.
+        """
         return {"tuner": self.name, "n_trials": self.n_trials}
 
     def __repr__(self) -> str:
@@ -163,7 +237,15 @@ TUNERS = ("random", *(f"optuna-{s}" for s in OPTUNA_SAMPLERS))
 
 
 def make_tuner(name: str, n_trials: int) -> RandomSearch | OptunaSearch:
-    """``'random'`` or ``'optuna-<sampler>'`` (tpe, random, qmc, gp) with ``n_trials`` trials."""
+    """``'random'`` or ``'optuna-<sampler>'`` (tpe, random, qmc, gp) with ``n_trials`` trials.
+
+    Args:
+        name: ``"random"`` or ``"optuna-<sampler>"`` (see ``TUNERS``).
+        n_trials: the number of trials per run.
+
+    Returns:
+        the tuner.
+    """
     if name == "random":
         return RandomSearch(n_trials)
     if name.startswith("optuna-"):

@@ -27,6 +27,12 @@ def posterior_from_model(model) -> ShapleyPosterior:
     """The Shapley posterior of a fitted ``SingleTaskGP`` from :func:`shapleig.gp.torch_model.build_model`.
 
     Reads the hyperparameters and the training data (raw values, via the outcome transform).
+
+    Args:
+        model: a fitted ``SingleTaskGP`` built by :func:`shapleig.gp.torch_model.build_model`.
+
+    Returns:
+        the :class:`~shapleig.gp.posterior.ShapleyPosterior` of the model's data and hyperparameters.
     """
     X = model.train_inputs[0].detach().cpu().numpy() > 0.5
     y_std = model.train_targets.detach().reshape(-1, 1)
@@ -146,12 +152,25 @@ class PosteriorVariance(AcquisitionFace):
 
 
 class RandomSelection(AcquisitionFunction):
-    """Random search as an acquisition: i.i.d. U(0, 1) scores per t-batch from a seeded generator."""
+    """Random search as an acquisition: i.i.d. U(0, 1) scores per t-batch from a seeded generator.
+
+    Args:
+        model: the botorch model (unused by the scores, kept for botorch's interface).
+        seed: the seed of the score generator.
+    """
 
     def __init__(self, model, seed: int = 0) -> None:
         super().__init__(model)
         self._rng = np.random.default_rng(seed)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """Random scores, one per t-batch.
+
+        Args:
+            X: ``b x q x p`` (or ``q x p``) coalitions.
+
+        Returns:
+            ``float64[b]``, i.i.d. U(0, 1).
+        """
         b = 1 if X.dim() == 2 else X.shape[0]
         return torch.tensor(self._rng.random(b), dtype=torch.float64)

@@ -18,6 +18,13 @@ def game_fingerprint(game: Any, game_id: str | None = None) -> str:
     The digest of :func:`shapleig.games.identity.game_identity`: the game's content (its ``identity()``,
     ``fingerprint()``, ``params()`` or, failing those, its attributes, digested in full), followed
     by ``game_id`` when given. Evaluation stores use it to refuse values logged for another game.
+
+    Args:
+        game: any game.
+        game_id: a label added to the game's identity.
+
+    Returns:
+        32 hex digits.
     """
     from shapleig.games.identity import game_identity, identity_digest
 
@@ -33,25 +40,27 @@ class BudgetedGame:
     evaluated coalitions is kept in request order (``history()``), whatever order concurrent
     results arrive in, so a run is reproducible.
 
-    store:       optional store: any object implementing ``shapleig.runs.store_protocol.Store``
-                 (the SQLite ``EvaluationStore`` of ``shapleig.runs.store``, or your own), or a
-                 path to open an ``EvaluationStore`` at; only the protocol's methods are used. Uncached coalitions are first
-                 looked up there: stored values are reused without calling the game but still
-                 charged to the budget. Every new evaluation (and every failed attempt) is
-                 appended and committed as it arrives, before the call returns. A store written
-                 for a different game is refused (``StoreMismatchError``, naming what differs).
-                 A coalition another process is evaluating on the same store is waited for, not
-                 evaluated again (it counts as a store hit; ``n_waited`` in the accounting).
-    evaluator:   how uncached, unstored coalitions are evaluated (``shapleig.runs.evaluators``). Default:
-                 ``SerialEvaluator()`` in-process; with a store, ``SerialEvaluator(chunk_size=1)``
-                 so that each value is committed as soon as it is computed.
-                 ``ExecutorEvaluator(executor)`` evaluates concurrently.
-    max_retries: a coalition whose evaluation raises or returns NaN/inf is retried up to this many
-                 times; then the call raises ``EvaluationFailedError`` naming it
-                 (``NonFiniteValueError``, also a ``GameError``, for non-finite values). Values
-                 that did arrive are kept (charged, cached, stored). An evaluator built with its
-                 own ``max_retries`` overrides this one (that is how ``DesignLoop`` and
-                 ``estimate``, which take an ``evaluator=``, configure retries).
+    Args:
+        game: the game to spend the budget on.
+        budget: distinct coalitions that may be charged (a positive int).
+        store: optional store: any object implementing ``shapleig.runs.store_protocol.Store`` (the SQLite
+            ``EvaluationStore`` of ``shapleig.runs.store``, or your own), or a path to open an
+            ``EvaluationStore`` at; only the protocol's methods are used. Uncached coalitions are first
+            looked up there: stored values are reused without calling the game but still charged to the
+            budget. Every new evaluation (and every failed attempt) is appended and committed as it arrives,
+            before the call returns. A store written for a different game is refused
+            (``StoreMismatchError``, naming what differs). A coalition another process is evaluating on the
+            same store is waited for, not evaluated again (it counts as a store hit; ``n_waited`` in the
+            accounting).
+        evaluator: how uncached, unstored coalitions are evaluated (``shapleig.runs.evaluators``). Default:
+            ``SerialEvaluator()`` in-process; with a store, ``SerialEvaluator(chunk_size=1)`` so that each
+            value is committed as soon as it is computed. ``ExecutorEvaluator(executor)`` evaluates
+            concurrently.
+        max_retries: a coalition whose evaluation raises or returns NaN/inf is retried up to this many
+            times; then the call raises ``EvaluationFailedError`` naming it (``NonFiniteValueError``, also a
+            ``GameError``, for non-finite values). Values that did arrive are kept (charged, cached,
+            stored). An evaluator built with its own ``max_retries`` overrides this one (that is how
+            ``DesignLoop`` and ``estimate``, which take an ``evaluator=``, configure retries).
     """
 
     def __init__(
@@ -103,18 +112,41 @@ class BudgetedGame:
 
     @property
     def remaining(self) -> int:
+        """Evaluations left in the budget."""
         return self.budget - self.evaluations
 
     def n_uncached(self, coalitions: np.ndarray) -> int:
-        """How many distinct coalitions of ``coalitions`` would be charged by a call."""
+        """How many distinct coalitions of ``coalitions`` would be charged by a call.
+
+        Args:
+            coalitions: ``bool[m, p]``.
+
+        Returns:
+            the number of distinct uncached coalitions.
+        """
         z = as_coalition_matrix(coalitions, self.n_players)
         return len({k for k in coalition_keys(z) if k not in self._cache})
 
     def can_afford(self, coalitions: np.ndarray) -> bool:
+        """Whether a call on ``coalitions`` fits in the remaining budget.
+
+        Args:
+            coalitions: ``bool[m, p]``.
+
+        Returns:
+            True when the distinct uncached coalitions do not exceed :attr:`remaining`.
+        """
         return self.n_uncached(coalitions) <= self.remaining
 
     def is_cached(self, coalitions: np.ndarray) -> np.ndarray:
-        """``bool[m]``: which rows are already evaluated."""
+        """``bool[m]``: which rows are already evaluated.
+
+        Args:
+            coalitions: ``bool[m, p]``.
+
+        Returns:
+            ``bool[m]``.
+        """
         z = as_coalition_matrix(coalitions, self.n_players)
         return np.array([k in self._cache for k in coalition_keys(z)], dtype=bool)
 
@@ -185,10 +217,12 @@ class BudgetedGame:
             self.n_game_evaluations += int(known.sum()) - from_store
 
     def _claim_plan(self) -> tuple[int | None, float | None]:
-        """How many coalitions to claim at a time (None: all; a serial evaluator starts one chunk
-        at a time, so only that chunk is claimed) and for how long the heartbeat may hold each
-        claim (None: while this process lives; with an evaluation timeout, the longest the
-        chunk's attempts can take, so a claim never outlives its abandoned evaluation)."""
+        """How many coalitions to claim at a time, and for how long the heartbeat may hold each claim.
+
+        The count: None for all; a serial evaluator starts one chunk at a time, so only that chunk
+        is claimed. The hold: None while this process lives; with an evaluation timeout, the longest
+        the chunk's attempts can take, so a claim never outlives its abandoned evaluation.
+        """
         step = self.evaluator.chunk_size if isinstance(self.evaluator, SerialEvaluator) else None
         timeout = getattr(self.evaluator, "timeout", None)
         if timeout is None:
@@ -199,9 +233,11 @@ class BudgetedGame:
         return step, float(timeout) * calls + 1.0
 
     def _verification_values(self, coalitions: np.ndarray) -> np.ndarray:
-        """Values of stored coalitions re-evaluated for ``EvaluationStore(verify=True)``, neither
-        recorded in the store nor charged to the budget: with an evaluation timeout through the
-        evaluator (a game that now hangs is abandoned), else in one call of the game."""
+        """Values of stored coalitions re-evaluated for ``EvaluationStore(verify=True)``.
+
+        Neither recorded in the store nor charged to the budget: with an evaluation timeout through
+        the evaluator (a game that now hangs is abandoned), else in one call of the game.
+        """
         if getattr(self.evaluator, "timeout", None) is None:
             return self.game(coalitions)
         return self.evaluator.evaluate(self.game, coalitions, max_retries=self.max_retries)
@@ -247,13 +283,22 @@ class BudgetedGame:
 
     # -- archive ----------------------------------------------------------------------------
     def history(self) -> tuple[np.ndarray, np.ndarray]:
-        """Evaluated coalitions ``bool[t, p]`` and values ``float64[t]`` in evaluation order."""
+        """Evaluated coalitions ``bool[t, p]`` and values ``float64[t]`` in evaluation order.
+
+        Returns:
+            ``(coalitions, values)``: ``bool[t, p]`` and ``float64[t]``, in request order.
+        """
         if not self._rows:
             return np.zeros((0, self.n_players), dtype=bool), np.zeros(0)
         return np.stack(self._rows), np.array(self._values, dtype=np.float64)
 
     def accounting(self) -> dict[str, Any]:
-        """Budget report: mode, budget, distinct evaluations, requests, cache and store hits."""
+        """Budget report: mode, budget, distinct evaluations, requests, cache and store hits.
+
+        Returns:
+            ``{name: count}``: the budget, evaluations, requests, cache and store hits, waits, game
+            evaluations and failed attempts.
+        """
         return {
             "accounting": "distinct",
             "budget": self.budget,

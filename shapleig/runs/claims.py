@@ -41,12 +41,26 @@ logger = logging.getLogger("shapleig.runs.store")
 
 
 def encode_coalition(row: np.ndarray) -> str:
-    """``bool[p]`` -> the ``'0'``/``'1'`` text of the store's ``coalition`` column."""
+    """``bool[p]`` -> the ``'0'``/``'1'`` text of the store's ``coalition`` column.
+
+    Args:
+        row: one coalition, ``bool[p]``.
+
+    Returns:
+        ``p`` characters, ``'1'`` for a member.
+    """
     return "".join("1" if b else "0" for b in row)
 
 
 def decode_coalition(text: str) -> np.ndarray:
-    """The store's ``coalition`` text -> ``bool[p]``."""
+    """The store's ``coalition`` text -> ``bool[p]``.
+
+    Args:
+        text: the column's text, ``p`` characters ``'0'``/``'1'``.
+
+    Returns:
+        ``bool[p]``.
+    """
     return np.frombuffer(text.encode("ascii"), dtype=np.uint8) == ord("1")
 
 
@@ -55,7 +69,11 @@ _OWNERS: dict[int, str] = {}
 
 
 def claim_owner() -> str:
-    """This process's claim token: host, pid and a random part (pids repeat across containers)."""
+    """This process's claim token: host, pid and a random part (pids repeat across containers).
+
+    Returns:
+        ``"host:pid:random"``, the same for every call in this process.
+    """
     pid = os.getpid()
     if pid not in _OWNERS:
         _OWNERS[pid] = f"{_HOST}:{pid}:{uuid.uuid4().hex[:12]}"
@@ -83,20 +101,43 @@ class ClaimsBackend(Protocol):
     path: str
 
     def transaction(self, doing: str) -> ContextManager[sqlite3.Connection]:
-        """A connection inside ``BEGIN IMMEDIATE`` under the store's lock, committed on exit;
-        :class:`StoreError` (saying what it was ``doing``) when SQLite fails."""
+        """A connection inside ``BEGIN IMMEDIATE`` under the store's lock, committed on exit.
+
+        :class:`StoreError` (saying what it was ``doing``) when SQLite fails.
+
+        Args:
+            doing: what the transaction does, quoted in the error message.
+
+        Returns:
+            a context manager yielding the connection.
+        """
         ...
 
     def reading(self) -> ContextManager[sqlite3.Connection]:
-        """The connection under the store's lock, outside any transaction."""
+        """The connection under the store's lock, outside any transaction.
+
+        Returns:
+            a context manager yielding the connection.
+        """
         ...
 
     def stored_values(self, codes: list[str]) -> dict[str, float]:
-        """``{code: value}`` of the stored successful evaluations among ``codes``."""
+        """``{code: value}`` of the stored successful evaluations among ``codes``.
+
+        Args:
+            codes: coalition codes (:func:`encode_coalition`).
+
+        Returns:
+            the stored values by code (codes without a successful evaluation are absent).
+        """
         ...
 
     def bound(self) -> tuple[str, int]:
-        """``(fingerprint, n_players)`` of the game the store is bound to."""
+        """``(fingerprint, n_players)`` of the game the store is bound to.
+
+        Returns:
+            the fingerprint of the bound game and its number of players.
+        """
         ...
 
     @property
@@ -138,6 +179,7 @@ class ClaimTable:
 
     @property
     def store(self) -> ClaimsBackend:
+        """The store these claims belong to (``StoreError`` once it was garbage-collected)."""
         store = self._store()
         if store is None:
             raise StoreError("the evaluation store of these claims is gone")
@@ -168,8 +210,18 @@ class ClaimTable:
 
     def claim(self, coalitions: np.ndarray, hold_for: float | None = None,
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """See :meth:`shapleig.runs.store_protocol.Store.claim`; ``hold_for`` also caps how long
-        the heartbeat refreshes the new claims (with ``max_claim_seconds``)."""
+        """Look ``coalitions`` up and claim the missing ones (:meth:`shapleig.runs.store_protocol.Store.claim`).
+
+        ``hold_for`` also caps how long the heartbeat refreshes the new claims (with
+        ``max_claim_seconds``).
+
+        Args:
+            coalitions: ``bool[m, p]``.
+            hold_for: seconds the evaluation of the claimed coalitions may take at most (None: unknown).
+
+        Returns:
+            ``(found, values, mine, busy)``: ``bool[m]``, ``float64[m]``, ``bool[m]``, ``bool[m]``.
+        """
         store = self.store
         _, p = store.bound()
         codes = [encode_coalition(row) for row in as_coalition_matrix(coalitions, p)]
@@ -216,7 +268,13 @@ class ClaimTable:
                 f"being evaluated by process {pid} on host {host}" + (f" ({age})" if age else ""))
 
     def wait_for_others(self, coalitions: np.ndarray, poll: float = 0.05, max_poll: float = 1.0) -> None:
-        """Sleep until at least one of ``coalitions`` is stored or no longer claimed by a live process."""
+        """Sleep until at least one of ``coalitions`` is stored or no longer claimed by a live process.
+
+        Args:
+            coalitions: ``bool[m, p]``, coalitions reported busy by :meth:`claim`.
+            poll: the first wait in seconds (doubled after each look).
+            max_poll: the longest wait between two looks, in seconds.
+        """
         store = self.store
         _, p = store.bound()
         codes = [encode_coalition(row) for row in as_coalition_matrix(coalitions, p)]
@@ -233,7 +291,11 @@ class ClaimTable:
                         return
 
     def release(self, coalitions: np.ndarray) -> None:
-        """Drop this process's claims on ``coalitions`` (after a failure: others may evaluate them)."""
+        """Drop this process's claims on ``coalitions`` (after a failure: others may evaluate them).
+
+        Args:
+            coalitions: ``bool[m, p]``.
+        """
         store = self.store
         _, p = store.bound()
         codes = [encode_coalition(row) for row in as_coalition_matrix(coalitions, p)]
@@ -250,8 +312,13 @@ class ClaimTable:
         self.forget(codes)
 
     def forget(self, codes: list[str]) -> None:
-        """These claims ended (the values were stored, or the claims deleted): stop refreshing
-        them; the heartbeat ends with the last one."""
+        """These claims ended (the values were stored, or the claims deleted): stop refreshing them.
+
+        The heartbeat ends with the last one.
+
+        Args:
+            codes: coalition codes (:func:`encode_coalition`).
+        """
         with self._lock:
             for c in codes:
                 self._claimed.pop(c, None)
@@ -273,9 +340,11 @@ class ClaimTable:
 
     @staticmethod
     def _beat(ref: "weakref.ref[ClaimTable]", stop: threading.Event, interval: float) -> None:
-        """Refresh this process's claims while it holds any, so others know it is alive. Ends when
-        it holds none (the next claim starts a new thread) or the store is gone; it keeps only a
-        weak reference, so an unused store is still closed by garbage collection."""
+        """Refresh this process's claims while it holds any, so others know it is alive.
+
+        Ends when it holds none (the next claim starts a new thread) or the store is gone; it keeps only a weak
+        reference, so an unused store is still closed by garbage collection.
+        """
         while True:
             stop.wait(interval)
             table = ref()

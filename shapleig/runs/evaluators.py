@@ -44,13 +44,14 @@ from shapleig.runs.timeout import WorkerProcess, check_start_method, check_timeo
 class EvaluationRecord:
     """One attempt at evaluating one coalition, reported as soon as it is known.
 
-    index:   row of the coalition in the matrix given to ``evaluate``.
-    value:   the value when ``status == "ok"``, else None.
-    seconds: wall-clock seconds of the game call, shared equally among the coalitions of a
-             multi-coalition call.
-    status:  ``"ok"``, ``"error"`` (the call raised) or ``"nonfinite"`` (NaN or inf).
-    attempt: 1 for the first try of this coalition, 2 for its first retry, ...
-    error:   what went wrong (exception type and message, or the non-finite value), else None.
+    Attributes:
+        index: row of the coalition in the matrix given to ``evaluate``.
+        value: the value when ``status == "ok"``, else None.
+        seconds: wall-clock seconds of the game call, shared equally among the coalitions of a
+            multi-coalition call.
+        status: ``"ok"``, ``"error"`` (the call raised) or ``"nonfinite"`` (NaN or inf).
+        attempt: 1 for the first try of this coalition, 2 for its first retry, ...
+        error: what went wrong (exception type and message, or the non-finite value), else None.
     """
 
     index: int
@@ -75,7 +76,19 @@ class Evaluator(Protocol):
         *,
         max_retries: int = 1,
         on_result: OnResult | None = None,
-    ) -> np.ndarray: ...
+    ) -> np.ndarray:
+        """Values ``float64[m]`` of ``coalitions``, each retried up to ``max_retries`` times on failure.
+
+        Args:
+            game: the game to evaluate.
+            coalitions: ``bool[m, p]``.
+            max_retries: retries of a failing coalition (an evaluator's own setting overrides it).
+            on_result: called with an :class:`EvaluationRecord` as soon as each attempt is known.
+
+        Returns:
+            ``float64[m]``; a final failure raises ``EvaluationFailedError`` naming the coalition.
+        """
+        ...
 
 
 def _chunks(m: int, chunk_size: int | None) -> list[np.ndarray]:
@@ -202,6 +215,14 @@ class SerialEvaluator(_RetryingEvaluator):
     changes made to the game object afterwards are not seen by it); another game, :meth:`close`,
     or the evaluator's collection ends it. ``start_method`` chooses how the worker starts
     (:func:`~shapleig.runs.timeout.check_start_method`; default a fresh interpreter).
+
+    Args:
+        chunk_size: coalitions per game call; None: all in one call.
+        max_retries: retries of a failing coalition; None: the ``max_retries`` passed to :meth:`evaluate`.
+        timeout: seconds per game call, run in a worker process that is killed when exceeded; None: in
+            process, no limit.
+        start_method: how the worker process starts (``"subprocess"``, ``"spawn"``, ``"fork"``); None: the
+            platform's default.
     """
 
     def __init__(self, chunk_size: int | None = None, max_retries: int | None = None,
@@ -254,7 +275,17 @@ class SerialEvaluator(_RetryingEvaluator):
         max_retries: int = 1,
         on_result: OnResult | None = None,
     ) -> np.ndarray:
-        """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``)."""
+        """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``).
+
+        Args:
+            game: the game to evaluate.
+            coalitions: ``bool[m, p]``.
+            max_retries: retries of a failing coalition (this evaluator's own ``max_retries`` overrides it).
+            on_result: called with an :class:`EvaluationRecord` as soon as each attempt is known.
+
+        Returns:
+            ``float64[m]``; a final failure raises ``EvaluationFailedError`` naming the coalition.
+        """
         state = self._attempts(coalitions, max_retries, on_result)
         queue = deque((rows, 1) for rows in _chunks(coalitions.shape[0], self.chunk_size))
         while queue and state.failure is None:
@@ -314,6 +345,12 @@ class ExecutorEvaluator(_RetryingEvaluator):
     still running then is abandoned and its attempt counts as failed and is retried; an executor
     cannot kill a running task, so its worker stays busy until the game call returns (use
     ``SerialEvaluator(timeout=...)`` to have hung calls killed).
+
+    Args:
+        executor: any ``concurrent.futures.Executor`` (a Dask client's ``get_executor()`` too).
+        chunk_size: coalitions per task.
+        max_retries: retries of a failing coalition; None: the ``max_retries`` passed to :meth:`evaluate`.
+        timeout: seconds per task once it runs; a slower task is abandoned and retried; None: no limit.
     """
 
     def __init__(self, executor: Executor, chunk_size: int = 1, max_retries: int | None = None,
@@ -328,7 +365,8 @@ class ExecutorEvaluator(_RetryingEvaluator):
         self.max_retries = _check_retries(max_retries)
         self.timeout = check_timeout(timeout)
 
-    def evaluate(
+    # complexity over budget: retries, timeouts, failures and the store's claims in one loop
+    def evaluate(  # noqa: C901
         self,
         game: Game,
         coalitions: np.ndarray,
@@ -336,7 +374,17 @@ class ExecutorEvaluator(_RetryingEvaluator):
         max_retries: int = 1,
         on_result: OnResult | None = None,
     ) -> np.ndarray:
-        """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``)."""
+        """Values ``float64[m]`` of ``coalitions`` (``bool[m, p]``).
+
+        Args:
+            game: the game to evaluate.
+            coalitions: ``bool[m, p]``.
+            max_retries: retries of a failing coalition (this evaluator's own ``max_retries`` overrides it).
+            on_result: called with an :class:`EvaluationRecord` as soon as each attempt is known.
+
+        Returns:
+            ``float64[m]``; a final failure raises ``EvaluationFailedError`` naming the coalition.
+        """
         state = self._attempts(coalitions, max_retries, on_result)
         pending: dict[Future, tuple[np.ndarray, int]] = {}
 
@@ -405,10 +453,20 @@ class ExecutorEvaluator(_RetryingEvaluator):
 
 
 def with_timeout(evaluator: Any, timeout: Any, stored: bool = False) -> Any:
-    """The evaluator to use for ``estimate(..., evaluator=, timeout=)``: ``evaluator`` itself
-    when ``timeout`` is None; else a ``SerialEvaluator(timeout=...)`` (one coalition per call
+    """The evaluator to use for ``estimate(..., evaluator=, timeout=)``.
+
+    ``evaluator`` itself when ``timeout`` is None; else a ``SerialEvaluator(timeout=...)`` (one coalition per call
     with a store, so each value is committed as it comes), or ``evaluator`` with that timeout
-    when it is one of the project's evaluators without one of its own."""
+    when it is one of the project's evaluators without one of its own.
+
+    Args:
+        evaluator: the evaluator given (or None).
+        timeout: seconds per game call, or None.
+        stored: whether the run has an evaluation store (then one coalition per call).
+
+    Returns:
+        the evaluator to use.
+    """
     timeout = check_timeout(timeout)
     if timeout is None:
         return evaluator

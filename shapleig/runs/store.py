@@ -127,7 +127,19 @@ def _readable(code: Any) -> str:
 
 @dataclass(frozen=True)
 class StoredEvaluation:
-    """One row of the log (see the module docstring for the columns)."""
+    """One row of the log (see the module docstring for the columns).
+
+    Attributes:
+        id: the row's id (insertion order).
+        fingerprint: the fingerprint of the game the value belongs to.
+        coalition: ``bool[p]``, the coalition.
+        value: the value (None for a failed attempt).
+        seconds: wall-clock seconds the game call took.
+        time: when it was stored (seconds since the epoch).
+        status: ``"ok"``, ``"error"`` or ``"nonfinite"``.
+        attempt: 1 for the first try, 2 for the first retry, ...
+        error: what went wrong, for failed attempts (else None).
+    """
 
     id: int
     fingerprint: str
@@ -141,8 +153,10 @@ class StoredEvaluation:
 
 
 def open_store(store: Any) -> Store:
-    """``store`` itself if it implements :class:`~shapleig.runs.store_protocol.Store` (an
-    :class:`EvaluationStore` or any other), else an :class:`EvaluationStore` opened at that path.
+    """``store`` itself if it implements :class:`~shapleig.runs.store_protocol.Store`, else a store at that path.
+
+    Any :class:`~shapleig.runs.store_protocol.Store` (an :class:`EvaluationStore` or another) is
+    used as it is; a path opens an :class:`EvaluationStore`.
 
     Args:
         store: a store object, or the path of an SQLite store file (``str`` or ``os.PathLike``).
@@ -190,6 +204,7 @@ class EvaluationStore:
         max_claim_seconds: the heartbeat refreshes a claim for at most this long after it was taken
             (None: while the process lives), so a process stuck in one evaluation loses its claim
             ``lease_seconds`` later. An evaluation ``timeout`` sets a per-claim limit of its own.
+        verify_count: how many stored coalitions ``verify`` re-evaluates.
 
     Examples:
         >>> import numpy as np
@@ -204,7 +219,8 @@ class EvaluationStore:
         (0, True)
     """
 
-    def __init__(
+    # argument count over budget: the public store options (path, game identity, locking, timeouts), keyword defaults
+    def __init__(  # noqa: PLR0913
         self,
         path: str | os.PathLike[str],
         *,
@@ -299,9 +315,11 @@ class EvaluationStore:
             raise
 
     def _when_unlocked(self, action: Any) -> None:
-        """Run ``action``, retrying for up to ``timeout`` seconds while SQLite reports the file
-        locked: switching a new file to WAL takes an exclusive lock for which SQLite does not wait
-        (no busy handler), so processes creating one store at once would otherwise fail."""
+        """Run ``action``, retrying for up to ``timeout`` seconds while SQLite reports the file locked.
+
+        Switching a new file to WAL takes an exclusive lock for which SQLite does not wait (no busy handler), so
+        processes creating one store at once would otherwise fail.
+        """
         deadline = time.monotonic() + self.timeout
         delay = 0.005
         while True:
@@ -314,11 +332,13 @@ class EvaluationStore:
             delay = min(2 * delay, 0.2)
 
     def _check_path(self) -> None:
-        """Refuse paths under which SQLite would lose every value or block: an empty path (a
-        temporary database deleted on close), an SQLite URI (``file:...?mode=memory``), a file
-        that is not a regular file (a FIFO would block the header read for ever), or a file with
-        several hard links (SQLite keeps its write-ahead log and locks beside each *name*, so two
-        processes writing through two names corrupt the file)."""
+        """Refuse paths under which SQLite would lose every value or block.
+
+        An empty path (a temporary database deleted on close), an SQLite URI (``file:...?mode=memory``), a file that is
+        not a regular file (a FIFO would block the header read for ever), or a file with several hard links (SQLite
+        keeps its write-ahead log and locks beside each *name*, so two processes writing through two names corrupt the
+        file).
+        """
         if not self.path.strip():
             raise StoreError("evaluation store path is empty: SQLite would open a temporary database that is "
                              "deleted when it is closed, losing every value; give a file name such as runs.sqlite")
@@ -357,7 +377,8 @@ class EvaluationStore:
                 f"(it starts with {head[:8]!r}); refusing to use or overwrite it"
             )
 
-    def _check_contents(self, conn: sqlite3.Connection) -> None:
+    # complexity over budget: one check per way a file can fail to be a store, each with its own message
+    def _check_contents(self, conn: sqlite3.Connection) -> None:  # noqa: C901
         """Refuse a damaged database, or one that holds something other than a store."""
         try:
             # every object, internal names included: a store never has a trigger or a view, so
@@ -439,9 +460,10 @@ class EvaluationStore:
 
     @contextlib.contextmanager
     def transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``) under the store's lock, committed on exit and
-        rolled back if the block raises; a failing SQLite statement becomes :class:`StoreError`
-        saying what it was ``doing``.
+        """A write transaction (``BEGIN IMMEDIATE``) under the store's lock, committed on exit.
+
+        It is rolled back if the block raises; a failing SQLite statement becomes
+        :class:`StoreError` saying what it was ``doing``.
 
         Args:
             doing: what the transaction is for, for the error message ("could not release claims").
@@ -459,13 +481,19 @@ class EvaluationStore:
 
     # -- game identity ----------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
-        """The ``meta`` table as a dict (empty until a game is bound)."""
+        """The ``meta`` table as a dict (empty until a game is bound).
+
+        Returns:
+            ``{key: value}`` of the ``meta`` table (fingerprint, n_players, identity, versions).
+        """
         with self._lock:
             return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
 
     def _checked_meta(self, meta: dict[str, str]) -> dict[str, str]:
-        """``meta`` after checking the rows a bound store must have; :class:`StoreError` naming
-        the first damaged one (edited by hand or by a foreign program)."""
+        """``meta`` after checking the rows a bound store must have.
+
+        :class:`StoreError` naming the first damaged one (edited by hand or by a foreign program).
+        """
         if not meta:
             return meta
         problems = []
@@ -498,12 +526,19 @@ class EvaluationStore:
     def bind(self, game: Any, evaluate: Any = None) -> str:
         """Claim the store for ``game`` (first use) or check that it belongs to it.
 
-        Returns the store's fingerprint. Raises :class:`StoreMismatchError` naming what differs
+        Raises :class:`StoreMismatchError` naming what differs
         when the store was written for a different game (unless ``accept_game_change``), and
         :class:`GameError` when the game's identity cannot be digested and no ``game_id`` is set.
         With ``verify``, re-evaluates a random sample of stored coalitions the first time (see the class doc),
         through ``evaluate`` (``bool[k, p] -> float64[k]``) when given: ``BudgetedGame`` passes its
         evaluator's, so a verification honours the run's timeout and retries.
+
+        Args:
+            game: the game (its identity and number of players are recorded or compared).
+            evaluate: what re-evaluates coalitions for ``verify`` (``bool[k, p] -> float64[k]``); None: the game itself.
+
+        Returns:
+            the store's fingerprint of the game.
         """
         p = check_game(game)
         identity = game_identity(game, self.game_id)
@@ -561,9 +596,11 @@ class EvaluationStore:
         return stored
 
     def _verify_sample(self, game: Any, evaluate: Any = None) -> None:
-        """Re-evaluate up to ``verify_count`` stored coalitions drawn at random (so a store doctored
-        anywhere, not only in its first row, can be caught); :class:`StoreMismatchError` listing
-        every coalition whose value changed."""
+        """Re-evaluate up to ``verify_count`` stored coalitions drawn at random.
+
+        A store doctored anywhere, not only in its first row, can be caught:
+        :class:`StoreMismatchError` lists every coalition whose value changed.
+        """
         with self._lock:
             rows = self.conn.execute(
                 "SELECT coalition, value FROM evaluations WHERE status = 'ok' AND id IN (SELECT MIN(id) "
@@ -588,8 +625,7 @@ class EvaluationStore:
         self._verified = True
 
     def bound(self) -> tuple[str, int]:
-        """``(fingerprint, n_players)`` of the game the store is bound to (``ValueError`` before
-        :meth:`bind`).
+        """``(fingerprint, n_players)`` of the game the store is bound to (``ValueError`` before :meth:`bind`).
 
         Returns:
             The fingerprint (32 hex digits) and the number of players.
@@ -646,6 +682,12 @@ class EvaluationStore:
 
         ``values`` is NaN where not found. If a coalition was stored twice, the first value wins,
         so every reader sees the same value.
+
+        Args:
+            coalitions: ``bool[m, p]``.
+
+        Returns:
+            ``(found, values)``: ``bool[m]`` and ``float64[m]`` (NaN where not found).
         """
         fingerprint, p = self._require_bound()
         codes = [encode_coalition(row) for row in as_coalition_matrix(coalitions, p)]
@@ -656,7 +698,11 @@ class EvaluationStore:
         return found, values
 
     def records(self) -> list[StoredEvaluation]:
-        """Every row (attempts included), in insertion order."""
+        """Every row (attempts included), in insertion order.
+
+        Returns:
+            one :class:`StoredEvaluation` per row.
+        """
         with self._lock:
             rows = self.conn.execute(
                 "SELECT id, fingerprint, coalition, value, seconds, time, status, attempt, error "
@@ -667,7 +713,11 @@ class EvaluationStore:
         ]
 
     def history(self) -> tuple[np.ndarray, np.ndarray]:
-        """Successful evaluations: coalitions ``bool[t, p]`` and values ``float64[t]``, in order."""
+        """Successful evaluations: coalitions ``bool[t, p]`` and values ``float64[t]``, in order.
+
+        Returns:
+            ``(coalitions, values)``: ``bool[t, p]`` and ``float64[t]``.
+        """
         _, p = self._require_bound()
         ok = [r for r in self.records() if r.status == "ok"]
         if not ok:
@@ -709,8 +759,7 @@ class EvaluationStore:
         return self._claims.claim(coalitions, hold_for)
 
     def wait_for_others(self, coalitions: np.ndarray) -> None:
-        """Sleep until at least one of ``coalitions`` (``bool[m, p]``) is stored or no longer
-        claimed by a live process.
+        """Sleep until at least one of ``coalitions`` (``bool[m, p]``) is stored or no longer claimed by a live process.
 
         Args:
             coalitions: ``bool[m, p]``, coalitions :meth:`claim` reported busy.
@@ -741,6 +790,14 @@ class EvaluationStore:
         A successful value also drops this process's claim on the coalition in the same
         transaction. :class:`StoreError` if the write fails (disk full, read-only): the message
         carries the value that could not be stored.
+
+        Args:
+            coalition: ``bool[p]``.
+            value: the finite value when ``status == "ok"``, else None.
+            seconds: wall-clock seconds the game call took.
+            status: ``"ok"``, ``"error"`` or ``"nonfinite"``.
+            attempt: 1 for the first try, 2 for the first retry, ...
+            error: what went wrong, for failed attempts.
         """
         fingerprint, p = self._require_bound()
         row = as_coalition_matrix(coalition, p)

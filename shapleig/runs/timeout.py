@@ -55,7 +55,15 @@ START_SECONDS = 300.0
 
 
 def check_timeout(timeout: Any, what: str = "timeout") -> float | None:
-    """``timeout`` as a positive float of seconds, or None; ``ValueError`` naming it otherwise."""
+    """``timeout`` as a positive float of seconds, or None; ``ValueError`` naming it otherwise.
+
+    Args:
+        timeout: seconds (a positive finite number), or None for no limit.
+        what: the argument's name in the error message.
+
+    Returns:
+        the timeout as a float, or None.
+    """
     if timeout is None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.integer, np.floating)):
@@ -67,7 +75,14 @@ def check_timeout(timeout: Any, what: str = "timeout") -> float | None:
 
 
 def check_start_method(method: Any) -> str:
-    """The worker start method: ``method`` if valid, else the default for this platform."""
+    """The worker start method: ``method`` if valid, else the default for this platform.
+
+    Args:
+        method: ``"subprocess"``, ``"spawn"`` or ``"fork"``; None: the platform's default.
+
+    Returns:
+        the start method to use.
+    """
     if method is None:
         return "subprocess" if os.name == "posix" and sys.executable else "spawn"
     if method not in START_METHODS or method not in ("subprocess", *mp.get_all_start_methods()):
@@ -79,9 +94,18 @@ def check_start_method(method: Any) -> str:
 
 
 def serialise_game(game: Any, distributions: dict[str, list[str]] | None = None) -> bytes:
-    """``(distributions, game)`` as cloudpickle bytes for a worker process (``distributions``: the
-    installed distributions, so the worker need not scan them); :class:`GameError` naming the
-    problem (and the ways out) when the game cannot be serialised."""
+    """``(distributions, game)`` as cloudpickle bytes for a worker process.
+
+    :class:`GameError` names the problem (and the ways out) when the game cannot be serialised.
+
+    Args:
+        game: the game to send.
+        distributions: :func:`~shapleig.games.identity.installed_distributions` of this process (None: the worker
+            scans).
+
+    Returns:
+        the cloudpickle bytes of ``(distributions, game)``.
+    """
     import cloudpickle
 
     try:
@@ -100,9 +124,11 @@ _LAUNCHER_LOCK = threading.Lock()
 
 
 def _launch(start: Callable[[], Any]) -> Any:
-    """Run ``start`` (which creates a worker) on one long-lived thread: Linux's parent-death signal
-    fires when the *thread* that created the child ends, so a worker started from a short-lived
-    thread (an estimate run in a thread) would be killed with it."""
+    """Run ``start`` (which creates a worker) on one long-lived thread.
+
+    Linux's parent-death signal fires when the *thread* that created the child ends, so a worker
+    started from a short-lived thread (an estimate run in a thread) would be killed with it.
+    """
     global _LAUNCHER
     with _LAUNCHER_LOCK:
         if _LAUNCHER is None:
@@ -111,9 +137,11 @@ def _launch(start: Callable[[], Any]) -> Any:
 
 
 def _die_with_parent(parent: int) -> None:
-    """Have the kernel kill this worker when its parent dies (Linux ``PR_SET_PDEATHSIG``): a
-    worker hung inside the game would otherwise outlive a parent killed with SIGKILL. Ctrl-C in
-    a terminal reaches the parent, which ends the worker: the worker ignores SIGINT."""
+    """Have the kernel kill this worker when its parent dies (Linux ``PR_SET_PDEATHSIG``).
+
+    A worker hung inside the game would otherwise outlive a parent killed with SIGKILL. Ctrl-C in a
+    terminal reaches the parent, which ends the worker: the worker ignores SIGINT.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         try:
@@ -155,8 +183,11 @@ def _serve(game: Any, inbox: Connection, outbox: Connection) -> None:
 
 
 def _load_and_serve(inbox: Connection, outbox: Connection, parent: int) -> None:
-    """A fresh worker: load the game sent by the parent, reply ``("ready", its identity)`` (or
-    ``("error", why)``), then serve."""
+    """A fresh worker.
+
+    Load the game sent by the parent, reply ``("ready", its identity)`` (or ``("error", why)``),
+    then serve.
+    """
     _die_with_parent(parent)
     try:
         distributions, game = pickle.loads(inbox.recv_bytes())
@@ -174,8 +205,11 @@ def _load_and_serve(inbox: Connection, outbox: Connection, parent: int) -> None:
 
 def _serve_forked(game: Any, inbox: Connection, outbox: Connection, parent_ends: tuple[Connection, ...],
                   parent: int) -> None:
-    """A forked worker: it inherited the game, and the parent's ends of the pipes, which it closes
-    (else the pipe never reports end-of-file to it when the parent closes its end)."""
+    """A forked worker.
+
+    It inherited the game, and the parent's ends of the pipes, which it closes (else the pipe never
+    reports end-of-file to it when the parent closes its end).
+    """
     for conn in parent_ends:
         conn.close()
     _die_with_parent(parent)
@@ -193,8 +227,10 @@ _BOOT = "import sys, json; sys.path[:] = json.loads(sys.argv[4]); from shapleig.
 
 
 class WorkerProcess:
-    """One killable process evaluating ``game``; :meth:`call` returns ``(output, seconds, error)``
-    and kills the process when the call exceeds ``timeout`` seconds (``error`` then says so).
+    """One killable process evaluating ``game``.
+
+    :meth:`call` returns ``(output, seconds, error)`` and kills the process when the call exceeds
+    ``timeout`` seconds (``error`` then says so).
 
     A worker that is not forked loads its copy of the game in a fresh interpreter, where imported
     modules start from their files: state the parent changed at run time (``config.W = 2`` on an
@@ -214,8 +250,11 @@ class WorkerProcess:
             another game (naming why).
     """
 
-    def __init__(self, game: Any, start_method: str | None = None, payload: tuple[bytes, dict] | None = None,
-                 start_timeout: float = START_SECONDS):
+    # complexity over budget: starting a worker process checks each way it can fail to start
+    def __init__(  # noqa: C901
+        self, game: Any, start_method: str | None = None, payload: tuple[bytes, dict] | None = None,
+        start_timeout: float = START_SECONDS,
+    ):
         self.method = check_start_method(start_method)
         self.game = game
         self.payload: tuple[bytes, dict] | None = None
@@ -287,10 +326,12 @@ class WorkerProcess:
 
     @property
     def pid(self) -> int:
+        """The worker's process id."""
         return self._popen.pid if self._popen is not None else self._process.pid
 
     @property
     def alive(self) -> bool:
+        """Whether the worker process is still running."""
         if self._popen is not None:
             return self._popen.poll() is None
         return self._process.is_alive()
@@ -305,7 +346,15 @@ class WorkerProcess:
             return None
 
     def call(self, coalitions: np.ndarray, timeout: float) -> tuple[Any, float, str | None]:
-        """Evaluate ``coalitions`` in the worker: ``(values, seconds, None)`` or ``(None, seconds, error)``."""
+        """Evaluate ``coalitions`` in the worker: ``(values, seconds, None)`` or ``(None, seconds, error)``.
+
+        Args:
+            coalitions: ``bool[m, p]``.
+            timeout: seconds the call may take; a slower worker is killed and the call reported failed.
+
+        Returns:
+            ``(values, seconds, error)``: the game's raw output and None, or None and the error text.
+        """
         start = time.perf_counter()
         try:
             self._out.send(coalitions)

@@ -1,0 +1,265 @@
+"""Every public function and method of ``shapleig`` documents its parameters and its result.
+
+ruff's pydocstyle rules (``D``, Google convention, pyproject.toml) check a docstring's form, but
+not that its ``Args:`` section names every parameter (D417 only checks sections that exist). This
+test walks the package with :mod:`inspect`: every public function and method (and every public
+class's constructor) needs an ``Args:`` section naming each parameter (``self``/``cls`` excepted,
+``*args``/``**kwargs`` optional), and a ``Returns:`` (or ``Yields:``) section when its return
+annotation is not ``None``. A constructor's parameters are documented in the class docstring
+(``Args:``, or ``Attributes:`` for a dataclass's fields; a field inherited from a base class may
+be documented there; an estimator's ``options_class`` documents its options) or in ``__init__``'s
+own docstring.
+Properties read like attributes: a one-line docstring, no sections.
+
+Run as a script (``python tests/project/test_docstrings.py``) it prints every gap by module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+import re
+import sys
+from collections.abc import Callable, Iterator
+
+import pytest
+
+import shapleig
+from shapleig.extras import MissingExtraError
+
+# Modules whose docstrings are still being written (issue 28): checked by ruff's D rules only once
+# they leave this list, and by this test likewise. Empty means the whole package is covered.
+PENDING: frozenset[str] = frozenset({
+    "shapleig.design.acquisition",
+    "shapleig.games.indices",
+    "shapleig.gp.esp",
+    "shapleig.gp.index_esp",
+    "shapleig.gp.kernel_spec",
+    "shapleig.gp.kernels",
+    "shapleig.gp.mixture",
+    "shapleig.gp.numpy_fit",
+    "shapleig.gp.posterior",
+    "shapleig.gp.torch_model",
+    "shapleig.gp.walsh",
+    "shapleig.interop.shapiq_bridge",
+})
+
+_SECTION = re.compile(r"^(\s*)([A-Z][A-Za-z ]*):\s*$")
+_ENTRY = re.compile(r"^\s*\**([A-Za-z_][A-Za-z0-9_]*)(\s*\([^)]*\))?\s*:")
+
+
+def sections(doc: str) -> dict[str, list[str]]:
+    """The Google-style sections of ``doc``: section title -> the names its entries document.
+
+    Args:
+        doc: a cleaned docstring (:func:`inspect.cleandoc`).
+
+    Returns:
+        ``{"Args": ["x", "y"], "Returns": [...], ...}``; an entry is a line indented one level
+        below the title that starts with ``name:`` or ``name (type):``.
+    """
+    found: dict[str, list[str]] = {}
+    lines = doc.splitlines()
+    index = 0
+    while index < len(lines):
+        head = _SECTION.match(lines[index])
+        if head is None:
+            index += 1
+            continue
+        indent, title = len(head.group(1)), head.group(2)
+        names: list[str] = []
+        entry_indent = None
+        index += 1
+        while index < len(lines):
+            line = lines[index]
+            if line.strip() and len(line) - len(line.lstrip()) <= indent:
+                break
+            if line.strip():
+                depth = len(line) - len(line.lstrip())
+                entry_indent = depth if entry_indent is None else entry_indent
+                match = _ENTRY.match(line)
+                if depth == entry_indent and match:
+                    names.append(match.group(1))
+            index += 1
+        found.setdefault(title, []).extend(names)
+    return found
+
+
+def public_modules() -> Iterator[str]:
+    """The names of ``shapleig``'s public modules (no path component starts with ``_``).
+
+    Yields:
+        dotted module names, the package itself first.
+    """
+    yield "shapleig"
+    for info in pkgutil.walk_packages(shapleig.__path__, prefix="shapleig."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            yield info.name
+
+
+def _documented_parameters(function: Callable, skip_first: bool) -> list[str]:
+    """The parameters of ``function`` a docstring must name: all but self/cls and ``*``/``**`` ones."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    if skip_first and parameters and parameters[0].name in ("self", "cls"):
+        parameters = parameters[1:]
+    return [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _returns_something(function: Callable) -> bool:
+    annotation = inspect.signature(function).return_annotation
+    return annotation not in (None, "None", inspect.Signature.empty)
+
+
+def gaps_of_callable(where: str, function: Callable, *, method: bool) -> list[str]:
+    """What the docstring of ``function`` lacks.
+
+    Args:
+        where: the qualified name shown in the messages.
+        function: a plain function (a method unwrapped from its descriptor).
+        method: whether the first parameter is ``self``/``cls``.
+
+    Returns:
+        one message per gap; empty when the docstring is complete.
+    """
+    doc = inspect.getdoc(function)
+    if not doc:
+        return [f"{where}: no docstring"]
+    found = sections(doc)
+    gaps = []
+    wanted = _documented_parameters(function, skip_first=method)
+    missing = [name for name in wanted if name not in found.get("Args", [])]
+    if missing:
+        gaps.append(f"{where}: Args lacks {missing}")
+    if _returns_something(function) and "Returns" not in found and "Yields" not in found:
+        gaps.append(f"{where}: no Returns section")
+    return gaps
+
+
+def gaps_of_class(where: str, cls: type) -> list[str]:
+    """What the docstrings of ``cls`` (its constructor and its public methods) lack.
+
+    Args:
+        where: the qualified name shown in the messages.
+        cls: a class defined in a public module.
+
+    Returns:
+        one message per gap; empty when every docstring is complete.
+    """
+    if not cls.__doc__:
+        return [f"{where}: no docstring"]
+    gaps = []
+    init = cls.__dict__.get("__init__")
+    if init is not None or dataclasses.is_dataclass(cls):
+        constructor = cls.__init__
+        own = inspect.getdoc(init) if init is not None and init.__doc__ else ""
+        named = set(sections(own).get("Args", []))
+        # a field inherited from a documented base counts there, and the GP estimators' options (their
+        # constructor's keywords, ``options_class``) are documented once, on LoopOptions / GPOptions
+        options_class = getattr(cls, "options_class", None)
+        for klass in cls.__mro__ + (options_class.__mro__ if isinstance(options_class, type) else ()):
+            described = sections(inspect.cleandoc(klass.__doc__ or "")) if klass.__module__.startswith("shapleig") else {}
+            named |= set(described.get("Args", [])) | set(described.get("Attributes", []))
+        missing = [name for name in _documented_parameters(constructor, skip_first=True) if name not in named]
+        if missing:
+            gaps.append(f"{where}: constructor parameters undocumented {missing}")
+    fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    for name, member in vars(cls).items():
+        if name.startswith("_") or name in fields:  # a field's default (a lambda) is no method
+            continue
+        if isinstance(member, (staticmethod, classmethod)) and inspect.isfunction(member.__func__):
+            gaps += gaps_of_callable(f"{where}.{name}", member.__func__, method=isinstance(member, classmethod))
+        elif inspect.isfunction(member):
+            gaps += gaps_of_callable(f"{where}.{name}", member, method=True)
+        elif isinstance(member, property) and member.fget is not None and not member.fget.__doc__:
+            gaps.append(f"{where}.{name}: property without docstring")
+    return gaps
+
+
+def gaps_of_module(name: str) -> list[str]:
+    """What the public functions and classes defined in module ``name`` lack in their docstrings.
+
+    Args:
+        name: a dotted module name.
+
+    Returns:
+        one message per gap; empty when every docstring is complete.
+    """
+    module = importlib.import_module(name)
+    gaps = []
+    for attribute, value in vars(module).items():
+        if attribute.startswith("_") or getattr(value, "__module__", None) != name:
+            continue
+        where = f"{name}.{attribute}"
+        if inspect.isclass(value):
+            gaps += gaps_of_class(where, value)
+        elif inspect.isfunction(inspect.unwrap(value)):  # functools.cache and the like: the wrapped function
+            gaps += gaps_of_callable(where, inspect.unwrap(value), method=False)
+    return gaps
+
+
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except (ImportError, MissingExtraError):  # an optional extra (torch, shapiq) this leg lacks
+        return False
+    return True
+
+
+MODULES = [name for name in public_modules() if name not in PENDING]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_public_callable_documents_its_parameters_and_result(name: str) -> None:
+    if not _importable(name):
+        pytest.skip(f"{name} needs an extra this environment lacks")
+    gaps = gaps_of_module(name)
+    assert not gaps, "\n".join(gaps)
+
+
+def test_the_checker_finds_a_missing_parameter_and_a_missing_returns() -> None:
+    def documented(x: int, y: int = 0) -> int:
+        """Add.
+
+        Args:
+            x: one.
+            y (int): another.
+
+        Returns:
+            the sum.
+        """
+        return x + y
+
+    def undocumented(x: int, *args: int, y: int = 0, **kwargs: int) -> int:
+        """Add.
+
+        Args:
+            x: one.
+                y: a continuation line, not an entry.
+        """
+        return x + y
+
+    assert gaps_of_callable("documented", documented, method=False) == []
+    gaps = gaps_of_callable("undocumented", undocumented, method=False)
+    assert gaps == ["undocumented: Args lacks ['y']", "undocumented: no Returns section"]
+
+
+def test_pending_modules_exist() -> None:
+    assert PENDING <= set(public_modules())
+
+
+if __name__ == "__main__":
+    total = 0
+    for module_name in public_modules():
+        if _importable(module_name):
+            module_gaps = gaps_of_module(module_name)
+            total += len(module_gaps)
+            if module_gaps and "-q" not in sys.argv:
+                print("\n".join(module_gaps))
+            elif module_gaps:
+                print(f"{len(module_gaps):4d} {module_name}")
+    print(f"{total} gaps")
