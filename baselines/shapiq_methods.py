@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
-from shapleig.games.indices import ORDER_ONE, check_index
+from shapleig.games.indices import check_index, get_index
 from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import spawn_seeds
 
@@ -189,7 +189,7 @@ def _probe(kwargs: dict[str, Any], cls: type, name: str, index: str, order: int)
     if order > 1 and (getattr(built, "top_order", False) or getattr(built, "min_order", 0) > 1):
         raise ValueError(f"shapiq:{name} estimates only the pairs of {index!r} (top order), not its singletons; "
                          f"a ShapleyEstimate holds both: use another approximator for {index!r}")
-    if index in ORDER_ONE and not _value_only(cls) and getattr(built, "max_order", 1) != 1:
+    if get_index(index).order == 1 and not _value_only(cls) and getattr(built, "max_order", 1) != 1:
         raise ValueError(f"shapiq:{name} would estimate order {built.max_order} for {index!r}")
 
 

@@ -48,6 +48,8 @@ _LAZY = {
     "ShapiqApproximator": "shapleig.interop.shapiq_bridge",  # needs the extra shapleig[shapiq]
     "IndexOperator": "shapleig.gp.index_esp",
     "INDICES": "shapleig.games.indices",
+    "Index": "shapleig.games.indices",
+    "register_index": "shapleig.games.indices",
     "index_terms": "shapleig.games.indices",
     "exact_index_values": "shapleig.games.indices",
 }

@@ -67,8 +67,9 @@ class Method:
         """
         for key, value in self.fixed.items():
             if key in options and options[key] != value:
-                raise ValueError(f"method {self.name!r} fixes {key}={value!r}; got {key}={options[key]!r} "
-                                 f"(use the method named for that {key} instead)")
+                hint = (f"use the method named for that {key} instead" if isinstance(options[key], str) else
+                        f"pass the estimator object instead, e.g. ShaplEIG({key}={options[key]!r})")
+                raise ValueError(f"method {self.name!r} fixes {key}={value!r}; got {key}={options[key]!r} ({hint})")
         cls = self.estimator_class()
         factory = getattr(cls, self.preset) if self.preset else cls
         return factory(**{**options, **self.fixed})
@@ -269,10 +270,10 @@ def index_options(name: str, index: str, max_order: int | None = None) -> dict[s
     Returns:
         the options, to merge into the method's constructor options.
     """
-    from shapleig.games.indices import check_index
+    from shapleig.games.indices import DEFAULT_INDEX, check_index
 
-    index, order = check_index(index, max_order)
-    if index == "SV":
+    index, order = check_index(index, max_order)  # any registered index (games/indices.py)
+    if index == DEFAULT_INDEX:
         return {}
     family = find_prefix(name)
     if family is not None and family.indices:

@@ -5,6 +5,8 @@
     shapleig run --tasks wvg-7 vit-9/first=3 --methods shapleig permutation --budgets 2p 4p \
         --seeds 3 --out results.parquet [--jobs N]
     shapleig plot results.parquet --out fig.png
+    shapleig ablate --tasks wvg-7 soug-8 --budgets 2p 4p --seeds 5 \
+        --acquisitions eig uncertainty random my_acq.py:MyAcquisition --out ablation/
     shapleig demo [--out DIR] [--budgets ...] [--seeds N] [--quick]
     shapleig explain --model model.txt --data X.csv --row 3 --budget 40 [--plot fig.png]
     shapleig hpi [--model lightgbm] [--dataset diabetes] [--study tunability] [--budget 4p] [--quick]
@@ -366,6 +368,9 @@ def build_parser() -> argparse.ArgumentParser:
     from shapleig_tasks.explain_rows_cli import add_explain_rows_parser
 
     add_explain_rows_parser(sub)
+    from shapleig_tasks.ablation_cli import add_ablate_parser
+
+    add_ablate_parser(sub)
     return parser
 
 

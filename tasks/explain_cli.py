@@ -116,14 +116,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     if args.row < 0:
         raise UsageError(f"--row {args.row}: give a row position 0 .. n-1 (negative rows are not counted from the end)")
-    from shapleig.games.indices import EFFICIENT_INDICES, check_index
+    from shapleig.games.indices import check_index, get_index
     from shapleig_tasks.harness import index_method_spec
 
     try:
         index = check_index(args.index)[0]
     except ValueError as exc:
         raise UsageError(f"--index: {exc}") from exc
-    if args.plot and args.kind == "waterfall" and index not in EFFICIENT_INDICES:
+    if args.plot and args.kind == "waterfall" and not get_index(index).efficient:
         raise UsageError(f"--kind waterfall: the {index} terms do not sum to the prediction; use --kind bar")
     try:
         estimator = index_method_spec(parse_method(args.method), index).build()

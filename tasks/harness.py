@@ -289,10 +289,10 @@ def shapiq_exact_index(game: Any, index: str) -> np.ndarray:
     :func:`shapleig.games.indices.index_terms` (singletons, then pairs): shapiq's own
     ``exact_values(index, order)`` with the index's order (1 for SV and BV, 2 for the interactions)."""
     from shapleig.games.game import check_game
-    from shapleig.games.indices import check_index, index_terms
+    from shapleig.games.indices import check_index, index_terms, shapiq_index_name
 
     index, order = check_index(index)
-    iv = game.exact_values(index=index, order=order)
+    iv = game.exact_values(index=shapiq_index_name(index), order=order)
     return np.array([float(iv[T]) for T in index_terms(check_game(game), index)], dtype=np.float64)
 
 

@@ -370,7 +370,7 @@ def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "", n_std: 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from shapleig.explanation.plot import INDEX_LABELS
+    from shapleig.games.indices import index_label
 
     label, value = table.columns[0], table.columns[1]
     t = table[table["rank"] <= max_display].sort_values("rank", ascending=False)
@@ -379,7 +379,7 @@ def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "", n_std: 
     color = np.where(t["order"] > 1, "tab:orange", "tab:blue") if "order" in t else "tab:blue"
     ax.barh(t[label], t[value], xerr=xerr, color=color, alpha=0.8, capsize=3)
     ax.axvline(0.0, color="black", lw=0.8)
-    ax.set_xlabel(INDEX_LABELS.get(index, index)
+    ax.set_xlabel(index_label(index)
                   + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
     ax.set_title(title, fontsize=9)
     fig.tight_layout()

@@ -1,42 +1,49 @@
-"""Acquisition functions over coalitions: Shapley EIG, posterior variance, random (docs/math.md §7, §10).
+"""Acquisitions over a candidate pool: the Acquisition base class, its subclasses and registry (docs/math.md §7, §10).
 
-Two faces of the same computation:
+An acquisition scores the pool's candidates given the posterior (botorch-style: the posterior in,
+one value per candidate out) and selects a batch through :meth:`Acquisition.select` (default:
+greedy argmax of the score, conditioning on every pick, which is exact under frozen
+hyperparameters). Every acquisition derives from :class:`Acquisition`:
 
-- botorch :class:`~botorch.acquisition.AcquisitionFunction` subclasses (:class:`ShapleyEIG`,
-  :class:`PosteriorVariance`, :class:`RandomSelection`) with botorch's shapes: ``forward(X)`` takes a
-  ``b x q x p`` tensor of 0/1 coalitions and returns ``b`` values. For ``q > 1`` the joint value is
-  the sum of the sequentially conditioned per-point values (for the EIG this is the chain rule of
-  mutual information, exact because conditioning under frozen hyperparameters does not depend on
-  the observed values). Pending points (``set_X_pending``) are conditioned on first.
-- :func:`select`, the vectorised pool path the design loop uses: greedy selection of ``q`` pool
-  indices from a :class:`~shapleig.gp.posterior.CandidatePosterior`; exact under frozen
-  hyperparameters for EIG and variance, uniform without replacement for random.
+- :class:`EIG`: expected information gain about the index vector (the default, ``"eig"``);
+- :class:`Uncertainty`: predictive variance of the game's value (``"uncertainty"``);
+- :class:`RandomAcquisition`: uniform picks from the pool (``"random"``);
+- :class:`Leverage`: the leverage-score (uniform-size) distribution, from the pool in the loop
+  and as the whole one-shot sample of the GP+Leverage arm (``"leverage"``).
+
+A name in the small registry beside them (:func:`register_acquisition`) is accepted wherever an
+acquisition is (``ShaplEIG(acquisition="eig")``, the harness, the CLI, ``explain``); an instance,
+including one of a user-defined subclass, is accepted by ``ShaplEIG(acquisition=...)`` as it is.
+The botorch faces (``AcquisitionFunction`` subclasses over a fitted model) are in
+:mod:`shapleig.interop.botorch_acquisition`.
 
 Ties (within a relative 1e-10, so that rounding does not decide between candidates that are equal
 in exact arithmetic) go to the first index in pool order.
+
+Example:
+    >>> import numpy as np
+    >>> from shapleig import FunctionGame, ShaplEIG
+    >>> from shapleig.design.acquisition import Acquisition
+    >>> class LargestCoalition(Acquisition):
+    ...     '''Evaluate the largest available coalition first.'''
+    ...     def score(self, candidates):
+    ...         return np.where(candidates.available, candidates.W.sum(axis=1), -np.inf)
+    >>> game = FunctionGame(lambda Z: Z @ np.arange(1.0, 5.0), n_players=4)
+    >>> est = ShaplEIG(acquisition=LargestCoalition()).estimate(game, budget=8, seed=0)
+    >>> est.method, est.evaluations
+    ('shapleig-largestcoalition', 8)
 """
 
 from __future__ import annotations
 
+import threading
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
 import numpy as np
 
+from shapleig.design.initial import leverage_design
 from shapleig.gp.posterior import CandidatePosterior
-
-ACQUISITIONS = ("eig", "uncertainty", "random")
-_ALIASES = {"variance": "uncertainty", "posterior_variance": "uncertainty", "shapley_eig": "eig"}
-
-
-def check_acquisition(name: str) -> str:
-    """Canonical acquisition name, or ValueError listing the valid names."""
-    key = _ALIASES.get(name, name) if isinstance(name, str) else name
-    if key not in ACQUISITIONS:
-        raise ValueError(f"unknown acquisition {name!r}; choose one of {ACQUISITIONS}")
-    return key
-
-
-
-
-# -- pool path ----------------------------------------------------------------------------------
 
 TIE_RTOL = 1e-10
 
@@ -47,6 +54,13 @@ def first_argmax(scores: np.ndarray, rtol: float = TIE_RTOL) -> int:
     Complement pairs and permuted players give EIG values that are equal in exact arithmetic but
     differ in the last bits; a plain ``argmax`` would let rounding (BLAS, kernel evaluation order)
     decide between them. Scores of -inf (unavailable) never win.
+
+    Args:
+        scores: one score per candidate, float[n].
+        rtol: relative tolerance of a tie with the maximum.
+
+    Returns:
+        The index of the first candidate within ``rtol`` of the best score.
     """
     scores = np.asarray(scores, dtype=np.float64)
     best = float(np.max(scores))
@@ -56,7 +70,16 @@ def first_argmax(scores: np.ndarray, rtol: float = TIE_RTOL) -> int:
 
 
 def random_indices(available: np.ndarray, q: int, rng: np.random.Generator | None) -> np.ndarray:
-    """``min(q, #available)`` distinct indices where ``available`` (bool[n]) is True, uniformly."""
+    """``min(q, #available)`` distinct indices where ``available`` (bool[n]) is True, uniformly.
+
+    Args:
+        available: bool[n], the candidates that may be picked.
+        q: how many to pick.
+        rng: the generator drawing them (required).
+
+    Returns:
+        int64 indices into ``available``, in draw order.
+    """
     if rng is None:
         raise ValueError("random selection needs a numpy Generator rng")
     avail = np.flatnonzero(available)
@@ -65,44 +88,461 @@ def random_indices(available: np.ndarray, q: int, rng: np.random.Generator | Non
     return rng.choice(avail, size=min(int(q), avail.size), replace=False).astype(np.int64)
 
 
+def _check_q(q: int) -> int:
+    q = int(q)
+    if q < 1:
+        raise ValueError(f"q must be >= 1, got {q}")
+    return q
+
+
+class PoolView:
+    """The pool without a posterior: what an acquisition with ``uses_posterior = False`` is given.
+
+    It has the candidate posterior's ``W``, ``available``, ``n_candidates`` and ``condition`` (which
+    only marks a pick unavailable), so such an acquisition runs on either.
+
+    Args:
+        W: bool[n, p], the pool's coalitions.
+        available: bool[n], which of them may still be picked (copied).
+    """
+
+    def __init__(self, W: np.ndarray, available: np.ndarray) -> None:
+        self.W = W
+        self.available = np.array(available, dtype=bool)
+        self.selected: list[int] = []
+
+    @property
+    def n_candidates(self) -> int:
+        """Number of pool rows (available or not)."""
+        return int(self.W.shape[0])
+
+    def condition(self, j: int) -> float:
+        """Mark candidate ``j`` picked (no posterior to update).
+
+        Args:
+            j: the pool index.
+
+        Returns:
+            0.0 (no information gain is computed).
+        """
+        j = int(j)
+        if not self.available[j]:
+            raise ValueError(f"candidate {j} was already picked")
+        self.available[j] = False
+        self.selected.append(j)
+        return 0.0
+
+
+class Acquisition(ABC):
+    """Base of every acquisition: score the candidates given the posterior, select a batch.
+
+    A subclass implements :meth:`score`; :meth:`select` (greedy: argmax, condition, repeat) gives
+    its batches. ``name`` (default: the class name in lower case) names the arm: a run reports
+    method ``"shapleig-<name>"`` (``method`` overrides that). An acquisition whose scores ignore the
+    posterior sets ``uses_posterior = False``: the loop then hands it a :class:`PoolView` instead
+    of building the candidate posterior. Instances should hold configuration, not run state: one
+    instance may serve several runs (seeds, budgets, harness jobs).
+
+    Example:
+        >>> import numpy as np
+        >>> class MaxVarianceOverSize(Acquisition):
+        ...     '''Predictive variance divided by the coalition's size + 1.'''
+        ...     def score(self, candidates):
+        ...         return candidates.predictive_variance() / (1 + candidates.W.sum(axis=1))
+        >>> MaxVarianceOverSize().name
+        'maxvarianceoversize'
+    """
+
+    name: ClassVar[str] = "acquisition"
+    method: ClassVar[str | None] = None
+    uses_posterior: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:  # a subclass is its own arm, not its parent's
+            cls.name = cls.__name__.lower()
+        if "method" not in cls.__dict__:
+            cls.method = None
+
+    @abstractmethod
+    def score(self, candidates: CandidatePosterior) -> np.ndarray:
+        """One score per candidate (larger is better); -inf where ``candidates.available`` is False.
+
+        Args:
+            candidates: the candidate posterior (or a :class:`PoolView` when ``uses_posterior`` is
+                False): ``W`` (bool[n, p]), ``available`` (bool[n]), ``eig()``,
+                ``predictive_variance()`` (standardised units), ``cross_covariance()``,
+                ``shapley_covariance``.
+
+        Returns:
+            float64[n].
+        """
+
+    def select(self, candidates: CandidatePosterior, q: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Greedy batch: ``q`` times argmax :meth:`score` (ties to pool order), condition on the pick.
+
+        Every pick is conditioned on, so ``candidates`` stays consistent with the archive the picks
+        will join; fewer than ``q`` indices come back only when the pool runs out.
+
+        Args:
+            candidates: the candidate posterior (or :class:`PoolView`), updated in place.
+            q: the batch size, >= 1.
+            rng: the loop's selection stream (unused by deterministic acquisitions).
+
+        Returns:
+            int64 pool indices (into ``candidates.W``) in pick order.
+        """
+        q = _check_q(q)
+        picks: list[int] = []
+        for _ in range(q):
+            if not candidates.available.any():
+                break
+            j = first_argmax(self.score(candidates))
+            candidates.condition(j)
+            picks.append(j)
+        return np.asarray(picks, dtype=np.int64)
+
+    def __eq__(self, other: object) -> bool:
+        # same class and same configuration (arrays compared by value: options objects compare equal)
+        if type(other) is not type(self) or vars(other).keys() != vars(self).keys():
+            return False
+        mine, theirs = vars(self), vars(other)
+        return all(np.array_equal(mine[k], theirs[k]) if isinstance(mine[k], np.ndarray) else mine[k] == theirs[k]
+                   for k in mine)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({params})"
+
+
+class EIG(Acquisition):
+    """Expected information gain about the index vector: ``-log(1 - b^T Sigma_phi^-1 b / v)``.
+
+    The default acquisition (docs/math.md §7); the batch is the exact greedy sequence under frozen
+    hyperparameters (docs/math.md §10.2).
+    """
+
+    name = "eig"
+    method = "shapleig"
+
+    def score(self, candidates: CandidatePosterior) -> np.ndarray:
+        """The Shapley EIG of every candidate (``candidates.eig()``).
+
+        Args:
+            candidates: the candidate posterior.
+
+        Returns:
+            float64[n], -inf where not available.
+        """
+        return candidates.eig()
+
+
+class Uncertainty(Acquisition):
+    """Uncertainty sampling: the predictive variance of the game's value at each candidate."""
+
+    name = "uncertainty"
+
+    def score(self, candidates: CandidatePosterior) -> np.ndarray:
+        """The predictive variance (standardised units) of every candidate.
+
+        Args:
+            candidates: the candidate posterior.
+
+        Returns:
+            float64[n], -inf where not available.
+        """
+        return candidates.predictive_variance()
+
+
+class RandomAcquisition(Acquisition):
+    """Random search: ``q`` distinct available candidates, uniformly, from the loop's selection stream."""
+
+    name = "random"
+    uses_posterior = False
+
+    def score(self, candidates: CandidatePosterior) -> np.ndarray:
+        """Every available candidate scores the same (0): the choice among them is uniform.
+
+        Args:
+            candidates: the candidate posterior or :class:`PoolView`.
+
+        Returns:
+            float64[n]: 0 where available, -inf elsewhere.
+        """
+        return np.where(candidates.available, 0.0, -np.inf)
+
+    def select(self, candidates: CandidatePosterior, q: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """``min(q, #available)`` distinct available indices uniformly at random, each conditioned on.
+
+        Args:
+            candidates: the candidate posterior or :class:`PoolView`, updated in place.
+            q: the batch size, >= 1.
+            rng: the generator (required).
+
+        Returns:
+            int64 pool indices in draw order.
+        """
+        chosen = random_indices(candidates.available, _check_q(q), rng)
+        for j in chosen:
+            candidates.condition(int(j))
+        return chosen
+
+
+class Leverage(Acquisition):
+    """The leverage-score distribution of the Shapley regression: every coalition size equally likely.
+
+    The GP+Leverage arm (:class:`~shapleig.design.estimators.GPLeverage`) draws its whole sample
+    from it at once (:meth:`design`: empty, grand and paired uniform-size coalitions). In the design
+    loop it picks from the pool: a size uniformly among the sizes still available, then a
+    coalition of that size uniformly, without looking at the posterior.
+    """
+
+    name = "leverage"
+    method = "shapleig-leverage-pool"  # "shapleig-leverage" is the one-shot GP+Leverage arm
+    uses_posterior = False
+
+    def design(self, n_players: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        """The one-shot sample: empty, grand, then ``size - 2`` paired uniform-size coalitions.
+
+        Args:
+            n_players: p.
+            size: rows wanted (fewer when the proper coalitions run out).
+            rng: the generator.
+
+        Returns:
+            bool[size, p].
+        """
+        return leverage_design(n_players, rng, size=size)
+
+    def score(self, candidates: CandidatePosterior) -> np.ndarray:
+        """Each available candidate's probability: 1 / (#sizes available x #available of its size).
+
+        Args:
+            candidates: the candidate posterior or :class:`PoolView`.
+
+        Returns:
+            float64[n], -inf where not available.
+        """
+        sizes = np.asarray(candidates.W, dtype=bool).sum(axis=1)
+        avail = np.asarray(candidates.available, dtype=bool)
+        counts = np.bincount(sizes[avail], minlength=int(sizes.max(initial=0)) + 1)
+        n_sizes = int(np.count_nonzero(counts))
+        out = np.full(sizes.shape[0], -np.inf)
+        if n_sizes:
+            out[avail] = 1.0 / (n_sizes * counts[sizes[avail]])
+        return out
+
+    def select(self, candidates: CandidatePosterior, q: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """``min(q, #available)`` draws, each from :meth:`score`'s distribution over what is left.
+
+        Args:
+            candidates: the candidate posterior or :class:`PoolView`, updated in place.
+            q: the batch size, >= 1.
+            rng: the generator (required).
+
+        Returns:
+            int64 pool indices in draw order.
+        """
+        q = _check_q(q)
+        if rng is None:
+            raise ValueError("leverage selection needs a numpy Generator rng")
+        picks: list[int] = []
+        for _ in range(q):
+            if not candidates.available.any():
+                break
+            prob = np.maximum(self.score(candidates), 0.0)  # -inf (unavailable) -> 0
+            j = int(rng.choice(prob.size, p=prob / prob.sum()))
+            candidates.condition(j)
+            picks.append(j)
+        return np.asarray(picks, dtype=np.int64)
+
+
+# -- the registry: names -> acquisition classes -------------------------------------------------
+
+_REGISTRY: dict[str, type[Acquisition]] = {}
+_ALIASES: dict[str, str] = {}
+_LOCK = threading.Lock()
+
+
+def register_acquisition(cls: type[Acquisition], *, aliases: tuple[str, ...] = (),
+                         replace: bool = False) -> type[Acquisition]:
+    """Make ``cls`` available by its ``name`` (and ``aliases``); usable as a class decorator.
+
+    Args:
+        cls: an :class:`Acquisition` subclass whose constructor takes no argument.
+        aliases: other names for it.
+        replace: allow taking a name another class holds (a class of the same module and
+            qualified name, defined again, always may).
+
+    Returns:
+        ``cls``.
+
+    Example:
+        >>> @register_acquisition
+        ... class Widest(Acquisition):
+        ...     def score(self, candidates):
+        ...         return candidates.predictive_variance()
+        >>> make_acquisition("widest")
+        Widest()
+        >>> unregister_acquisition("widest")
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Acquisition)):
+        raise TypeError(f"register_acquisition takes an Acquisition subclass, got {cls!r}")
+    with _LOCK:
+        for key in (cls.name, *aliases):
+            old = _REGISTRY.get(key) or _REGISTRY.get(_ALIASES.get(key, ""))
+            # the same class defined again (a re-run notebook cell or script) takes its name back
+            redefined = old is not None and (old.__module__, old.__qualname__) == (cls.__module__, cls.__qualname__)
+            if old is not None and old is not cls and not (replace or redefined):
+                raise ValueError(f"acquisition name {key!r} is already registered ({old.__name__})")
+        _REGISTRY[cls.name] = cls
+        for alias in aliases:
+            _ALIASES[alias] = cls.name
+    return cls
+
+
+def unregister_acquisition(name: str) -> None:
+    """Remove the acquisition registered as ``name`` and its aliases (tests, notebooks).
+
+    Args:
+        name: its registered name.
+    """
+    with _LOCK:
+        _REGISTRY.pop(name, None)
+        for alias in [a for a, target in _ALIASES.items() if target == name]:
+            del _ALIASES[alias]
+
+
+def acquisition_names() -> tuple[str, ...]:
+    """The registered names, in registration order (the built-in ones first).
+
+    Returns:
+        A tuple of names.
+    """
+    return tuple(_REGISTRY)
+
+
+register_acquisition(EIG, aliases=("shapley_eig",))
+register_acquisition(Uncertainty, aliases=("variance", "posterior_variance"))
+register_acquisition(RandomAcquisition)
+register_acquisition(Leverage)
+
+# The built-in names (kept for readers of the former name table; the registry is the source).
+ACQUISITIONS = acquisition_names()
+
+
+def check_acquisition(value: str | Acquisition) -> str | Acquisition:
+    """The canonical name of a registered acquisition, or the :class:`Acquisition` instance as given.
+
+    Args:
+        value: a registered name or alias (``"eig"``, ``"variance"``), or an instance.
+
+    Returns:
+        The canonical name (a string) or the instance itself.
+
+    Raises:
+        ValueError: an unknown name (the message lists the registered ones).
+        TypeError: neither a string nor an instance (a class is refused with a hint to call it).
+    """
+    if isinstance(value, Acquisition):
+        return value
+    if isinstance(value, type) and issubclass(value, Acquisition):
+        raise TypeError(f"acquisition must be an instance: {value.__name__}(), not the class {value.__name__}")
+    if not isinstance(value, str):
+        raise TypeError(f"acquisition must be a name ({', '.join(acquisition_names())}) or an Acquisition "
+                        f"instance, got {type(value).__name__} {value!r}")
+    key = _ALIASES.get(value, value)
+    if key not in _REGISTRY:
+        raise ValueError(f"unknown acquisition {value!r}; choose one of {acquisition_names()} "
+                         f"or pass an Acquisition instance")
+    return key
+
+
+def make_acquisition(value: str | Acquisition) -> Acquisition:
+    """The acquisition object for a name (a fresh instance) or the instance itself.
+
+    Args:
+        value: a registered name or alias, or an :class:`Acquisition` instance.
+
+    Returns:
+        An :class:`Acquisition`.
+    """
+    checked = check_acquisition(value)
+    return checked if isinstance(checked, Acquisition) else _REGISTRY[checked]()
+
+
+def acquisition_name(value: str | Acquisition) -> str:
+    """The name an acquisition (name or instance) goes by (``"eig"``, a subclass's ``name``).
+
+    Args:
+        value: a registered name or alias, or an :class:`Acquisition` instance.
+
+    Returns:
+        The canonical name.
+    """
+    checked = check_acquisition(value)
+    return checked.name if isinstance(checked, Acquisition) else checked
+
+
+def method_name(value: str | Acquisition, base: str = "shapleig") -> str:
+    """The method a design-loop run with this acquisition reports (``"shapleig"``, ``"shapleig-random"``).
+
+    Args:
+        value: a registered name or alias, or an :class:`Acquisition` instance.
+        base: the estimator's own name.
+
+    Returns:
+        The acquisition's ``method`` when it sets one for the default base, else ``base-<name>``.
+    """
+    acq = make_acquisition(value)
+    if acq.method is not None and base == "shapleig":
+        return acq.method
+    return f"{base}-{acq.name}" if acq.name != "eig" else base
+
+
 def select(
-    acquisition: str,
+    acquisition: str | Acquisition,
     candidates: CandidatePosterior,
     q: int,
     rng: np.random.Generator | None = None,
 ) -> np.ndarray:
     """Greedy selection of ``q`` available pool indices (into ``candidates.W``), in pick order.
 
-    ``"eig"``: argmax Shapley EIG, condition, repeat. ``"uncertainty"``: argmax predictive variance,
-    condition, repeat. ``"random"``: ``q`` distinct available indices uniformly at random (``rng``
-    required). Every pick is conditioned on, so ``candidates`` stays consistent with the archive the
-    picks will join; fewer than ``q`` indices come back only when the pool runs out.
+    ``make_acquisition(acquisition).select(candidates, q, rng)``: ``"eig"`` argmax Shapley EIG,
+    condition, repeat; ``"uncertainty"`` the same with the predictive variance; ``"random"`` ``q``
+    distinct available indices uniformly at random (``rng`` required).
+
+    Args:
+        acquisition: a registered name or an :class:`Acquisition` instance.
+        candidates: the candidate posterior, updated in place.
+        q: the batch size, >= 1.
+        rng: the selection stream.
+
+    Returns:
+        int64 pool indices in pick order.
     """
-    name = check_acquisition(acquisition)
-    q = int(q)
-    if q < 1:
-        raise ValueError(f"q must be >= 1, got {q}")
-    picks: list[int] = []
-    if name == "random":
-        chosen = random_indices(candidates.available, q, rng)
-        for j in chosen:
-            candidates.condition(int(j))
-        return chosen
-    score = candidates.eig if name == "eig" else candidates.predictive_variance
-    for _ in range(q):
-        if not candidates.available.any():
-            break
-        j = first_argmax(score())
-        candidates.condition(j)
-        picks.append(j)
-    return np.asarray(picks, dtype=np.int64)
+    return make_acquisition(acquisition).select(candidates, q, rng)
 
 
-# -- botorch face -------------------------------------------------------------------------------
-
-
-
-
-
-
-
+__all__ = [
+    "ACQUISITIONS",
+    "EIG",
+    "Acquisition",
+    "Leverage",
+    "PoolView",
+    "RandomAcquisition",
+    "Uncertainty",
+    "acquisition_name",
+    "acquisition_names",
+    "check_acquisition",
+    "first_argmax",
+    "make_acquisition",
+    "method_name",
+    "random_indices",
+    "register_acquisition",
+    "select",
+    "unregister_acquisition",
+]

@@ -8,7 +8,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from shapleig.design.initial import DEFAULT_POOL_SIZE, leverage_design
+from shapleig.design.acquisition import Leverage, method_name
+from shapleig.design.initial import DEFAULT_POOL_SIZE
 from shapleig.design.loop import DesignLoop, min_budget
 from shapleig.design.options import (
     GPOptions,
@@ -63,7 +64,8 @@ class ShaplEIG(OptionsEstimator):
     Args:
         **options: keyword-only, the fields of :class:`~shapleig.design.options.LoopOptions` (each
             documented there, each default stated there once), e.g. ``acquisition`` (``"eig"``,
-            ``"uncertainty"``, ``"random"``), ``refit``, ``surrogate`` (``"auto"``, ``"shared"``,
+            ``"uncertainty"``, ``"random"``, ``"leverage"``, or any
+            :class:`~shapleig.design.acquisition.Acquisition` instance), ``refit``, ``surrogate`` (``"auto"``, ``"shared"``,
             ``"ard"``), ``calibrate``, ``tol`` / ``rtol`` (a precision target), ``batch_size``,
             ``pool_size``, ``fit_engine``, ``progress``. Bad values raise ``ValueError`` at once.
 
@@ -209,7 +211,7 @@ class ShaplEIG(OptionsEstimator):
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         result = self.make_loop(game, seed).run()
-        result.method = self.name if self.acquisition == "eig" else f"{self.name}-{self.acquisition}"
+        result.method = method_name(self.acquisition, self.name)
         return result
 
 
@@ -258,7 +260,7 @@ class GPLeverage(OptionsEstimator):
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         sample_rng = spawn_generators(seed, 2)[0]  # independent streams: sample (0), fit (1)
         fit_seed = spawn_seeds(seed, 2)[1]
-        X = leverage_design(game.n_players, sample_rng, size=game.remaining)
+        X = Leverage().design(game.n_players, game.remaining, sample_rng)
         y = np.asarray(game(X), dtype=np.float64)
         start = time.perf_counter()
         options = self.options

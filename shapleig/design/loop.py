@@ -10,6 +10,7 @@ appended to the trace, so the run is an anytime estimator.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import warnings
@@ -18,8 +19,11 @@ from typing import Any
 import numpy as np
 
 from shapleig.design.acquisition import (
-    random_indices,
-    select,
+    Acquisition,
+    PoolView,
+    acquisition_name,
+    make_acquisition,
+    method_name,
 )
 from shapleig.design.initial import (
     DEFAULT_POOL_SIZE,
@@ -222,8 +226,13 @@ class DesignLoop:
     # -- properties ---------------------------------------------------------------------------
     @property
     def acquisition(self) -> str:
-        """The acquisition's name (``options.acquisition``)."""
-        return self.options.acquisition
+        """The acquisition's name (``options.acquisition``, a name or an instance's ``name``)."""
+        return acquisition_name(self.options.acquisition)
+
+    @functools.cached_property
+    def acquisition_function(self) -> Acquisition:
+        """The :class:`~shapleig.design.acquisition.Acquisition` that selects (one per loop for a name)."""
+        return make_acquisition(self.options.acquisition)
 
     @property
     def refit_name(self) -> str:
@@ -473,12 +482,12 @@ class DesignLoop:
                 self._fit()
             else:
                 self._refresh_noise()
-            if self.acquisition == "random":
-                # no candidate state needed: same draw as select("random", ...) over the same mask
-                picks = random_indices(self.available, q, self._select_rng)
-            else:
+            acquisition = self.acquisition_function
+            if acquisition.uses_posterior:
                 cand = self._candidate_state()
-                picks = self._cand_index[select(self.acquisition, cand, q, self._select_rng)]
+                picks = self._cand_index[acquisition.select(cand, q, self._select_rng)]
+            else:  # no candidate state needed (random): the pool's availability is the same mask
+                picks = acquisition.select(PoolView(self.pool.W, self.available), q, self._select_rng)
         self.timings["selection_s"] += time.perf_counter() - start
         Z = self.pool.W[picks]
         values = self._evaluate(Z)
@@ -542,7 +551,7 @@ class DesignLoop:
             trace=list(self.trace),
             trace_std=list(self.trace_std),
             baseline=baseline,
-            method="shapleig" if self.acquisition == "eig" else f"shapleig-{self.acquisition}",
+            method=method_name(self.acquisition_function),
             info=self.info(),
             index=self.operator.index,
             terms=list(self.operator.terms),

@@ -25,7 +25,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from shapleig.design.acquisition import check_acquisition
+from shapleig.design.acquisition import Acquisition, acquisition_name, check_acquisition
 from shapleig.design.initial import DEFAULT_POOL_SIZE, INITIAL_DESIGNS
 from shapleig.design.refit import refit_schedule
 from shapleig.games.indices import check_index
@@ -68,7 +68,9 @@ class LoopOptions(GPOptions):
     bar.
 
     Args:
-        acquisition: ``"eig"`` (Shapley EIG), ``"uncertainty"`` (posterior variance) or ``"random"``.
+        acquisition: ``"eig"`` (Shapley EIG), ``"uncertainty"`` (posterior variance), ``"random"``,
+            ``"leverage"`` (any name registered in :mod:`shapleig.design.acquisition`), or an
+            :class:`~shapleig.design.acquisition.Acquisition` instance (a user-defined subclass too).
         refit: ``"auto"`` (default: every step up to min(8p, 128) evaluations, then a geometric backstop in
             t plus an innovation trigger, :class:`~shapleig.design.refit.AutoRefit`), ``"every"``,
             ``"adaptive"``, ``"decaying"``, ``"geometric"``, ``"never"`` or a callable ``it -> bool``
@@ -91,7 +93,8 @@ class LoopOptions(GPOptions):
         callbacks: callables ``cb(loop)`` run after every step.
         hyperparameters: fixed hyperparameters (standardised units): no fit ever runs.
         index: what is estimated (docs/math.md §14): ``"SV"`` (default), ``"BV"``, or an order-2
-            interaction index ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``.
+            interaction index ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``, or any index registered
+            with :func:`shapleig.games.indices.register_index`.
         max_order: the index's order (None: its own, 1 for SV/BV, 2 for interactions).
         acquisition_index: the index the EIG is about (None: ``index``); ``"SV"`` with an interaction
             ``index`` is the "EIG for SV" ablation.
@@ -99,7 +102,7 @@ class LoopOptions(GPOptions):
             coalitions (docs/math.md §14.5); None: the index's default (on for BV only).
     """
 
-    acquisition: str = option("eig", Checked(check_acquisition, bad=("greedy", 3)))
+    acquisition: str | Acquisition = option("eig", Checked(check_acquisition, bad=("greedy", 3, Acquisition)))
     refit: str | Callable[[int], bool] = option("auto", Checked(_refit, bad=("sometimes", 3)))
     hand_over: int = option(0, Interval(int, 0))
     fit_points: int | None = option(512, Interval(int, 16, none=True))
@@ -123,6 +126,16 @@ class LoopOptions(GPOptions):
         super().__post_init__()  # validates every field (LoopOptions' too: validate_fields sees them all)
         check_index(self.index, self.max_order)
         refit_schedule(self.refit, hand_over=self.hand_over)
+
+    def info(self) -> dict[str, Any]:
+        """:meth:`GPOptions.info`, with the acquisition by name (an instance's ``name``).
+
+        Returns:
+            The options as plain values.
+        """
+        out = super().info()
+        out["acquisition"] = acquisition_name(self.acquisition)
+        return out
 
 
 def keyword_signature(options: type[GPOptions]) -> inspect.Signature:

@@ -50,6 +50,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from shapleig.games.indices import shapiq_index_name
+
 MISSING_EXTRA = (
     "the shapiq bridge needs shapiq >= 1.8, the optional extra shapleig[shapiq]: "
     "pip install 'shapleig[shapiq]' (shapiq needs Python >= 3.12)"
@@ -481,7 +483,7 @@ def _index_values(estimate: Any, per_term: np.ndarray, empty: float) -> Interact
     The terms are the p singletons for the Shapley and Banzhaf values.
     """
     p = int(estimate.n_players)
-    index = getattr(estimate, "index", None) or "SV"
+    index = shapiq_index_name(getattr(estimate, "index", None) or "SV")
     terms = getattr(estimate, "terms", None) or [(i,) for i in range(p)]
     values = np.concatenate([[empty], per_term])
     lookup = {(): 0, **{tuple(T): k + 1 for k, T in enumerate(terms)}}

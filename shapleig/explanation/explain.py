@@ -34,7 +34,7 @@ from shapleig.explanation.choose_imputer import imputer_game
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
 from shapleig.games.game import check_budget
 from shapleig.games.identity import opaque_parts
-from shapleig.games.indices import EFFICIENT_INDICES, check_index
+from shapleig.games.indices import check_index, get_index
 from shapleig.runs.budget import BudgetedGame
 from shapleig.runs.evaluators import with_timeout
 from shapleig.seeding import UNSET, SeedLike, resolve_seed
@@ -288,7 +288,7 @@ def explain_game(game: ImputerGame, estimator: Any, budget: int, seed: Any, *, s
     est = estimator.estimate(BudgetedGame(game, run_budget, store=store, evaluator=evaluator), run_budget, seed=seed,
                              **kwargs)
     est.baseline = baseline
-    if est.index in EFFICIENT_INDICES:  # the others need not sum to f(x) - baseline
+    if get_index(est.index).efficient:  # the others need not sum to f(x) - baseline
         est.info["efficiency_gap"] = condition_on_total(est, prediction - baseline)
     est.info.update(prediction=prediction, feature_names=game.feature_names, model_calls=game.calls - calls_before,
                     n_background=int(game.background.shape[0]), imputer=getattr(game, "imputer", "interventional"),

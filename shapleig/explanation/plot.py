@@ -15,10 +15,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.indices import index_label
 
 PLOT_KINDS = ("bar", "waterfall")
-INDEX_LABELS = {"SV": "Shapley value", "BV": "Banzhaf value", "k-SII": "k-SII (order 2)",
-                "SII": "SII (order 2)", "STII": "STII (order 2)", "FSII": "FSII (order 2)"}
 
 
 def _top_features(est: ShapleyEstimate, names: Sequence[str], max_display: int) -> tuple[list[str], np.ndarray, np.ndarray | None]:
@@ -68,7 +67,7 @@ def plot_explanation(
         est: the estimate to draw.
         kind: ``"bar"`` (one bar per term, largest |value| on top) or ``"waterfall"`` (from the baseline,
             each term's step, to the prediction ``baseline + sum``; for the efficient indices: SV, k-SII,
-            STII, FSII).
+            STII, FSII, and any registered index whose record says ``efficient``).
         feature_names: labels (default ``est.info["feature_names"]``, else ``x0..``); a pair of an
             interaction index is labelled ``"a x b"``.
         max_display: rows shown; the remaining terms are summed into one row.
@@ -116,7 +115,7 @@ def plot_explanation(
     if kind == "bar":
         ax.barh(y, values, xerr=xerr, color=colors, error_kw={"elinewidth": 1, "capsize": 2})
         ax.axvline(0.0, color="0.3", linewidth=0.8)
-        what = INDEX_LABELS.get(est.index, est.index)
+        what = index_label(est.index)
         ax.set_xlabel(what + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
     else:
         base = 0.0 if est.baseline is None else float(est.baseline)

@@ -60,18 +60,6 @@ def sizes(coalitions: np.ndarray) -> np.ndarray:
     return np.asarray(coalitions, dtype=bool).sum(axis=1).astype(np.int64)
 
 
-def complement(coalitions: np.ndarray) -> np.ndarray:
-    r"""Complements ``N \ S`` of every row, ``bool[m, p]``.
-
-    Args:
-        coalitions: ``bool[m, p]`` coalition matrix.
-
-    Returns:
-        ``bool[m, p]``, each row negated.
-    """
-    return ~np.asarray(coalitions, dtype=bool)
-
-
 def to_bitmask(coalitions: np.ndarray) -> np.ndarray:
     """Bit-order integer codes ``int64[m]`` of the rows of ``bool[m, p]`` (p <= 62).
 

@@ -1,25 +1,20 @@
-"""Games and the budget-charging evaluator every estimator spends through.
+"""Games: the ``Game`` protocol, ``FunctionGame``, and the checks of games, values and budgets.
 
-A game is any object with ``n_players: int`` and ``__call__(bool[m, n_players]) -> float[m]``.
-:class:`BudgetedGame` is the single place where budget accounting happens: it charges each
-distinct coalition once, serves repeats from its cache, refuses to go past the budget before
-evaluating anything, and rejects wrong shapes and non-finite values naming the coalition. With an
-evaluation store it reuses values logged by earlier (possibly killed) runs and logs every new one
-as it arrives; with an executor-backed evaluator it evaluates a batch concurrently.
+A game is any object with ``n_players: int`` and ``__call__(bool[m, n_players]) -> float[m]``
+(shapiq's games are games as they are). Estimators spend budget on a game only through
+:class:`~shapleig.runs.budget.BudgetedGame` (``shapleig/runs/budget.py``), which charges each
+distinct coalition once, caches, checks values and talks to evaluation stores and evaluators.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
 from shapleig.errors import BudgetError, GameError
 from shapleig.games.coalitions import format_coalition
-
-if TYPE_CHECKING:  # imported lazily at run time: evaluate.py imports this module
-    pass
 
 
 @runtime_checkable

@@ -1,4 +1,4 @@
-"""Game-theoretic indices beyond the Shapley value: definitions, terms, exact values (docs/math.md §14).
+"""Game-theoretic indices: ``Index`` records and their registry, terms, exact values (docs/math.md §14).
 
 Every supported index is linear in the game. Up to order 2 each term T (a player or a pair) is a
 *size-weighted discrete derivative*
@@ -16,42 +16,282 @@ definitions at ``max_order=2``:
 - ``"FSII"`` Faithful Shapley (order 1 and 2 from Tsai et al.'s closed form).
 
 The aggregated order-1 terms of k-SII and FSII are again size-weighted derivatives of one player
-(docs/math.md §14.1), so every fast product of :mod:`shapleig.index_esp` needs only the two weight
+(docs/math.md §14.1), so every fast product of :mod:`shapleig.gp.index_esp` needs only the two weight
 vectors. The dense operators here (:func:`dense_index_operator`) are built from the *definitions*
 (Bernoulli aggregation, weighted least squares for FSII), independently of those weights, for tests.
+
+Every per-index fact lives in one :class:`Index` record (name, order, efficiency, weights, label,
+shapiq name, which fast route of the ESP products applies, the default hold-out of v(empty), the
+dense definition), kept in a small registry beside them: the estimators, the GP products, the
+plots, the shapiq bridge and the method registry read the record (:func:`get_index`), and a
+user-defined index (any size-weighted derivative index of order 1 or 2, e.g. a weighted Banzhaf
+value or Beta-Shapley) is one :func:`register_index` call (docs/architecture.md, "A new index").
 """
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from itertools import combinations
 from math import comb, factorial
+from typing import Callable, Sequence
 
 import numpy as np
 
 from shapleig.errors import GameError
 
-INDICES = ("SV", "BV", "k-SII", "SII", "STII", "FSII")
-ORDER_ONE = ("SV", "BV")
-# indices whose terms (orders 1..max_order) sum to v(N) - v(empty) for every game
-EFFICIENT_INDICES = ("SV", "k-SII", "STII", "FSII")
 MAX_DENSE_PLAYERS = 12
 MAX_EXACT_PLAYERS = 20
+# the ESP routes of shapleig.gp.index_esp: the Shapley value's (shapleig.gp.esp), the Banzhaf value's
+# closed forms, or the generic size-weighted derivative route that reads only the weights
+FAST_PATHS = ("shapley", "banzhaf", "weights")
+# the index every method estimates unless told otherwise
+DEFAULT_INDEX = "SV"
+
+# (w1, w2) as exact fractions: order-1 weights by |S| = 0..p-1, order-2 by |S| = 0..p-2 (or None)
+Weights = tuple[tuple[Fraction, ...], tuple[Fraction, ...] | None]
 
 
-def check_index(index: str, max_order: int | None = None) -> tuple[str, int]:
+@dataclass(frozen=True)
+class Index:
+    """Everything the package needs to know about one index (docs/math.md §14).
+
+    A term T (a player, or a pair at order 2) is the size-weighted derivative
+    ``I(T) = sum_{S subset of N minus T} w_|T|(|S|) Delta_T v(S)``; :attr:`weights` gives the two
+    weight vectors, and from them alone the exact values, the GP's index products and the size
+    coefficients follow.
+
+    Args:
+        name: what users write (``index="SV"``); also the ``index`` of the results.
+        order: 1 (the p players' values) or 2 (the players, then the pairs).
+        efficient: the terms sum to v(N) - v(empty) for every game (checked by
+            :func:`register_index`); the efficient indices are drawn as waterfalls and conditioned
+            on that total by ``explain``.
+        weights: ``p -> (w1, w2)``: the weights of ``Delta_i v(S)`` by ``|S| = 0..p-1`` and (order
+            2) of ``Delta_ij v(S)`` by ``|S| = 0..p-2``, else None; exact numbers (``int`` or
+            ``Fraction``; a float is taken at its exact binary value): the GP products sum them
+            without rounding (these are the fast-path coefficients of the ESP products,
+            :mod:`shapleig.gp.index_esp`).
+        label: the axis label of plots (``"Shapley value"``).
+        shapiq_name: the index's name in shapiq (``InteractionValues.index``), or None when shapiq
+            has no such index (the bridge then refuses it).
+        fast_path: which route of the ESP products applies: ``"weights"`` (the generic route, any
+            weights), or the closed forms ``"shapley"`` / ``"banzhaf"`` (their weights only).
+        hold_out_empty: ShaplEIG's default for holding v(empty) out of the GP (docs/math.md §14.5).
+        definition: ``p -> float64[d, 2^p]``, the dense operator from the index's own definition
+            (for tests, p <= 12); None: built from :attr:`weights`.
+        description: one line for listings.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> half = Index("BV-like", order=1, efficient=False, label="Banzhaf",
+        ...              weights=lambda p: ([Fraction(1, 2 ** (p - 1))] * p, None))
+        >>> half.exact_weights(3)[0]
+        (Fraction(1, 4), Fraction(1, 4), Fraction(1, 4))
+    """
+
+    name: str
+    order: int
+    efficient: bool
+    weights: Callable[[int], tuple[Sequence[Fraction | int], Sequence[Fraction | int] | None]]
+    label: str
+    shapiq_name: str | None = None
+    fast_path: str = "weights"
+    hold_out_empty: bool = False
+    definition: Callable[[int], np.ndarray] | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"Index name must be a non-empty string, got {self.name!r}")
+        if isinstance(self.order, bool) or self.order not in (1, 2):
+            raise ValueError(f"index {self.name!r}: order must be 1 or 2, got {self.order!r}")
+        if not callable(self.weights):
+            raise ValueError(f"index {self.name!r}: weights must be a function p -> (w1, w2), got {self.weights!r}")
+        if self.fast_path not in FAST_PATHS:
+            raise ValueError(f"index {self.name!r}: fast_path must be one of {FAST_PATHS}, got {self.fast_path!r}")
+        if self.definition is not None and not callable(self.definition):
+            raise ValueError(f"index {self.name!r}: definition must be a function p -> float64[d, 2^p] or None")
+
+    def exact_weights(self, n_players: int) -> Weights:
+        """``(w1, w2)`` for ``n_players`` as tuples of ``Fraction`` with their lengths checked.
+
+        Args:
+            n_players: p (>= 2 for order 2).
+
+        Returns:
+            ``w1`` of length p, ``w2`` of length p - 1 at order 2 (None at order 1).
+        """
+        return _exact_weights(self, int(n_players))
+
+
+def _as_fractions(index: Index, which: str, values: Sequence[Fraction | int] | None, length: int) -> tuple[Fraction, ...]:
+    if values is None:
+        raise ValueError(f"index {index.name!r} has order {index.order}: weights(p) must give {which}, got None")
+    out = []
+    for w in values:
+        if isinstance(w, bool) or not isinstance(w, (int, Fraction, float, np.integer, np.floating)):
+            raise ValueError(f"index {index.name!r}: weight {w!r} of {which} is not a number (use int or Fraction)")
+        if not np.isfinite(float(w)):
+            raise ValueError(f"index {index.name!r}: weight {w!r} of {which} is not finite")
+        out.append(Fraction(w) if not isinstance(w, (np.integer, np.floating)) else Fraction(w.item()))
+    if len(out) != length:
+        raise ValueError(f"index {index.name!r}: {which} needs {length} weights (|S| = 0..{length - 1}) "
+                         f"for p = {length + (1 if which == 'w1' else 2) - 1}, got {len(out)}")
+    return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def _exact_weights(index: Index, p: int) -> Weights:
+    if p < index.order:
+        raise ValueError(f"index {index.name!r} of order {index.order} needs at least {index.order} players, got p = {p}")
+    w1, w2 = index.weights(p)
+    one = _as_fractions(index, "w1", w1, p)
+    if index.order == 1:
+        if w2 is not None:
+            raise ValueError(f"index {index.name!r} has order 1: weights(p) must give w2 = None")
+        return one, None
+    return one, _as_fractions(index, "w2", w2, p - 1)
+
+
+_REGISTRY: dict[str, Index] = {}
+_LOCK = threading.Lock()
+
+
+def register_index(index: Index, *, replace: bool = False, check: bool = True) -> Index:
+    """Make ``index`` usable by name everywhere (``ShaplEIG(index=...)``, ``ExactShapley``, ``explain``,
+    the harness, plots, the shapiq bridge).
+
+    Args:
+        index: the record.
+        replace: allow replacing another record registered under the same name.
+        check: verify the record against its own definition for p = 2..6: the weights have the
+            right lengths, a ``definition`` equals the weighted derivatives, the closed-form
+            ``fast_path`` claims hold (``"shapley"`` / ``"banzhaf"`` only with those weights), and
+            ``efficient`` says whether the terms sum to v(N) - v(empty).
+
+    Returns:
+        ``index``.
+
+    Raises:
+        ValueError: the name is taken by another record (without ``replace``), or a check fails
+            (the message names the field).
+
+    Example:
+        >>> from fractions import Fraction
+        >>> q = Fraction(3, 10)
+        >>> wbv = register_index(Index("WBV-0.3", order=1, efficient=False, label="weighted Banzhaf (q = 0.3)",
+        ...                            weights=lambda p: ([q**k * (1 - q) ** (p - 1 - k) for k in range(p)], None)))
+        >>> check_index("WBV-0.3")
+        ('WBV-0.3', 1)
+        >>> unregister_index("WBV-0.3")
+    """
+    if not isinstance(index, Index):
+        raise TypeError(f"register_index takes an Index record, got {type(index).__name__}")
+    if check:
+        check_index_record(index)
+    with _LOCK:
+        old = _REGISTRY.get(index.name)
+        if old is not None and old != index and not replace:
+            raise ValueError(f"index name {index.name!r} is already registered ({old.label}); "
+                             f"pass replace=True to replace it")
+        _REGISTRY[index.name] = index
+    return index
+
+
+def unregister_index(name: str) -> None:
+    """Remove the index registered under ``name`` (the built-in indices cannot be removed).
+
+    Args:
+        name: the index's name.
+    """
+    if name in INDICES:
+        raise ValueError(f"{name!r} is a built-in index and cannot be removed")
+    with _LOCK:
+        _REGISTRY.pop(name, None)
+
+
+def index_names() -> tuple[str, ...]:
+    """Every registered index name: the built-in ones (:data:`INDICES`), then the user's."""
+    return tuple(_REGISTRY)
+
+
+def get_index(index: str | Index) -> Index:
+    """The :class:`Index` registered under ``index`` (a record is returned as it is).
+
+    Args:
+        index: a registered name, or an :class:`Index`.
+
+    Returns:
+        The record.
+
+    Raises:
+        ValueError: an unknown name, listing the registered ones.
+    """
+    if isinstance(index, Index):
+        return index
+    found = _REGISTRY.get(index) if isinstance(index, str) else None
+    if found is None:
+        raise ValueError(f"unknown index {index!r}; choose one of {index_names()} "
+                         f"(or register your own with shapleig.games.indices.register_index)")
+    return found
+
+
+def index_label(name: str) -> str:
+    """The plot label of index ``name`` (``"Shapley value"``); an unregistered name (an index
+    read from shapiq, e.g. ``"FBII"``) is its own label."""
+    found = _REGISTRY.get(name)
+    return name if found is None else found.label
+
+
+def is_efficient(name: str) -> bool:
+    """Whether the terms of index ``name`` sum to v(N) - v(empty) for every game (False for a name
+    that is not registered, e.g. an index read from shapiq)."""
+    found = _REGISTRY.get(name)
+    return found is not None and found.efficient
+
+
+def shapiq_index_name(name: str) -> str:
+    """shapiq's name of index ``name``; an unregistered name (read from shapiq) is returned as it is.
+
+    Raises:
+        ValueError: a registered index with no shapiq counterpart (``shapiq_name=None``).
+    """
+    found = _REGISTRY.get(name)
+    if found is None:
+        return name
+    if found.shapiq_name is None:
+        raise ValueError(f"index {name!r} has no shapiq counterpart (its record's shapiq_name is None), "
+                         f"so it cannot be shapiq InteractionValues")
+    return found.shapiq_name
+
+
+def index_from_shapiq(shapiq_name: str) -> Index | None:
+    """The registered index whose shapiq name is ``shapiq_name``, or None."""
+    return next((index for index in _REGISTRY.values() if index.shapiq_name == shapiq_name), None)
+
+
+def check_index(index: str | Index, max_order: int | None = None) -> tuple[str, int]:
     """Canonical ``(index, max_order)``; ValueError for an unknown index or unsupported order.
 
-    SV and BV have order 1; the interaction indices are supported at order 2 (the default).
+    SV and BV have order 1; the interaction indices are supported at order 2 (the default); a
+    registered index at its ``order``.
+
+    Args:
+        index: a registered name (or its :class:`Index`).
+        max_order: None (the index's order) or the index's order.
+
+    Returns:
+        The name and the order.
     """
-    if not isinstance(index, str) or index not in INDICES:
-        raise ValueError(f"unknown index {index!r}; choose one of {INDICES}")
-    default = 1 if index in ORDER_ONE else 2
+    spec = get_index(index)
+    default = spec.order
     order = default if max_order is None else max_order
     if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or int(order) != default:
-        raise ValueError(f"index {index!r} is supported with max_order={default} only, got max_order={max_order!r}")
-    return index, int(order)
+        raise ValueError(f"index {spec.name!r} is supported with max_order={default} only, got max_order={max_order!r}")
+    return spec.name, int(order)
 
 
 def default_hold_out_empty(index: str) -> bool:
@@ -59,13 +299,14 @@ def default_hold_out_empty(index: str) -> bool:
 
     On for the Banzhaf value, whose terms weigh v(empty) by 2^-(p-1) only: a game with a jump at the
     empty coalition (data valuation, feature selection) otherwise drags the fitted lengthscale down.
+    A registered index says so in :attr:`Index.hold_out_empty`.
     """
-    return check_index(index)[0] == "BV"
+    return get_index(index).hold_out_empty
 
 
-def index_terms(n_players: int, index: str = "SV", max_order: int | None = None) -> list[tuple[int, ...]]:
+def index_terms(n_players: int, index: str | Index = "SV", max_order: int | None = None) -> list[tuple[int, ...]]:
     """The terms of ``index``: the p singletons, then (order 2) the pairs in lexicographic order."""
-    index, order = check_index(index, max_order)
+    _, order = check_index(index, max_order)
     p = int(n_players)
     terms: list[tuple[int, ...]] = [(i,) for i in range(p)]
     if order >= 2:
@@ -85,46 +326,39 @@ def _aggregate(w1: list[Fraction], w2: list[Fraction], coef: Fraction, p: int) -
     return [w1[k] + coef * (k * w2_at(k - 1) - (p - 1 - k) * w2_at(k)) for k in range(p)]
 
 
-@lru_cache(maxsize=256)
-def _exact_weights(index: str, p: int) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...] | None]:
-    sv = [Fraction(factorial(k) * factorial(p - 1 - k), factorial(p)) for k in range(p)]
-    if index == "SV":
-        return tuple(sv), None
-    if index == "BV":
-        return tuple(Fraction(1, 2 ** (p - 1)) for _ in range(p)), None
-    if p < 2:
-        raise ValueError(f"order-2 indices need at least 2 players, got p = {p}")
-    sii2 = [Fraction(factorial(k) * factorial(p - 2 - k), factorial(p - 1)) for k in range(p - 1)]
-    if index == "SII":
-        return tuple(sv), tuple(sii2)
-    if index == "k-SII":
-        return tuple(_aggregate(sv, sii2, Fraction(-1, 2), p)), tuple(sii2)
-    if index == "STII":
-        # top order k = 2: (k/n) / C(n-1, |S|); order 1 < k: the Moebius coefficient v(i) - v(empty)
-        w2 = [Fraction(2, p * comb(p - 1, k)) for k in range(p - 1)]
-        return tuple([Fraction(1)] + [Fraction(0)] * (p - 1)), tuple(w2)
-    if index == "FSII":
-        # Tsai et al. (2023), l = 2: a(T) = (2l-1)!/((l-1)!)^2 sum (n-|S|-1)!(|S|+l-1)!/(n+l-1)! Delta_T v(S);
-        # FSII(pair) = a(pair), FSII(i) = a(i) - |T|/(l+|T|) C(l,|T|) sum_j a(ij) = a(i) - (2/3) sum_j a(ij).
-        # The derivative weights of a(i) carry the constant 2 where the pairs' carry 6 (checked against the
-        # least-squares definition, dense_index_operator, and shapiq's ExactComputer).
-        a2 = [Fraction(6 * factorial(p - k - 1) * factorial(k + 1), factorial(p + 1)) for k in range(p - 1)]
-        a1 = [Fraction(2 * factorial(p - k - 1) * factorial(k + 1), factorial(p + 1)) for k in range(p)]
-        return tuple(_aggregate(a1, a2, Fraction(-2, 3), p)), tuple(a2)
-    raise ValueError(f"unknown index {index!r}")
+def _sv_weights(p: int) -> list[Fraction]:
+    return [Fraction(factorial(k) * factorial(p - 1 - k), factorial(p)) for k in range(p)]
 
 
-def derivative_weights(index: str, n_players: int) -> tuple[np.ndarray, np.ndarray | None]:
+def _sii2_weights(p: int) -> list[Fraction]:
+    return [Fraction(factorial(k) * factorial(p - 2 - k), factorial(p - 1)) for k in range(p - 1)]
+
+
+def _stii_weights(p: int) -> tuple[list[Fraction], list[Fraction]]:
+    # top order k = 2: (k/n) / C(n-1, |S|); order 1 < k: the Moebius coefficient v(i) - v(empty)
+    return [Fraction(1)] + [Fraction(0)] * (p - 1), [Fraction(2, p * comb(p - 1, k)) for k in range(p - 1)]
+
+
+def _fsii_weights(p: int) -> tuple[list[Fraction], list[Fraction]]:
+    # Tsai et al. (2023), l = 2: a(T) = (2l-1)!/((l-1)!)^2 sum (n-|S|-1)!(|S|+l-1)!/(n+l-1)! Delta_T v(S);
+    # FSII(pair) = a(pair), FSII(i) = a(i) - |T|/(l+|T|) C(l,|T|) sum_j a(ij) = a(i) - (2/3) sum_j a(ij).
+    # The derivative weights of a(i) carry the constant 2 where the pairs' carry 6 (checked against the
+    # least-squares definition, dense_index_operator, and shapiq's ExactComputer).
+    a2 = [Fraction(6 * factorial(p - k - 1) * factorial(k + 1), factorial(p + 1)) for k in range(p - 1)]
+    a1 = [Fraction(2 * factorial(p - k - 1) * factorial(k + 1), factorial(p + 1)) for k in range(p)]
+    return _aggregate(a1, a2, Fraction(-2, 3), p), a2
+
+
+def exact_derivative_weights(index: str | Index, n_players: int) -> Weights:
+    """:func:`derivative_weights` as exact fractions (for the cancellation-free sums of
+    :mod:`shapleig.gp.index_esp`)."""
+    return get_index(index).exact_weights(int(n_players))
+
+
+def derivative_weights(index: str | Index, n_players: int) -> tuple[np.ndarray, np.ndarray | None]:
     """``(w1 float64[p], w2 float64[p-1] or None)``: the weights of Delta_i v(S) and Delta_ij v(S) by |S|."""
-    index, _ = check_index(index)
-    w1, w2 = _exact_weights(index, int(n_players))
+    w1, w2 = exact_derivative_weights(index, n_players)
     return np.array([float(w) for w in w1]), (None if w2 is None else np.array([float(w) for w in w2]))
-
-
-def exact_derivative_weights(index: str, n_players: int) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...] | None]:
-    """:func:`derivative_weights` as exact fractions (for the cancellation-free sums of :mod:`shapleig.index_esp`)."""
-    index, _ = check_index(index)
-    return _exact_weights(index, int(n_players))
 
 
 # -- exact values from a full table ---------------------------------------------------------------
@@ -137,12 +371,12 @@ def _sizes(p: int) -> np.ndarray:
     return sizes
 
 
-def exact_index_values(values: np.ndarray, index: str = "SV", max_order: int | None = None) -> np.ndarray:
+def exact_index_values(values: np.ndarray, index: str | Index = "SV", max_order: int | None = None) -> np.ndarray:
     """Exact index values ``float64[d]`` (aligned with :func:`index_terms`) from bit-order values float64[2^p].
 
     O(d 2^p) by the size-weighted derivative form; p <= 20.
     """
-    index, order = check_index(index, max_order)
+    _, order = check_index(index, max_order)
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     p = int(np.log2(v.shape[0])) if v.shape[0] else 0
     if v.shape[0] != (1 << p) or p < 1:
@@ -212,45 +446,138 @@ def _fsii_dense(p: int) -> np.ndarray:
     return sol[1:n]  # drop the empty term (order 0) and the multipliers
 
 
-# complexity over budget: the reference operator spells out each index's definition
-def dense_index_operator(n_players: int, index: str = "SV", max_order: int | None = None) -> np.ndarray:  # noqa: C901
+def _from_weights(index: Index, p: int) -> np.ndarray:
+    """The dense operator of a size-weighted derivative index, from its weights."""
+    w1, w2 = index.exact_weights(p)
+    terms = index_terms(p, index)
+    return _derivative_rows(p, terms, lambda t, k: float(w1[k] if t == 1 else w2[k]))  # type: ignore[index]
+
+
+def dense_index_operator(n_players: int, index: str | Index = "SV", max_order: int | None = None) -> np.ndarray:
     """Dense operator ``B`` (float64[d, 2^p], bit-order columns) with ``I = B v``, from the definitions.
 
     For tests (p <= 12). k-SII is the Bernoulli aggregation of SII rows, FSII the weighted
     least-squares fit, STII's order-1 rows the Moebius coefficients; none uses :func:`derivative_weights`.
+    An index without a ``definition`` is built from its weights.
+
+    Args:
+        n_players: p, at most ``MAX_DENSE_PLAYERS``.
+        index: an index name or :class:`Index` record.
+        max_order: the interaction order (None: the index's own).
+
+    Returns:
+        ``float64[d, 2^p]``, one row per term of :func:`index_terms`.
     """
-    index, _ = check_index(index, max_order)
+    check_index(index, max_order)
+    spec = get_index(index)
     p = int(n_players)
     if p > MAX_DENSE_PLAYERS:
         raise GameError(f"dense index operators are for p <= {MAX_DENSE_PLAYERS}, got {p}")
-    singles = index_terms(p, "SV")
-    pairs = list(combinations(range(p), 2))
+    return spec.definition(p) if spec.definition is not None else _from_weights(spec, p)
 
-    def sv_w(k: int) -> float:
-        return 1.0 / (p * comb(p - 1, k))
 
-    if index == "SV":
-        return _derivative_rows(p, singles, lambda t, k: sv_w(k))
-    if index == "BV":
-        return _derivative_rows(p, singles, lambda t, k: 0.5 ** (p - 1))
-    if index == "FSII":
-        return _fsii_dense(p)
-    sii2 = _derivative_rows(p, pairs, lambda t, k: 1.0 / ((p - 1) * comb(p - 2, k)))
-    sv = _derivative_rows(p, singles, lambda t, k: sv_w(k))
-    if index == "SII":
-        return np.vstack([sv, sii2])
-    if index == "k-SII":
-        # k-SII(S) = sum_{T >= S, |T| <= 2} B_{|T|-|S|} SII(T), Bernoulli B_0 = 1, B_1 = -1/2
-        agg = sv.copy()
-        for row, (i, j) in enumerate(pairs):
-            agg[i] -= 0.5 * sii2[row]
-            agg[j] -= 0.5 * sii2[row]
-        return np.vstack([agg, sii2])
-    if index == "STII":
-        moebius = np.zeros((p, 1 << p))
-        for i in range(p):
-            moebius[i, 1 << i] += 1.0
-            moebius[i, 0] -= 1.0
-        top = _derivative_rows(p, pairs, lambda t, k: 2.0 / (p * comb(p - 1, k)))
-        return np.vstack([moebius, top])
-    raise ValueError(f"unknown index {index!r}")
+def _sv_w(p: int, k: int) -> float:
+    return 1.0 / (p * comb(p - 1, k))
+
+
+def _sv_dense(p: int) -> np.ndarray:
+    return _derivative_rows(p, [(i,) for i in range(p)], lambda t, k: _sv_w(p, k))
+
+
+def _bv_dense(p: int) -> np.ndarray:
+    return _derivative_rows(p, [(i,) for i in range(p)], lambda t, k: 0.5 ** (p - 1))
+
+
+def _sii2_dense(p: int) -> np.ndarray:
+    return _derivative_rows(p, list(combinations(range(p), 2)), lambda t, k: 1.0 / ((p - 1) * comb(p - 2, k)))
+
+
+def _sii_dense(p: int) -> np.ndarray:
+    return np.vstack([_sv_dense(p), _sii2_dense(p)])
+
+
+def _ksii_dense(p: int) -> np.ndarray:
+    # k-SII(S) = sum_{T >= S, |T| <= 2} B_{|T|-|S|} SII(T), Bernoulli B_0 = 1, B_1 = -1/2
+    sii2 = _sii2_dense(p)
+    agg = _sv_dense(p)
+    for row, (i, j) in enumerate(combinations(range(p), 2)):
+        agg[i] -= 0.5 * sii2[row]
+        agg[j] -= 0.5 * sii2[row]
+    return np.vstack([agg, sii2])
+
+
+def _stii_dense(p: int) -> np.ndarray:
+    moebius = np.zeros((p, 1 << p))
+    for i in range(p):
+        moebius[i, 1 << i] += 1.0
+        moebius[i, 0] -= 1.0
+    top = _derivative_rows(p, list(combinations(range(p), 2)), lambda t, k: 2.0 / (p * comb(p - 1, k)))
+    return np.vstack([moebius, top])
+
+
+# -- checking a record against its definition ------------------------------------------------------
+
+CHECK_PLAYERS = (2, 3, 4, 5, 6)
+
+
+def check_index_record(index: Index) -> None:
+    """Verify ``index`` for p in :data:`CHECK_PLAYERS` (what :func:`register_index` runs).
+
+    Args:
+        index: the record.
+
+    Raises:
+        ValueError: naming the field whose claim fails: ``weights`` (lengths, numbers),
+            ``definition`` (differs from the weighted derivatives), ``fast_path`` (a closed form
+            whose weights the record does not have) or ``efficient`` (the terms do or do not sum to
+            v(N) - v(empty)).
+    """
+    inefficient_at = None
+    for p in CHECK_PLAYERS:
+        w1, _ = _exact_weights(index, p)
+        B = _from_weights(index, p)
+        if index.definition is not None:
+            D = np.asarray(index.definition(p), dtype=np.float64)
+            if D.shape != B.shape or not np.allclose(D, B, rtol=1e-9, atol=1e-12):
+                raise ValueError(f"index {index.name!r}: its definition differs from its weighted derivatives "
+                                 f"at p = {p} (check weights or definition)")
+        if index.fast_path != "weights":
+            reference = _sv_weights(p) if index.fast_path == "shapley" else [Fraction(1, 2 ** (p - 1))] * p
+            if index.order != 1 or list(w1) != reference:
+                raise ValueError(f"index {index.name!r}: fast_path={index.fast_path!r} is the closed form of the "
+                                 f"{'Shapley' if index.fast_path == 'shapley' else 'Banzhaf'} value's weights only; "
+                                 f"use fast_path='weights'")
+        target = np.zeros(1 << p)
+        target[-1], target[0] = 1.0, -1.0
+        if not np.allclose(B.sum(axis=0), target, atol=1e-12):
+            inefficient_at = p
+    # efficient: the sum holds at every p (the Banzhaf value's does at p = 2 only)
+    if bool(index.efficient) != (inefficient_at is None):
+        raise ValueError(f"index {index.name!r}: efficient={index.efficient} but its terms "
+                         + ("do not sum to v(N) - v(empty) for every game at p = " + str(inefficient_at)
+                            if index.efficient else f"sum to v(N) - v(empty) for every game at p = {CHECK_PLAYERS}"))
+
+
+# -- the built-in indices ---------------------------------------------------------------------------
+
+BUILTIN_INDICES = (
+    Index("SV", 1, True, lambda p: (_sv_weights(p), None), "Shapley value", "SV", fast_path="shapley",
+          definition=_sv_dense, description="the Shapley value"),
+    Index("BV", 1, False, lambda p: ([Fraction(1, 2 ** (p - 1))] * p, None), "Banzhaf value", "BV",
+          fast_path="banzhaf", hold_out_empty=True, definition=_bv_dense, description="the Banzhaf value"),
+    Index("k-SII", 2, True, lambda p: (_aggregate(_sv_weights(p), _sii2_weights(p), Fraction(-1, 2), p),
+                                       _sii2_weights(p)),
+          "k-SII (order 2)", "k-SII", definition=_ksii_dense,
+          description="k-Shapley interaction index (order 1 = SV - 1/2 sum_j SII_ij)"),
+    Index("SII", 2, False, lambda p: (_sv_weights(p), _sii2_weights(p)), "SII (order 2)", "SII",
+          definition=_sii_dense, description="Shapley interaction index (order 1 = SV)"),
+    Index("STII", 2, True, _stii_weights, "STII (order 2)", "STII", definition=_stii_dense,
+          description="Shapley-Taylor interaction index (order 1 = v(i) - v(empty))"),
+    Index("FSII", 2, True, _fsii_weights, "FSII (order 2)", "FSII", definition=_fsii_dense,
+          description="Faithful Shapley interaction index (Tsai et al.)"),
+)
+# the built-in index names (index_names() adds the user's)
+INDICES = tuple(index.name for index in BUILTIN_INDICES)
+for _builtin in BUILTIN_INDICES:  # checked by tests/games/test_indices.py, not at every import
+    register_index(_builtin, check=False)
+del _builtin

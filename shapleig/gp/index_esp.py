@@ -9,13 +9,16 @@ coefficients (:meth:`IndexOperator.size_columns`, :meth:`IndexOperator.size_cova
 hold-out of the empty coalition for any kernel (:meth:`IndexOperator.held_out_columns`,
 :meth:`IndexOperator.held_out_covariance`).
 
-- ``"SV"`` delegates to :mod:`shapleig.gp.esp` (the existing, tested routes).
-- ``"BV"`` has closed forms: uniform weights make the derivative sums plain products, and the
-  prior covariance is diagonal (docs/math.md §14.2).
-- The interaction indices use the size-weighted derivative form of :mod:`shapleig.indices`:
-  columns by prefix tables and weight-contracted suffixes, pairs by holding two players out of the
-  product (O(p^3) per coalition); the covariance by the parity route generalised to any size
-  weights (docs/math.md §14.3), whose per-size coefficients are exact rational sums.
+Which route an index takes is its record's ``fast_path`` (:class:`shapleig.games.indices.Index`):
+
+- ``"shapley"`` (SV) delegates to :mod:`shapleig.gp.esp` (the existing, tested routes).
+- ``"banzhaf"`` (BV) has closed forms: uniform weights make the derivative sums plain products, and
+  the prior covariance is diagonal (docs/math.md §14.2).
+- ``"weights"`` (the interaction indices, and any registered index) uses the size-weighted
+  derivative form of :mod:`shapleig.games.indices`, reading only the record's weights: columns by
+  prefix tables and weight-contracted suffixes, pairs by holding two players out of the product
+  (O(p^3) per coalition); the covariance by the parity route generalised to any size weights
+  (docs/math.md §14.3), whose per-size coefficients are exact rational sums.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from math import comb, lcm
 
 import numpy as np
 
-from shapleig.games.indices import check_index, exact_derivative_weights, index_terms
+from shapleig.games.indices import Index, check_index, get_index, index_terms
 from shapleig.gp.esp import (
     _as_bool,
     hamming_kernel,
@@ -52,14 +55,15 @@ class IndexOperator:
     coalitions only, and ``I = B' f + empty_column() v(empty)``.
     """
 
-    def __init__(self, n_players: int, index: str = "SV", max_order: int | None = None, *,
+    def __init__(self, n_players: int, index: str | Index = "SV", max_order: int | None = None, *,
                  hold_out_empty: bool = False) -> None:
         self.index, self.max_order = check_index(index, max_order)
+        self.spec = get_index(index)  # the record: weights, fast path
         self.hold_out_empty = bool(hold_out_empty)
         self.n_players = int(n_players)
         if self.n_players < 1:
             raise ValueError(f"n_players must be >= 1, got {n_players}")
-        if self.index not in ("SV", "BV") and self.n_players > MAX_GENERIC_PLAYERS:
+        if self.spec.fast_path == "weights" and self.n_players > MAX_GENERIC_PLAYERS:
             raise ValueError(f"index {self.index!r} is supported for p <= {MAX_GENERIC_PLAYERS}, got {self.n_players}")
         self.terms = index_terms(self.n_players, self.index, self.max_order)
         self._beta: np.ndarray | None = None
@@ -68,17 +72,13 @@ class IndexOperator:
     def n_terms(self) -> int:
         return len(self.terms)
 
-    @property
-    def is_shapley(self) -> bool:
-        return self.index == "SV"
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IndexOperator):
             return NotImplemented
         return self._key() == other._key()
 
     def _key(self) -> tuple:
-        return (self.index, self.max_order, self.n_players, self.hold_out_empty)
+        return (self.spec, self.max_order, self.n_players, self.hold_out_empty)
 
     def __hash__(self) -> int:
         return hash(self._key())
@@ -89,7 +89,7 @@ class IndexOperator:
 
     def empty_column(self) -> np.ndarray:
         """``B[:, empty]``, float64[d]: the coefficient of v(empty) in each term (-w_1(0), +w_2(0))."""
-        w1, w2 = exact_derivative_weights(self.index, self.n_players)
+        w1, w2 = self.spec.exact_weights(self.n_players)
         out = np.full(self.n_terms, float(w2[0]) if w2 is not None else 0.0)
         out[: self.n_players] = -float(w1[0])
         return out
@@ -100,7 +100,7 @@ class IndexOperator:
         w_t(k) (-1)^(t-l) C(t, l)`` (t = |T|), summed exactly; with ``hold_out_empty`` the entry of
         size 0 (the empty coalition's column) is 0."""
         if self._beta is None:
-            self._beta = _size_coefficients(self.index, self.n_players, self.max_order, self.hold_out_empty)
+            self._beta = _size_coefficients(self.spec, self.n_players, self.hold_out_empty)
         return self._beta
 
     def hamming_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
@@ -144,23 +144,23 @@ class IndexOperator:
         return beta @ size_kernel @ beta.T
 
     def _base_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-        if self.index == "SV":
+        if self.spec.fast_path == "shapley":
             return shapley_kernel_columns(Z, lengthscales, outputscale)
-        if self.index == "BV":
+        if self.spec.fast_path == "banzhaf":
             return banzhaf_kernel_columns(Z, lengthscales, outputscale)
-        return generic_kernel_columns(Z, lengthscales, outputscale, self.index)
+        return generic_kernel_columns(Z, lengthscales, outputscale, self.spec)
 
     def _base_covariance(self, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-        if self.index == "SV":
+        if self.spec.fast_path == "shapley":
             return prior_shapley_covariance(lengthscales, outputscale)
-        if self.index == "BV":
+        if self.spec.fast_path == "banzhaf":
             return prior_banzhaf_covariance(lengthscales, outputscale)
-        return generic_prior_covariance(lengthscales, outputscale, self.index)
+        return generic_prior_covariance(lengthscales, outputscale, self.spec)
 
 
 @lru_cache(maxsize=64)
-def _size_coefficients(index: str, p: int, max_order: int, hold_out_empty: bool) -> np.ndarray:
-    w1, w2 = exact_derivative_weights(index, p)
+def _size_coefficients(index: Index, p: int, hold_out_empty: bool) -> np.ndarray:
+    w1, w2 = index.exact_weights(p)
     rows = {}
     for t, w in ((1, w1), (2, w2)):
         if w is None:
@@ -172,7 +172,7 @@ def _size_coefficients(index: str, p: int, max_order: int, hold_out_empty: bool)
         if hold_out_empty:
             beta[0] = Fraction(0)
         rows[t] = np.array([float(b) for b in beta])
-    terms = index_terms(p, index, max_order)
+    terms = index_terms(p, index)
     out = np.array([rows[len(T)] for T in terms])
     out.setflags(write=False)
     return out
@@ -217,9 +217,9 @@ def prior_banzhaf_covariance(lengthscales: np.ndarray, outputscale: float) -> np
 
 # -- generic size-weighted derivative operators ---------------------------------------------------
 
-def _weights(index: str, p: int) -> tuple[np.ndarray, np.ndarray]:
+def _weights(index: Index, p: int) -> tuple[np.ndarray, np.ndarray]:
     """Order-1 and order-2 derivative weights padded with zeros to length p + 2 (float64)."""
-    w1, w2 = exact_derivative_weights(index, p)
+    w1, w2 = index.exact_weights(p)
     a = np.zeros(p + 2)
     a[:p] = [float(w) for w in w1]
     b = np.zeros(p + 2)
@@ -238,7 +238,7 @@ def _suffix_contractions(gamma: np.ndarray, delta: np.ndarray, w: np.ndarray) ->
     return h
 
 
-def _generic_columns_chunk(z: np.ndarray, kf, index: str) -> np.ndarray:
+def _generic_columns_chunk(z: np.ndarray, kf, index: Index) -> np.ndarray:
     m, p = z.shape
     w1, w2 = _weights(index, p)
     b = kf.b[None, :]
@@ -247,7 +247,7 @@ def _generic_columns_chunk(z: np.ndarray, kf, index: str) -> np.ndarray:
     diff = np.where(z, 1.0, -1.0) * kf.one_minus_b[None, :]  # delta - gamma
     h1 = _suffix_contractions(gamma, delta, w1)
     h2 = _suffix_contractions(gamma, delta, w2)
-    pairs = check_index(index)[1] == 2
+    pairs = index.order == 2
     d = p + p * (p - 1) // 2 if pairs else p
     out = np.empty((d, m))
     P = np.zeros((m, p + 2))  # prefix prod_{r < i}, degrees 0..i
@@ -266,7 +266,8 @@ def _generic_columns_chunk(z: np.ndarray, kf, index: str) -> np.ndarray:
     return kf.outputscale * out
 
 
-def generic_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: float, index: str) -> np.ndarray:
+def generic_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: float,
+                           index: str | Index) -> np.ndarray:
     """``B k(., z)`` of a size-weighted derivative index (order 2): float64[d, m] (docs/math.md §14.3).
 
     Entry T is ``s prod_{r in T} (delta_r - gamma_r) sum_k w_|T|(k) e_k^(-T)`` with ``e^(-T)`` the
@@ -275,6 +276,7 @@ def generic_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale:
     lengthscale an entry depends only on |z| and |T cap z|, so p + 1 representative coalitions
     give every column (O(d) per coalition).
     """
+    index = get_index(index)
     kf = kernel_factors(lengthscales, outputscale)
     p = kf.n_players
     z = _as_bool(Z, p)
@@ -287,7 +289,7 @@ def generic_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale:
     return out
 
 
-def _shared_columns(z: np.ndarray, kf, index: str) -> np.ndarray:
+def _shared_columns(z: np.ndarray, kf, index: Index) -> np.ndarray:
     p = kf.n_players
     reps = np.arange(p)[None, :] < np.arange(p + 1)[:, None]  # rep[m] = the first m players
     cols = _generic_columns_chunk(reps, kf, index)  # (d, p+1)
@@ -308,16 +310,19 @@ def _shared_columns(z: np.ndarray, kf, index: str) -> np.ndarray:
     return out
 
 
-@lru_cache(maxsize=64)
-def parity_coefficients(index: str, n_players: int) -> tuple[np.ndarray, np.ndarray]:
+def parity_coefficients(index: str | Index, n_players: int) -> tuple[np.ndarray, np.ndarray]:
     """``c_t(u) = (-2)^t sum_{S subset N minus T} w_t(|S|) (-1)^{|S cap U|}`` for |T| = t, T in U, |U| = u.
 
     ``(B chi_U)_T = [T subset U] c_|T|(|U|)`` for the parity function chi_U (docs/math.md §14.3).
     Returns two float64[p+1] (t = 1, 2; zero where u < t). Summed in exact rational arithmetic:
     the alternating sums cancel (for Banzhaf to exactly zero), which floats would not resolve.
     """
-    p = int(n_players)
-    w1, w2 = exact_derivative_weights(index, p)
+    return _parity_coefficients(get_index(index), int(n_players))
+
+
+@lru_cache(maxsize=64)
+def _parity_coefficients(index: Index, p: int) -> tuple[np.ndarray, np.ndarray]:
+    w1, w2 = index.exact_weights(p)
     out = []
     for t, w in ((1, w1), (2, w2)):
         c = np.zeros(p + 1)
@@ -339,7 +344,7 @@ def parity_coefficients(index: str, n_players: int) -> tuple[np.ndarray, np.ndar
     return out[0], out[1]
 
 
-def generic_prior_covariance(lengthscales: np.ndarray, outputscale: float, index: str) -> np.ndarray:
+def generic_prior_covariance(lengthscales: np.ndarray, outputscale: float, index: str | Index) -> np.ndarray:
     """``B K B^T`` for a size-weighted derivative index by the generalised parity route (docs/math.md §14.3).
 
     ``M_TT' = kappa prod_{r in V} rho_r sum_k e_k(rho outside V) c_|T|(|V|+k) c_|T'|(|V|+k)``,

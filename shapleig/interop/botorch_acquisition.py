@@ -1,7 +1,10 @@
-"""botorch faces of the acquisition functions (docs/math.md §7, §10): Shapley EIG, posterior variance, random.
+"""botorch faces of the acquisition functions (docs/math.md §7, §10): any Acquisition, Shapley EIG, posterior variance, random.
 
 ``AcquisitionFunction`` subclasses over a fitted botorch model, for users who compose botorch
-optimisers; the design loop uses the numpy path of :mod:`shapleig.design.acquisition`.
+optimisers; the design loop uses the :class:`~shapleig.design.acquisition.Acquisition` objects of
+:mod:`shapleig.design.acquisition` directly. :class:`AcquisitionFace` wraps any of them (a
+user-defined subclass too); :class:`ShapleyEIG` and :class:`PosteriorVariance` are its EIG and
+uncertainty faces.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ require_torch("the botorch interop (shapleig.interop.botorch_acquisition)")  # b
 import torch
 from botorch.acquisition import AcquisitionFunction
 
+from shapleig.design.acquisition import EIG, Acquisition, Uncertainty, make_acquisition
 from shapleig.gp.posterior import ShapleyPosterior
 from shapleig.gp.torch_model import model_hyperparameters
 
@@ -80,47 +84,71 @@ class _ShapleyAcquisition(AcquisitionFunction):
         return torch.tensor(out, dtype=torch.float64)
 
 
-class ShapleyEIG(_ShapleyAcquisition):
+class AcquisitionFace(_ShapleyAcquisition):
+    """Any :class:`~shapleig.design.acquisition.Acquisition` as a botorch ``AcquisitionFunction``.
+
+    ``forward(X: b x q x p) -> b``: for each q-batch, the sum over its rows of the acquisition's
+    score of the row, each row conditioned on after it is scored (pending points first), as the
+    loop's greedy batches do.
+
+    Args:
+        model: a fitted ``SingleTaskGP`` from :func:`shapleig.gp.torch_model.build_model`.
+        acquisition: a registered name or an instance whose scores use the posterior
+            (``uses_posterior``; random selection is :class:`RandomSelection`).
+        posterior: the Shapley posterior (default: read from ``model``).
+    """
+
+    def __init__(self, model, acquisition: str | Acquisition, posterior: ShapleyPosterior | None = None) -> None:
+        acq = make_acquisition(acquisition)
+        if not acq.uses_posterior:
+            raise ValueError(f"acquisition {acq.name!r} does not score with the posterior; for random selection "
+                             f"use RandomSelection")
+        super().__init__(model, posterior)
+        self.acquisition = acq
+
+    def _score(self, cand, j: int) -> float:
+        return float(self.acquisition.score(cand)[j])
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """The joint score of each q-batch.
+
+        Args:
+            X: ``b x q x p`` (or ``q x p``) 0/1 coalitions.
+
+        Returns:
+            float64[b].
+        """
+        return self._values(X, self._score)
+
+
+class ShapleyEIG(AcquisitionFace):
     """Expected information gain about the Shapley vector, ``-log(1 - b^T Sigma_phi^-1 b / v)``.
 
     ``forward(X: b x q x p) -> b``: joint EIG of each q-batch (sum of sequential conditioned EIGs).
 
     Args:
         model: a fitted ``SingleTaskGP`` from :func:`shapleig.gp.torch_model.build_model`.
-        posterior: the Shapley posterior to score with; None: :func:`posterior_from_model` of ``model``.
+        posterior: the Shapley posterior (default: read from ``model``).
     """
 
-    def forward(self, X: torch.Tensor) -> torch.Tensor:
-        """The joint EIG of each q-batch.
-
-        Args:
-            X: ``b x q x p`` (or ``q x p``) coalitions, entries > 0.5 meaning "in the coalition".
-
-        Returns:
-            ``float64[b]``.
-        """
-        return self._values(X, lambda cand, j: float(cand.eig()[j]))
+    def __init__(self, model, posterior: ShapleyPosterior | None = None) -> None:
+        super().__init__(model, EIG(), posterior)
 
 
-class PosteriorVariance(_ShapleyAcquisition):
+class PosteriorVariance(AcquisitionFace):
     """Uncertainty sampling: predictive variance of y(w) (raw units), summed sequentially over q.
 
     Args:
         model: a fitted ``SingleTaskGP`` from :func:`shapleig.gp.torch_model.build_model`.
-        posterior: the Shapley posterior to score with; None: :func:`posterior_from_model` of ``model``.
+        posterior: the Shapley posterior (default: read from ``model``).
     """
 
-    def forward(self, X: torch.Tensor) -> torch.Tensor:
-        """The summed predictive variance of each q-batch, in the game's units squared.
+    def __init__(self, model, posterior: ShapleyPosterior | None = None) -> None:
+        super().__init__(model, Uncertainty(), posterior)
 
-        Args:
-            X: ``b x q x p`` (or ``q x p``) coalitions, entries > 0.5 meaning "in the coalition".
-
-        Returns:
-            ``float64[b]``.
-        """
+    def _score(self, cand, j: int) -> float:
         s = float(self.posterior_phi.y_scale)  # s (s v): the square of s alone overflows near 1e155
-        return self._values(X, lambda cand, j: s * (s * float(cand.predictive_variance()[j])))
+        return s * (s * float(cand.predictive_variance()[j]))
 
 
 class RandomSelection(AcquisitionFunction):

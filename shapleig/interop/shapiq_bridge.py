@@ -42,7 +42,7 @@ from shapiq.approximator.base import Approximator
 from shapleig.estimation.efficiency import condition_on_total
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import FunctionGame, check_game
-from shapleig.games.indices import EFFICIENT_INDICES, ORDER_ONE, check_index
+from shapleig.games.indices import check_index, get_index, index_from_shapiq, index_names, is_efficient
 from shapleig.runs.budget import BudgetedGame
 
 # the largest order a ShapleyEstimate holds: singletons and pairs (docs/math.md §14)
@@ -72,12 +72,14 @@ def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any
             result would have to drop them: refused, never truncated); another index than
             ``index``; an ``iv`` that carries uncertainty for some of the terms only.
     """
-    p, name = int(iv.n_players), str(iv.index)
+    p, shapiq_name = int(iv.n_players), str(iv.index)
+    ours = index_from_shapiq(shapiq_name)  # the registered index shapiq calls so; None: shapiq's own
+    name = shapiq_name if ours is None else ours.name
     if index is not None and name != index:
         raise ValueError(f"the InteractionValues hold index {name!r}, not {index!r}")
     orders = {len(T) for T in iv.interactions}
     top = max(orders | {int(iv.max_order)})
-    allowed = 1 if name in ORDER_ONE else MAX_ORDER
+    allowed = MAX_ORDER if ours is None else ours.order
     if top > allowed:
         raise ValueError(
             f"InteractionValues of index {name!r} up to order {top}: a ShapleyEstimate holds "
@@ -113,8 +115,17 @@ def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any
         evaluations=int(iv.estimation_budget or 0),
         baseline=float(iv.baseline_value),
         method=method,
-        info={"shapiq_index": name, "shapiq_max_order": int(iv.max_order)},
+        info={"shapiq_index": shapiq_name, "shapiq_max_order": int(iv.max_order)},
     )
+
+
+class _RegisteredIndices:
+    """``ShapiqApproximator.valid_indices`` (shapiq's declaration of what an approximator estimates):
+    the registered indices that have a shapiq name, read when asked, so an index registered after
+    import is included."""
+
+    def __get__(self, obj: Any, owner: type) -> tuple[str, ...]:
+        return tuple(name for name in index_names() if get_index(name).shapiq_name is not None)
 
 
 class ShapiqApproximator(Approximator):
@@ -124,8 +135,9 @@ class ShapiqApproximator(Approximator):
         n: number of players (shapiq builds approximators before it sees the game).
         max_order: 1 for ``"SV"`` / ``"BV"``, 2 for the interaction indices (the default for each);
             other orders are refused (``ValueError``).
-        index: ``"SV"`` (default), ``"BV"``, ``"k-SII"``, ``"SII"``, ``"STII"`` or ``"FSII"``;
-            default: the estimator's index.
+        index: ``"SV"`` (default), ``"BV"``, ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``, or
+            any registered index with a shapiq name (:attr:`valid_indices`); default: the
+            estimator's index.
         random_state: passed to ``estimator.estimate`` as its seed (None: fresh entropy, recorded
             in ``last_estimate.info["seed"]``); shapiq's explainers reset it with ``set_random_state``.
         estimator: e.g. ``ShaplEIG(refit="adaptive")`` or ``baselines.get("permutation")``; default
@@ -153,7 +165,7 @@ class ShapiqApproximator(Approximator):
         [1.0, 2.0, 3.0, 4.0]
     """
 
-    valid_indices = ("SV", "BV", "k-SII", "SII", "STII", "FSII")
+    valid_indices = _RegisteredIndices()
 
     def __init__(self, n: int, max_order: int | None = None, index: str | None = None,
                  random_state: int | None = None, *, estimator: Any = None, store: Any = None,
@@ -212,7 +224,7 @@ class ShapiqApproximator(Approximator):
         if budgeted.is_cached(ends).all():  # read from the cache: no evaluation is charged
             empty, grand = (float(v) for v in budgeted(ends))
             est.baseline = empty
-            if self.efficient and est.index in EFFICIENT_INDICES:  # BV and SII need not sum to the total
+            if self.efficient and is_efficient(est.index):  # BV and SII need not sum to the total
                 est.info["efficiency_gap"] = condition_on_total(est, grand - empty)
         self.last_estimate = est
         return to_interaction_values(est)

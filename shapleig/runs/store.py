@@ -81,7 +81,7 @@ from shapleig.games.identity import (
     opaque_parts,
 )
 from shapleig.runs.claims import ClaimTable, claim_owner, decode_coalition, encode_coalition
-from shapleig.runs.store_protocol import Store
+from shapleig.runs.store_protocol import Store, missing_store_methods
 
 logger = logging.getLogger(__name__)
 
@@ -170,10 +170,9 @@ def open_store(store: Any) -> Store:
     """
     if isinstance(store, (str, os.PathLike)):
         return EvaluationStore(store)
-    if isinstance(store, Store):
+    missing = missing_store_methods(store)  # not isinstance(store, Store): see store_protocol
+    if not missing:
         return store
-    missing = [name for name in ("bind", "lookup", "claim", "wait_for_others", "release", "append", "close")
-               if not callable(getattr(store, name, None))]
     raise TypeError(f"store must be a file path or implement shapleig.runs.store_protocol.Store "
                     f"(missing: {', '.join(missing)}), got {type(store).__name__}")
 

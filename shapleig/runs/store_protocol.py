@@ -25,6 +25,14 @@ The contract, in the order ``BudgetedGame`` uses it:
 
 Coalitions are ``bool[m, p]`` arrays (``bool[p]`` for :meth:`Store.append`); values ``float64``.
 A store must never serve a non-finite value, nor one game's values to another.
+
+Whether an object is a store is decided by :func:`missing_store_methods` (ordinary attribute
+access, as ``BudgetedGame`` uses the store), not by ``isinstance(obj, Store)`` alone: from Python
+3.12 on, ``isinstance`` with a runtime-checkable protocol looks members up statically
+(``inspect.getattr_static``), so a wrapper that forwards its methods through ``__getattr__`` is a
+store for ``BudgetedGame`` but not for ``isinstance``. Classes that define the seven methods (as
+:class:`~shapleig.runs.store.EvaluationStore` and the documented dict store do) pass both checks on
+every supported Python.
 """
 
 from __future__ import annotations
@@ -112,4 +120,30 @@ class Store(Protocol):
         ...
 
 
-__all__ = ["Store"]
+STORE_METHODS = ("bind", "lookup", "claim", "wait_for_others", "release", "append", "close")
+
+
+def missing_store_methods(obj: Any) -> list[str]:
+    """The methods of :class:`Store` that ``obj`` lacks (empty: ``obj`` can be used as a store).
+
+    Looked up by ordinary attribute access, so the answer is the same on Python 3.11 and 3.12+ for
+    objects whose methods are forwarded dynamically (``__getattr__``), which
+    ``isinstance(obj, Store)`` accepts on 3.11 and refuses from 3.12 on.
+
+    Args:
+        obj: any object.
+
+    Returns:
+        The names in :data:`STORE_METHODS` that are not callable attributes of ``obj``, in order.
+
+    Example:
+        >>> class Half:
+        ...     def bind(self, game, evaluate=None):
+        ...         return "id"
+        >>> missing_store_methods(Half())
+        ['lookup', 'claim', 'wait_for_others', 'release', 'append', 'close']
+    """
+    return [name for name in STORE_METHODS if not callable(getattr(obj, name, None))]
+
+
+__all__ = ["STORE_METHODS", "Store", "missing_store_methods"]

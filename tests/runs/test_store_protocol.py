@@ -22,7 +22,7 @@ from shapleig import BudgetedGame, EvaluationStore, FunctionGame, ShaplEIG
 from shapleig.errors import StoreMismatchError
 from shapleig.runs.claims import ClaimTable
 from shapleig.runs.store import open_store
-from shapleig.runs.store_protocol import Store
+from shapleig.runs.store_protocol import STORE_METHODS, Store, missing_store_methods
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _games_for_parallel import QuadraticGame  # noqa: E402
@@ -65,21 +65,46 @@ def test_the_documented_dict_store_refuses_another_game_and_reuses_values_in_bud
         BudgetedGame(QuadraticGame(5, seed=1), 8, store=store)
 
 
+def _forward(name: str):
+    """A method that records the call and forwards it to the wrapped store."""
+
+    def method(self, *args: Any, **kwargs: Any) -> Any:
+        object.__getattribute__(self, "calls").append(name)
+        return getattr(object.__getattribute__(self, "_inner"), name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
 class _OnlyTheProtocol:
-    """Exposes exactly the protocol's methods of the store it wraps; anything else is an error."""
+    """Exposes exactly the protocol's methods of the store it wraps; anything else is an error.
+
+    The seven methods are defined on the class (not served by ``__getattribute__`` alone): from
+    Python 3.12 on, ``isinstance(x, Store)`` finds a protocol's members with
+    ``inspect.getattr_static``, which never calls ``__getattribute__``.
+    """
+
+    locals().update({name: _forward(name) for name in PROTOCOL})
 
     def __init__(self, inner: Any):
         object.__setattr__(self, "_inner", inner)
         object.__setattr__(self, "calls", [])
 
     def __getattribute__(self, name: str) -> Any:
-        if name in PROTOCOL:
-            inner = object.__getattribute__(self, "_inner")
-            object.__getattribute__(self, "calls").append(name)
-            return getattr(inner, name)
-        if name in ("calls", "__class__", "__dict__", "__repr__"):
+        if name in PROTOCOL or name in ("calls", "__class__", "__dict__", "__repr__"):
             return object.__getattribute__(self, name)
         raise AssertionError(f"the store's {name!r} was used, which is not part of the Store protocol")
+
+
+class _Forwarding:
+    """A wrapper whose methods come from ``__getattr__``: a store to ``BudgetedGame`` on any Python,
+    although ``isinstance(x, Store)`` refuses it from Python 3.12 on (static member lookup)."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 @pytest.mark.parametrize("inner", ["sqlite", "dict"])
@@ -95,6 +120,16 @@ def test_estimates_use_nothing_but_the_protocol(tmp_path, inner):
     store.close()
 
 
+def test_a_wrapper_forwarding_through_getattr_is_a_store_on_every_python(tmp_path):
+    store = EvaluationStore(tmp_path / "s.sqlite")
+    wrapper = _Forwarding(store)
+    assert missing_store_methods(wrapper) == [] and open_store(wrapper) is wrapper
+    game = FunctionGame(lambda Z: Z @ np.arange(1.0, 5.0), n_players=4)
+    est = ShaplEIG().estimate(game, 10, seed=0, store=wrapper)
+    assert est.info["n_game_evaluations"] == 10 and len(store) == 10
+    store.close()
+
+
 def test_open_store_names_what_an_object_lacks():
     class Half:
         def bind(self, game, evaluate=None):
@@ -106,6 +141,11 @@ def test_open_store_names_what_an_object_lacks():
     with pytest.raises(TypeError, match=r"implement shapleig.runs.store_protocol.Store \(missing: claim, "
                                         r"wait_for_others, release, append, close\), got Half"):
         open_store(Half())
+
+
+def test_store_methods_are_the_protocols_methods():
+    declared = [name for name, member in vars(Store).items() if callable(member) and not name.startswith("_")]
+    assert sorted(STORE_METHODS) == sorted(declared) and sorted(STORE_METHODS) == sorted(PROTOCOL)
 
 
 def test_evaluation_store_implements_the_protocol(tmp_path):
