@@ -161,8 +161,10 @@ _LOCK = threading.Lock()
 
 
 def register_index(index: Index, *, replace: bool = False, check: bool = True) -> Index:
-    """Make ``index`` usable by name everywhere (``ShaplEIG(index=...)``, ``ExactShapley``, ``explain``,
-    the harness, plots, the shapiq bridge).
+    """Make ``index`` usable by name everywhere.
+
+    ``ShaplEIG(index=...)``, ``ExactShapley``, ``explain``, the harness, plots and the shapiq bridge
+    read the registry.
 
     Args:
         index: the record.
@@ -214,7 +216,11 @@ def unregister_index(name: str) -> None:
 
 
 def index_names() -> tuple[str, ...]:
-    """Every registered index name: the built-in ones (:data:`INDICES`), then the user's."""
+    """Every registered index name: the built-in ones (:data:`INDICES`), then the user's.
+
+    Returns:
+        the names, in registration order.
+    """
     return tuple(_REGISTRY)
 
 
@@ -240,21 +246,43 @@ def get_index(index: str | Index) -> Index:
 
 
 def index_label(name: str) -> str:
-    """The plot label of index ``name`` (``"Shapley value"``); an unregistered name (an index
-    read from shapiq, e.g. ``"FBII"``) is its own label."""
+    """The plot label of index ``name`` (``"Shapley value"``).
+
+    An unregistered name (an index read from shapiq, e.g. ``"FBII"``) is its own label.
+
+    Args:
+        name: an index name.
+
+    Returns:
+        the label.
+    """
     found = _REGISTRY.get(name)
     return name if found is None else found.label
 
 
 def is_efficient(name: str) -> bool:
-    """Whether the terms of index ``name`` sum to v(N) - v(empty) for every game (False for a name
-    that is not registered, e.g. an index read from shapiq)."""
+    """Whether the terms of index ``name`` sum to v(N) - v(empty) for every game.
+
+    False for a name that is not registered (e.g. an index read from shapiq).
+
+    Args:
+        name: an index name.
+
+    Returns:
+        whether the index is efficient.
+    """
     found = _REGISTRY.get(name)
     return found is not None and found.efficient
 
 
 def shapiq_index_name(name: str) -> str:
-    """shapiq's name of index ``name``; an unregistered name (read from shapiq) is returned as it is.
+    """The shapiq name of index ``name``; an unregistered name (read from shapiq) is returned as it is.
+
+    Args:
+        name: an index name.
+
+    Returns:
+        shapiq's name (e.g. ``"SV"``, ``"k-SII"``).
 
     Raises:
         ValueError: a registered index with no shapiq counterpart (``shapiq_name=None``).
@@ -269,7 +297,14 @@ def shapiq_index_name(name: str) -> str:
 
 
 def index_from_shapiq(shapiq_name: str) -> Index | None:
-    """The registered index whose shapiq name is ``shapiq_name``, or None."""
+    """The registered index whose shapiq name is ``shapiq_name``, or None.
+
+    Args:
+        shapiq_name: an index name in shapiq (``InteractionValues.index``).
+
+    Returns:
+        the :class:`Index`, or None.
+    """
     return next((index for index in _REGISTRY.values() if index.shapiq_name == shapiq_name), None)
 
 
@@ -300,12 +335,27 @@ def default_hold_out_empty(index: str) -> bool:
     On for the Banzhaf value, whose terms weigh v(empty) by 2^-(p-1) only: a game with a jump at the
     empty coalition (data valuation, feature selection) otherwise drags the fitted lengthscale down.
     A registered index says so in :attr:`Index.hold_out_empty`.
+
+    Args:
+        index: a registered index name.
+
+    Returns:
+        whether v(empty) is held out.
     """
     return get_index(index).hold_out_empty
 
 
 def index_terms(n_players: int, index: str | Index = "SV", max_order: int | None = None) -> list[tuple[int, ...]]:
-    """The terms of ``index``: the p singletons, then (order 2) the pairs in lexicographic order."""
+    """The terms of ``index``: the p singletons, then (order 2) the pairs in lexicographic order.
+
+    Args:
+        n_players: the number of players p.
+        index: an index name or record.
+        max_order: the interaction order; None: the index's own.
+
+    Returns:
+        the player tuples, ``[(0,), ..., (p-1,), (0, 1), ...]``.
+    """
     _, order = check_index(index, max_order)
     p = int(n_players)
     terms: list[tuple[int, ...]] = [(i,) for i in range(p)]
@@ -350,13 +400,28 @@ def _fsii_weights(p: int) -> tuple[list[Fraction], list[Fraction]]:
 
 
 def exact_derivative_weights(index: str | Index, n_players: int) -> Weights:
-    """:func:`derivative_weights` as exact fractions (for the cancellation-free sums of
-    :mod:`shapleig.gp.index_esp`)."""
+    """:func:`derivative_weights` as exact fractions (for the cancellation-free sums of :mod:`shapleig.gp.index_esp`).
+
+    Args:
+        index: an index name or record.
+        n_players: the number of players p.
+
+    Returns:
+        ``(w1, w2)`` as fractions (``w2`` None for an order-1 index).
+    """
     return get_index(index).exact_weights(int(n_players))
 
 
 def derivative_weights(index: str | Index, n_players: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(w1 float64[p], w2 float64[p-1] or None)``: the weights of Delta_i v(S) and Delta_ij v(S) by |S|."""
+    """``(w1 float64[p], w2 float64[p-1] or None)``: the weights of Delta_i v(S) and Delta_ij v(S) by |S|.
+
+    Args:
+        index: an index name or record.
+        n_players: the number of players p.
+
+    Returns:
+        ``(w1, w2)``.
+    """
     w1, w2 = exact_derivative_weights(index, n_players)
     return np.array([float(w) for w in w1]), (None if w2 is None else np.array([float(w) for w in w2]))
 
@@ -375,6 +440,14 @@ def exact_index_values(values: np.ndarray, index: str | Index = "SV", max_order:
     """Exact index values ``float64[d]`` (aligned with :func:`index_terms`) from bit-order values float64[2^p].
 
     O(d 2^p) by the size-weighted derivative form; p <= 20.
+
+    Args:
+        values: float64[2^p] game values in bit order (p <= 20).
+        index: an index name or record.
+        max_order: the interaction order; None: the index's own.
+
+    Returns:
+        float64[d], aligned with :func:`index_terms`.
     """
     _, order = check_index(index, max_order)
     v = np.asarray(values, dtype=np.float64).reshape(-1)
@@ -425,9 +498,12 @@ def _derivative_rows(p: int, terms: list[tuple[int, ...]], weight) -> np.ndarray
 
 
 def _fsii_dense(p: int) -> np.ndarray:
-    """FSII of order 2 as the faithful least-squares fit: minimise sum_S mu(S) (v(S) - sum_{T in S} e(T))^2
-    over e(empty), e(i), e(ij), with mu(S) = (p-1)/(C(p,|S|)|S|(p-|S|)) and the fit exact at the
-    empty and grand coalitions (constraints, solved by the KKT system)."""
+    """FSII of order 2 as the faithful least-squares fit.
+
+    Minimise sum_S mu(S) (v(S) - sum_{T in S} e(T))^2 over e(empty), e(i), e(ij), with mu(S) =
+    (p-1)/(C(p,|S|)|S|(p-|S|)) and the fit exact at the empty and grand coalitions (constraints,
+    solved by the KKT system).
+    """
     Z = _all_sets(p)
     terms = [()] + index_terms(p, "FSII", 2)
     X = np.array([[all(z[t] for t in T) for T in terms] for z in Z], dtype=np.float64)

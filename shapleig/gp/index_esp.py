@@ -53,6 +53,12 @@ class IndexOperator:
     ``hold_out_empty``: the operator B' = B minus its column of the empty coalition, whose value is
     known exactly once evaluated (docs/math.md §14.5): the GP then models the game on non-empty
     coalitions only, and ``I = B' f + empty_column() v(empty)``.
+
+    Args:
+        n_players: the number of players p (>= 1).
+        index: an index name or :class:`~shapleig.games.indices.Index` record (``"SV"`` by default).
+        max_order: the interaction order; None: the index's own.
+        hold_out_empty: hold v(empty) out of the operator (B' = B without its empty column).
     """
 
     def __init__(self, n_players: int, index: str | Index = "SV", max_order: int | None = None, *,
@@ -70,6 +76,7 @@ class IndexOperator:
 
     @property
     def n_terms(self) -> int:
+        """The number of terms d."""
         return len(self.terms)
 
     def __eq__(self, other: object) -> bool:
@@ -88,24 +95,44 @@ class IndexOperator:
         return f"IndexOperator(n_players={self.n_players}, index={self.index!r}, max_order={self.max_order}{held})"
 
     def empty_column(self) -> np.ndarray:
-        """``B[:, empty]``, float64[d]: the coefficient of v(empty) in each term (-w_1(0), +w_2(0))."""
+        """``B[:, empty]``, float64[d]: the coefficient of v(empty) in each term (-w_1(0), +w_2(0)).
+
+        Returns:
+            float64[d].
+        """
         w1, w2 = self.spec.exact_weights(self.n_players)
         out = np.full(self.n_terms, float(w2[0]) if w2 is not None else 0.0)
         out[: self.n_players] = -float(w1[0])
         return out
 
     def size_coefficients(self) -> np.ndarray:
-        """``beta``, float64[d, p+1]: term T of the index of any game h(|S|) that depends on the size
-        alone is ``beta[T] @ h`` (docs/math.md §15). Row T is ``beta_t(m) = sum_{k + l = m} C(p-t, k)
-        w_t(k) (-1)^(t-l) C(t, l)`` (t = |T|), summed exactly; with ``hold_out_empty`` the entry of
-        size 0 (the empty coalition's column) is 0."""
+        """``beta``, float64[d, p+1].
+
+        Term T of the index of any game h(|S|) that depends on the size alone is ``beta[T] @ h``
+        (docs/math.md §15). Row T is
+        ``beta_t(m) = sum_{k + l = m} C(p-t, k) w_t(k) (-1)^(t-l) C(t, l)`` (t = |T|), summed
+        exactly; with ``hold_out_empty`` the entry of size 0 (the empty coalition's column) is 0.
+
+        Returns:
+            float64[d, p+1].
+        """
         if self._beta is None:
             self._beta = _size_coefficients(self.spec, self.n_players, self.hold_out_empty)
         return self._beta
 
     def hamming_columns(self, Z: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-        """``B' k(., z)`` of the Hamming kernel for every row z of ``Z`` (bool[m, p]): float64[d, m],
-        the prior Cov[I, f(z)] (``B' = B`` unless the operator holds v(empty) out)."""
+        """``B' k(., z)`` of the Hamming kernel for every row z of ``Z`` (bool[m, p]).
+
+        float64[d, m], the prior Cov[I, f(z)] (``B' = B`` unless the operator holds v(empty) out).
+
+        Args:
+            Z: ``bool[m, p]``.
+            lengthscales: float64[p] lengthscales.
+            outputscale: the outputscale s.
+
+        Returns:
+            float64[d, m].
+        """
         cols = self._base_columns(Z, lengthscales, outputscale)
         if self.hold_out_empty:
             empty = np.zeros((1, self.n_players), dtype=bool)
@@ -113,7 +140,15 @@ class IndexOperator:
         return cols
 
     def hamming_covariance(self, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-        """``B' K B'^T`` of the Hamming kernel: float64[d, d], the prior covariance of the index vector."""
+        """``B' K B'^T`` of the Hamming kernel: float64[d, d], the prior covariance of the index vector.
+
+        Args:
+            lengthscales: float64[p] lengthscales.
+            outputscale: the outputscale s.
+
+        Returns:
+            float64[d, d].
+        """
         M = self._base_covariance(lengthscales, outputscale)
         if self.hold_out_empty:
             u = self._base_columns(np.zeros((1, self.n_players), dtype=bool), lengthscales, outputscale)[:, 0]
@@ -121,25 +156,61 @@ class IndexOperator:
         return M
 
     def held_out_columns(self, cols: np.ndarray, k_empty: np.ndarray) -> np.ndarray:
-        """``B' k(., z) = B k(., z) - e k(empty, z)`` from a kernel's ``B k(., Z)`` (float64[d, m]) and
-        ``k(empty, Z)`` (float64[m]) (docs/math.md §14.5)."""
+        """``B' k(., z) = B k(., z) - e k(empty, z)`` from a kernel's ``B k(., Z)`` and ``k(empty, Z)``.
+
+        docs/math.md §14.5.
+
+        Args:
+            cols: float64[d, m], a kernel's ``B k(., Z)``.
+            k_empty: float64[m], ``k(empty, Z)``.
+
+        Returns:
+            float64[d, m].
+        """
         return cols - np.outer(self.empty_column(), k_empty)
 
     def held_out_covariance(self, M: np.ndarray, u: np.ndarray, k_empty_empty: float) -> np.ndarray:
-        """``B' K B'^T = M - e u^T - u e^T + k(empty, empty) e e^T`` from a kernel's ``M = B K B^T``
-        and ``u = B k(., empty)`` (docs/math.md §14.5); symmetrised."""
+        """``B' K B'^T = M - e u^T - u e^T + k(empty, empty) e e^T``, symmetrised.
+
+        From a kernel's ``M = B K B^T`` and ``u = B k(., empty)`` (docs/math.md §14.5).
+
+        Args:
+            M: float64[d, d], a kernel's ``B K B^T``.
+            u: float64[d], ``B k(., empty)``.
+            k_empty_empty: ``k(empty, empty)``.
+
+        Returns:
+            float64[d, d].
+        """
         e = self.empty_column()
         M = M - np.outer(e, u) - np.outer(u, e) + k_empty_empty * np.outer(e, e)
         return 0.5 * (M + M.T)
 
     def size_columns(self, Z: np.ndarray, size_kernel: np.ndarray) -> np.ndarray:
-        """``B' k_size(., z)`` for every row z of ``Z``: float64[d, m], from the size kernel over sizes
-        0..p (float64[p+1, p+1], docs/math.md §15): ``beta @ size_kernel[:, |z|]``."""
+        """``B' k_size(., z)`` for every row z of ``Z``.
+
+        float64[d, m], from the size kernel over sizes 0..p (float64[p+1, p+1], docs/math.md §15):
+        ``beta @ size_kernel[:, |z|]``.
+
+        Args:
+            Z: ``bool[m, p]``.
+            size_kernel: float64[p+1, p+1], the size kernel over sizes 0..p.
+
+        Returns:
+            float64[d, m].
+        """
         sizes = np.asarray(Z, dtype=bool).reshape(-1, self.n_players).sum(axis=1)
         return (self.size_coefficients() @ size_kernel)[:, sizes]
 
     def size_covariance(self, size_kernel: np.ndarray) -> np.ndarray:
-        """``B' K_size B'^T = beta size_kernel beta^T``: float64[d, d] (docs/math.md §15)."""
+        """``B' K_size B'^T = beta size_kernel beta^T``: float64[d, d] (docs/math.md §15).
+
+        Args:
+            size_kernel: float64[p+1, p+1], the size kernel over sizes 0..p.
+
+        Returns:
+            float64[d, d].
+        """
         beta = self.size_coefficients()
         return beta @ size_kernel @ beta.T
 
@@ -179,12 +250,27 @@ def _size_coefficients(index: Index, p: int, hold_out_empty: bool) -> np.ndarray
 
 
 def shapley_operator_for(n_players: int) -> IndexOperator:
-    """The Shapley-value operator (the default everywhere)."""
+    """The Shapley-value operator (the default everywhere).
+
+    Args:
+        n_players: the number of players p.
+
+    Returns:
+        the Shapley :class:`IndexOperator`.
+    """
     return IndexOperator(n_players, "SV")
 
 
 def as_operator(operator: IndexOperator | None, n_players: int) -> IndexOperator:
-    """``operator``, or the Shapley operator for ``None``; checks the number of players."""
+    """``operator``, or the Shapley operator for ``None``; checks the number of players.
+
+    Args:
+        operator: an operator, or None for the Shapley value.
+        n_players: the number of players p the operator must be for.
+
+    Returns:
+        the operator.
+    """
     if operator is None:
         return shapley_operator_for(n_players)
     if not isinstance(operator, IndexOperator):
@@ -200,6 +286,14 @@ def banzhaf_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale:
     """``[B k(., z)]_i = s sign_i(z) (1 - b_i) prod_{r != i} (1 + b_r)/2``: float64[p, m] (docs/math.md §14.2).
 
     ``sign_i(z) = +1`` if i is in z, else -1. O(p) per coalition, any p.
+
+    Args:
+        Z: ``bool[m, p]``.
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+
+    Returns:
+        float64[p, m].
     """
     kf = kernel_factors(lengthscales, outputscale)
     z = _as_bool(Z, kf.n_players)
@@ -209,7 +303,15 @@ def banzhaf_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale:
 
 
 def prior_banzhaf_covariance(lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
-    """``B K B^T = diag(4 kappa rho_i)``, ``kappa = s prod (1+b)/2`` (docs/math.md §14.2): float64[p, p]."""
+    """``B K B^T = diag(4 kappa rho_i)``, ``kappa = s prod (1+b)/2`` (docs/math.md §14.2): float64[p, p].
+
+    Args:
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+
+    Returns:
+        float64[p, p].
+    """
     kf = kernel_factors(lengthscales, outputscale)
     kappa = np.exp(np.log(kf.outputscale) + kf.log_half_one_plus_b.sum())
     return np.diag(4.0 * kappa * kf.rho)
@@ -275,6 +377,15 @@ def generic_kernel_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale:
     suffixes, and for pairs a running middle product (O(p^3) per coalition). With a shared
     lengthscale an entry depends only on |z| and |T cap z|, so p + 1 representative coalitions
     give every column (O(d) per coalition).
+
+    Args:
+        Z: ``bool[m, p]``.
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+        index: an index name or record with exact weights.
+
+    Returns:
+        float64[d, m].
     """
     index = get_index(index)
     kf = kernel_factors(lengthscales, outputscale)
@@ -314,8 +425,15 @@ def parity_coefficients(index: str | Index, n_players: int) -> tuple[np.ndarray,
     """``c_t(u) = (-2)^t sum_{S subset N minus T} w_t(|S|) (-1)^{|S cap U|}`` for |T| = t, T in U, |U| = u.
 
     ``(B chi_U)_T = [T subset U] c_|T|(|U|)`` for the parity function chi_U (docs/math.md §14.3).
-    Returns two float64[p+1] (t = 1, 2; zero where u < t). Summed in exact rational arithmetic:
+    Summed in exact rational arithmetic:
     the alternating sums cancel (for Banzhaf to exactly zero), which floats would not resolve.
+
+    Args:
+        index: an index name or record.
+        n_players: the number of players p.
+
+    Returns:
+        ``(c_1, c_2)``, two float64[p+1] indexed by u (zero where u < t).
     """
     return _parity_coefficients(get_index(index), int(n_players))
 
@@ -349,6 +467,14 @@ def generic_prior_covariance(lengthscales: np.ndarray, outputscale: float, index
 
     ``M_TT' = kappa prod_{r in V} rho_r sum_k e_k(rho outside V) c_|T|(|V|+k) c_|T'|(|V|+k)``,
     ``V = T cup T'``, ``kappa = s prod (1+b)/2``. O(p^5) for all pairs of pair terms.
+
+    Args:
+        lengthscales: float64[p] lengthscales.
+        outputscale: the outputscale s.
+        index: an index name or record with exact weights.
+
+    Returns:
+        float64[d, d].
     """
     kf = kernel_factors(lengthscales, outputscale)
     p = kf.n_players
