@@ -51,7 +51,7 @@ MAX_ORDER = 2
 
 def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any = None,
                             index: str | None = None) -> ShapleyEstimate:
-    """shapiq ``InteractionValues`` as a :class:`ShapleyEstimate` with ``terms`` and ``index`` set.
+    """Read shapiq ``InteractionValues`` as a :class:`ShapleyEstimate` with ``terms`` and ``index`` set.
 
     Args:
         iv: shapiq's values. The Shapley and Banzhaf values (``"SV"``, ``"BV"``) give the p
@@ -120,9 +120,11 @@ def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any
 
 
 class _RegisteredIndices:
-    """``ShapiqApproximator.valid_indices`` (shapiq's declaration of what an approximator estimates):
-    the registered indices that have a shapiq name, read when asked, so an index registered after
-    import is included."""
+    """``ShapiqApproximator.valid_indices``, shapiq's declaration of what an approximator estimates.
+
+    The registered indices that have a shapiq name, read when asked, so an index registered after
+    import is included.
+    """
 
     def __get__(self, obj: Any, owner: type) -> tuple[str, ...]:
         return tuple(name for name in index_names() if get_index(name).shapiq_name is not None)
@@ -188,7 +190,14 @@ class ShapiqApproximator(Approximator):
         self.last_estimate: ShapleyEstimate | None = None
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters (scikit-learn convention; ``deep`` adds ``estimator__<name>``)."""
+        """Constructor parameters (scikit-learn convention; ``deep`` adds ``estimator__<name>``).
+
+        Args:
+            deep: also list the wrapped estimator's parameters as ``estimator__<name>``.
+
+        Returns:
+            ``{name: value}``.
+        """
         params = {"n": self.n, "max_order": self.max_order, "index": self.index, "random_state": self._random_state,
                   "estimator": self.estimator, "store": self.store, "efficient": self.efficient}
         if deep and hasattr(self.estimator, "get_params"):
@@ -196,7 +205,15 @@ class ShapiqApproximator(Approximator):
         return params
 
     def set_params(self, **params: Any) -> ShapiqApproximator:
-        """Set parameters by name (``estimator__<name>`` reaches the wrapped estimator); returns self."""
+        """Set parameters by name (``estimator__<name>`` reaches the wrapped estimator).
+
+        Args:
+            **params: ``random_state``, ``estimator``, ``store``, ``efficient`` or ``estimator__<name>``;
+                ``n``, ``index`` and ``max_order`` are fixed (``ValueError``).
+
+        Returns:
+            the approximator itself.
+        """
         nested = {k.split("__", 1)[1]: v for k, v in params.items() if k.startswith("estimator__")}
         for key, value in params.items():
             if key.startswith("estimator__"):
@@ -213,7 +230,17 @@ class ShapiqApproximator(Approximator):
         return self
 
     def approximate(self, budget: int, game: Any, **kwargs: Any) -> InteractionValues:
-        """Run the estimator on ``game`` (a shapiq game or ``bool[m, n] -> float[m]`` callable)."""
+        """Run the estimator on ``game`` (a shapiq game or ``bool[m, n] -> float[m]`` callable).
+
+        Args:
+            budget: the most distinct coalitions evaluated.
+            game: a shapiq game (with ``n_players``) or a callable ``bool[m, n] -> float[m]``.
+            **kwargs: shapiq's further keywords (unused).
+
+        Returns:
+            ``InteractionValues`` (an ``UncertainInteractionValues`` for methods with a posterior);
+            the full result is kept in ``last_estimate``.
+        """
         game = as_game(game, self.n)
         budgeted = BudgetedGame(game, int(budget), store=self.store)
         est = self.estimator.estimate(budgeted, int(budget), seed=self._random_state)
@@ -246,6 +273,13 @@ def as_game(game: Any, n_players: int) -> Any:
     """A shapiq game as it is (it has ``n_players``); a bare callable wrapped as a FunctionGame.
 
     Raises ``ValueError`` when the game's player count differs from ``n_players``.
+
+    Args:
+        game: a game with ``n_players``, or a callable ``bool[m, n] -> float[m]``.
+        n_players: the number of players the approximator was built for.
+
+    Returns:
+        the game.
     """
     if hasattr(game, "n_players"):
         p = check_game(game)
