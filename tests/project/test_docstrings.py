@@ -318,10 +318,12 @@ def test_every_public_callable_documents_its_parameters_and_result(name: str) ->
     assert not gaps, "\n".join(gaps)
 
 
-@pytest.mark.parametrize("name", [m for m in MODULES if _importable(m)][:40])
+@pytest.mark.parametrize("name", MODULES)
 def test_the_source_reading_agrees_with_the_import_reading(name: str) -> None:
     """The syntax-tree check (used where an extra is missing) finds no gap the import check does not."""
-    assert set(ast_gaps_of_module(name)) <= set(gaps_of_module(name)) | {""}
+    if not _importable(name):
+        pytest.skip(f"{name} needs an extra this environment lacks")
+    assert set(ast_gaps_of_module(name)) <= set(gaps_of_module(name))
 
 
 def test_the_checker_finds_a_missing_parameter_and_a_missing_returns() -> None:
