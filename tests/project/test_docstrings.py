@@ -255,6 +255,39 @@ def _ast_gaps_of_function(where: str, node: ast.FunctionDef, *, method: bool) ->
     return gaps
 
 
+def _source_tree(name: str) -> ast.Module:
+    spec = importlib.util.find_spec(name)
+    with open(spec.origin, encoding="utf-8") as handle:
+        return ast.parse(handle.read())
+
+
+def _ast_inherited(module: str, cls: ast.ClassDef, method: str) -> ast.FunctionDef | None:
+    """The nearest base's definition of ``method``, following bases defined in or imported from shapleig."""
+    tree = _source_tree(module)
+    local = {node.name: (module, node) for node in tree.body if isinstance(node, ast.ClassDef)}
+    imported = {alias.asname or alias.name: node.module for node in tree.body
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("shapleig")
+                for alias in node.names}
+    for base in cls.bases:
+        if not isinstance(base, ast.Name):
+            continue
+        if base.id in local:
+            where, node = local[base.id]
+        elif base.id in imported:
+            where = imported[base.id]
+            node = next((n for n in _source_tree(where).body if isinstance(n, ast.ClassDef) and n.name == base.id),
+                        None)
+        else:
+            continue
+        if node is None:
+            continue
+        own = next((m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == method), None)
+        found = own if own is not None else _ast_inherited(where, node, method)
+        if found is not None:
+            return found
+    return None
+
+
 def ast_gaps_of_module(name: str) -> list[str]:
     """:func:`gaps_of_module` read from the source, for a module this environment cannot import.
 
@@ -268,9 +301,7 @@ def ast_gaps_of_module(name: str) -> list[str]:
     Returns:
         one message per gap; empty when every docstring is complete.
     """
-    spec = importlib.util.find_spec(name)
-    tree = ast.parse(open(spec.origin, encoding="utf-8").read())
-    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    tree = _source_tree(name)
     gaps: list[str] = []
     for node in tree.body:
         if node.name.startswith("_") if hasattr(node, "name") else True:
@@ -299,11 +330,9 @@ def ast_gaps_of_module(name: str) -> list[str]:
                         if not ast.get_docstring(member) and "setter" not in decorators:
                             gaps.append(f"{where}.{member.name}: property without docstring")
                         continue
-                    bases = [classes[b.id] for b in node.bases if isinstance(b, ast.Name) and b.id in classes]
-                    inherited = [m for base in bases for m in base.body
-                                 if isinstance(m, ast.FunctionDef) and m.name == member.name]
-                    if inherited and ast.get_docstring(member) and not _ast_gaps_of_function(
-                            "", inherited[0], method=True):
+                    inherited = _ast_inherited(name, node, member.name)
+                    if inherited is not None and ast.get_docstring(member) and not _ast_gaps_of_function(
+                            "", inherited, method=True):
                         continue
                     gaps += _ast_gaps_of_function(f"{where}.{member.name}", member, method=True)
     return gaps
