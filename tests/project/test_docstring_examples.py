@@ -20,6 +20,7 @@ MODULES = [
     "shapleig.explanation.explain",
     "shapleig.runs.store",
     "shapleig_baselines",
+    "shapleig_tasks.ablation",
 ]
 
 
