@@ -198,6 +198,12 @@ def test_cli_ablate(user_file, tmp_path, capsys):
     assert (table["runs"] == 2).all() and not (out / "mse.png").exists()
 
 
+def test_cli_methods_lists_the_acquisitions(capsys):
+    assert main(["methods"]) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("acquisitions")]
+    assert len(line) == 1 and "eig, uncertainty, random, leverage" in line[0] and "file.py:Class" in line[0]
+
+
 @pytest.mark.parametrize(("args", "match"), [
     (["--acquisitions", "nope.py:X"], "file nope.py does not exist"),
     (["--acquisitions", "greedy"], "unknown acquisition 'greedy'"),
