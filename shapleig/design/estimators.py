@@ -110,7 +110,7 @@ class ShaplEIG(OptionsEstimator):
         options.update(overrides)
         return cls(**options)
 
-    # argument count over budget: the public estimate() signature every method shares (game, budget, seed, index, store, ...)
+    # argument count over budget: the public estimate() signature every method shares (game, budget, seed, store, ...)
     def estimate(  # noqa: PLR0913
         self,
         game: Game,

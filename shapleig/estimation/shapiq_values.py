@@ -439,7 +439,8 @@ else:  # re-imported: keep shapiq's original loader
 def to_interaction_values(estimate: Any) -> InteractionValues:
     """``estimate`` as shapiq ``InteractionValues``: the estimate's index, one entry per term.
 
-    Orders 0..max_order (1, or 2 for pairwise interactions), n_players = p. Entry ``()`` and ``baseline_value`` hold v(empty) when the run evaluated it (shapiq's
+    Orders 0..max_order (1, or 2 for pairwise interactions), n_players = p. Entry ``()`` and
+    ``baseline_value`` hold v(empty) when the run evaluated it (shapiq's
     convention, so values sum to v(N)); without it both are 0 and only the other entries count.
     ``estimation_budget`` is the number of distinct evaluations spent. A result with a posterior
     gives an :class:`UncertainInteractionValues` (std and covariance kept through shapiq's

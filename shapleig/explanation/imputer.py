@@ -173,7 +173,8 @@ class ImputerGame:
     def identity(self) -> dict[str, str]:
         """Identity components for evaluation stores (:mod:`shapleig.games.identity`).
 
-        The model's fitted state and the method called (:func:`~shapleig.explanation.model_identity.predictor_identity`),
+        The model's fitted state and the method called
+        (:func:`~shapleig.explanation.model_identity.predictor_identity`),
         the output read, the background rows, the instance explained, the frame's column labels and
         dtypes, and the ``game_id``.
 

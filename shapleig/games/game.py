@@ -165,7 +165,8 @@ def _int_to_float(x: Any) -> float:
 def as_value_vector(values: Any, n_coalitions: int) -> np.ndarray:
     """A game's raw output as ``float64[n_coalitions]``; :class:`GameError` on a wrong shape.
 
-    Entries that are not real numbers raise too (:func:`real_values`). Accepts ``(m,)`` and ``(m, 1)``. Finiteness is not checked here (see :func:`check_game_values`).
+    Entries that are not real numbers raise too (:func:`real_values`). Accepts ``(m,)`` and
+    ``(m, 1)``. Finiteness is not checked here (see :func:`check_game_values`).
 
     Args:
         values: what the game returned for ``n_coalitions`` coalitions.
