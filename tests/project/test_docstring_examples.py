@@ -11,6 +11,7 @@ import doctest
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -38,7 +39,7 @@ def _modules_with_examples() -> list[str]:
     found = []
     for name in names:
         spec = importlib.util.find_spec(name)
-        if spec is not None and spec.origin and ">>>" in open(spec.origin, encoding="utf-8").read():
+        if spec is not None and spec.origin and ">>>" in Path(spec.origin).read_text(encoding="utf-8"):
             found.append(name)
     return found
 
