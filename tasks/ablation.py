@@ -244,7 +244,7 @@ class Ablation:
         Columns: ``game``, ``p``, ``budget_spec``, ``budget``, ``acquisition``, ``runs`` (tables x
         seeds), ``mse``, ``se`` (sample std / sqrt(runs); 0 for one run), ``ratio_to_eig`` (mean MSE
         over EIG's; NaN without an EIG arm) and ``wins_vs_eig`` (share of the same (table, seed)
-        runs with a lower MSE than EIG's).
+        runs with a lower MSE than EIG's; NaN for EIG itself and without an EIG arm).
 
         Returns:
             The table, ordered by game, budget and the arms' order.
@@ -264,6 +264,7 @@ class Ablation:
         out = g.agg(runs=("mse", "size"), mse=("mse", "mean"), sd=("mse", "std"),
                     wins_vs_eig=("beats_eig", "mean")).reset_index()
         out["se"] = out["sd"].fillna(0.0) / np.sqrt(out["runs"])
+        out.loc[out["acquisition"] == "eig", "wins_vs_eig"] = math.nan  # EIG against itself says nothing
         base = out[out["acquisition"] == "eig"].set_index(["game", "budget"])["mse"]
         out["ratio_to_eig"] = [base.get((gm, b), math.nan) for gm, b in zip(out["game"], out["budget"])]
         out["ratio_to_eig"] = out["mse"] / out["ratio_to_eig"]

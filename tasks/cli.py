@@ -82,6 +82,10 @@ def cmd_methods(args: argparse.Namespace) -> int:
             print(wrapped(f"options: {options(n) or 'none'}"))
     print(f"\noptions of the GP arms ({', '.join(loop)}; a name fixes its acquisition):")
     print(wrapped(options(loop[0])))
+    from shapleig.design.acquisition import acquisition_names
+
+    print(f"\nacquisitions (ShaplEIG(acquisition=...), `shapleig ablate --acquisitions`): "
+          f"{', '.join(acquisition_names())}, or module:Class / file.py:Class of an Acquisition subclass")
     shapiq_names = shapiq_method_names()
     print("\nshapiq:<Approximator>  shapiq's approximators (SV, BV, k-SII, SII, STII, FSII with --index), options as "
           "shapiq:NAME:key=value (its constructor's): "

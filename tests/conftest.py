@@ -76,3 +76,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _extension_registries_as_found():
+    """Acquisitions and indices a test registers (the docs' examples do) end with the test.
+
+    The same docs block runs under several tests (tests/project/test_readme.py runs every page's
+    blocks, tests/project/test_extend_examples.py and tests/design/test_acquisition_docs.py the
+    "How to extend" ones); a registration left behind made the next run of the block refuse its name.
+    """
+    from shapleig.design.acquisition import acquisition_names, unregister_acquisition
+    from shapleig.games.indices import index_names, unregister_index
+
+    acquisitions, indices = set(acquisition_names()), set(index_names())
+    yield
+    for name in set(acquisition_names()) - acquisitions:
+        unregister_acquisition(name)
+    for name in set(index_names()) - indices:
+        unregister_index(name)

@@ -18,7 +18,7 @@ import shapleig
 from shapleig.extras import MissingExtraError
 
 # outside shapleig/: the baselines' ``get`` and the harness's ``run_benchmark`` (``shapleig run``)
-OTHER_MODULES = ["shapleig_baselines", "shapleig_tasks.harness"]
+OTHER_MODULES = ["shapleig_baselines", "shapleig_tasks.harness", "shapleig_tasks.ablation"]
 
 # the entry points a user starts from: each shows a runnable example (issue 28)
 ENTRY_POINTS = [
