@@ -11,9 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from shapleig.design.acquisition import acquisition_names, unregister_acquisition
-from shapleig.games.indices import index_names, unregister_index
-
 PAGE = Path(__file__).resolve().parents[2] / "docs/architecture.md"
 SECTION = "How to extend"
 # the examples the section must have (issue 28); others (a new acquisition) are run when present
@@ -38,29 +35,9 @@ def test_the_section_has_every_required_example() -> None:
     assert not missing, f"docs/architecture.md, {SECTION}: no python example under {missing}"
 
 
-# the registries as the package leaves them at import (collection time: no test has run yet)
-BUILT_IN = (set(index_names()), set(acquisition_names()))
-
-
-def _drop_registrations() -> None:
-    for name in set(index_names()) - BUILT_IN[0]:
-        unregister_index(name)
-    for name in set(acquisition_names()) - BUILT_IN[1]:
-        unregister_acquisition(name)
-
-
-@pytest.fixture
-def clean_registries():
-    """Each example registers its index or acquisition into the registries as the package has them,
-    whatever ran before (tests/project/test_readme.py runs the same blocks and leaves their names
-    registered), and its registrations end with it."""
-    _drop_registrations()
-    yield
-    _drop_registrations()
-
-
 @pytest.mark.parametrize("heading", [h for h, blocks in EXAMPLES.items() if blocks])
-def test_the_example_runs_as_written(heading: str, clean_registries) -> None:
+def test_the_example_runs_as_written(heading: str) -> None:
+    # an example's registrations end with it: tests/conftest.py (_extension_registries_as_found)
     namespace: dict = {"__name__": "__docs_example__"}
     for k, block in enumerate(EXAMPLES[heading]):
         code = compile(block, f"docs/architecture.md ({heading}, block {k + 1})", "exec", dont_inherit=True)
