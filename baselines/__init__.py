@@ -76,7 +76,7 @@ def estimator_class(name: str) -> type:
     return registry.get(name).estimator_class()
 
 
-def get(name: str, **options: Any):
+def get(name: str, **options: Any) -> Any:
     """Build the estimator registered under ``name`` with constructor ``options``.
 
     ``shapiq:<Approximator>`` builds :class:`shapleig_baselines.shapiq_methods.ShapiqMethod`; without

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from shapleig.errors import GameError
@@ -83,7 +85,7 @@ def shapley_from_bitorder(values: np.ndarray) -> np.ndarray:
     return phi
 
 
-def exact_shapley(game, chunk_size: int = 1 << 16) -> np.ndarray:
+def exact_shapley(game: Any, chunk_size: int = 1 << 16) -> np.ndarray:
     """Exact Shapley values ``float64[p]`` of ``game`` by evaluating all ``2^p`` coalitions.
 
     p <= 20. The game is called in chunks of ``chunk_size`` coalitions; values are validated.

@@ -31,7 +31,7 @@ value or Beta-Shapley) is one :func:`register_index` call (docs/architecture.md,
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from functools import lru_cache
 from itertools import combinations
@@ -114,6 +114,13 @@ class Index:
             raise ValueError(f"index {self.name!r}: fast_path must be one of {FAST_PATHS}, got {self.fast_path!r}")
         if self.definition is not None and not callable(self.definition):
             raise ValueError(f"index {self.name!r}: definition must be a function p -> float64[d, 2^p] or None")
+
+    def __reduce__(self) -> tuple:
+        # a built-in record travels by name (the receiving process has the same one); any other by
+        # value, so its weights function must be picklable (a module-level function, not a lambda)
+        if self.name in _BUILTIN_NAMES and _REGISTRY.get(self.name) == self:
+            return (get_index, (self.name,))
+        return (Index, tuple(getattr(self, f.name) for f in fields(self)))
 
     def exact_weights(self, n_players: int) -> Weights:
         """``(w1, w2)`` for ``n_players`` as tuples of ``Fraction`` with their lengths checked.
@@ -636,16 +643,30 @@ def check_index_record(index: Index) -> None:
 
 # -- the built-in indices ---------------------------------------------------------------------------
 
+def _sv_pair(p: int) -> tuple[list[Fraction], None]:
+    return _sv_weights(p), None
+
+
+def _bv_pair(p: int) -> tuple[list[Fraction], None]:
+    return [Fraction(1, 2 ** (p - 1))] * p, None
+
+
+def _ksii_weights(p: int) -> tuple[list[Fraction], list[Fraction]]:
+    return _aggregate(_sv_weights(p), _sii2_weights(p), Fraction(-1, 2), p), _sii2_weights(p)
+
+
+def _sii_weights(p: int) -> tuple[list[Fraction], list[Fraction]]:
+    return _sv_weights(p), _sii2_weights(p)
+
+
 BUILTIN_INDICES = (
-    Index("SV", 1, True, lambda p: (_sv_weights(p), None), "Shapley value", "SV", fast_path="shapley",
+    Index("SV", 1, True, _sv_pair, "Shapley value", "SV", fast_path="shapley",
           definition=_sv_dense, description="the Shapley value"),
-    Index("BV", 1, False, lambda p: ([Fraction(1, 2 ** (p - 1))] * p, None), "Banzhaf value", "BV",
+    Index("BV", 1, False, _bv_pair, "Banzhaf value", "BV",
           fast_path="banzhaf", hold_out_empty=True, definition=_bv_dense, description="the Banzhaf value"),
-    Index("k-SII", 2, True, lambda p: (_aggregate(_sv_weights(p), _sii2_weights(p), Fraction(-1, 2), p),
-                                       _sii2_weights(p)),
-          "k-SII (order 2)", "k-SII", definition=_ksii_dense,
+    Index("k-SII", 2, True, _ksii_weights, "k-SII (order 2)", "k-SII", definition=_ksii_dense,
           description="k-Shapley interaction index (order 1 = SV - 1/2 sum_j SII_ij)"),
-    Index("SII", 2, False, lambda p: (_sv_weights(p), _sii2_weights(p)), "SII (order 2)", "SII",
+    Index("SII", 2, False, _sii_weights, "SII (order 2)", "SII",
           definition=_sii_dense, description="Shapley interaction index (order 1 = SV)"),
     Index("STII", 2, True, _stii_weights, "STII (order 2)", "STII", definition=_stii_dense,
           description="Shapley-Taylor interaction index (order 1 = v(i) - v(empty))"),
@@ -654,6 +675,7 @@ BUILTIN_INDICES = (
 )
 # the built-in index names (index_names() adds the user's)
 INDICES = tuple(index.name for index in BUILTIN_INDICES)
+_BUILTIN_NAMES = frozenset(INDICES)
 for _builtin in BUILTIN_INDICES:  # checked by tests/games/test_indices.py, not at every import
     register_index(_builtin, check=False)
 del _builtin

@@ -37,6 +37,10 @@ RTOL = SCRIPT.replay_rtol(FIXTURE_DOC)
 # 2.4.6 / 1.17.1: 41 of 294 cases beyond 1e-4, all at 4p or on shoe-10). The fast cases (2p on
 # soug-8) stay within the looser bound; the whole fixture is replayed where it was recorded.
 FOREIGN = RTOL != SCRIPT.RTOL
+# The published setting fits with gpytorch, whose CPU kernels dispatch on the processor's
+# instruction set: the same torch 2.13.0 wheel on another machine moved its values by up to
+# 4.5e-7 relative (the numpy path stayed within 1e-12 there)
+TORCH_RTOL = 1e-6
 
 
 def _needs_torch(case: dict) -> bool:
@@ -56,7 +60,8 @@ def _params(fast: bool) -> list:
 def _replay(case: dict) -> None:
     if _needs_torch(case):
         pytest.importorskip("botorch")
-    problems = SCRIPT.differences(case, SCRIPT.run_case(case), RTOL)
+    rtol = max(RTOL, TORCH_RTOL) if _needs_torch(case) else RTOL
+    problems = SCRIPT.differences(case, SCRIPT.run_case(case), rtol)
     assert not problems, f"{case['id']}: {'; '.join(problems)}"
 
 

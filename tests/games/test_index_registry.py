@@ -224,3 +224,23 @@ def test_user_index_runs_through_the_estimators_and_the_registry(user_indices) -
     for name in (WBV.name, WBII.name):  # shapiq has no weighted Banzhaf index: shapiq_name None
         with pytest.raises(ValueError, match="no shapiq counterpart"):
             shapiq_index_name(name)
+
+
+# -- records travel between processes -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", INDICES)
+def test_builtin_operators_pickle(name: str) -> None:
+    import pickle
+
+    op = IndexOperator(5, name, hold_out_empty=True)
+    back = pickle.loads(pickle.dumps(op))
+    assert back == op and back.spec is get_index(name)  # a built-in record travels by name
+    ls = np.linspace(0.5, 1.5, 5)
+    np.testing.assert_array_equal(back.hamming_covariance(ls, 1.0), op.hamming_covariance(ls, 1.0))
+
+
+def test_a_user_record_pickles_by_value(user_indices) -> None:
+    import pickle
+
+    back = pickle.loads(pickle.dumps(WBV))
+    assert back == WBV and back.weights is wbv_weights  # its module-level weights function, by reference

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from shapleig.games.indices import INDICES, index_names, unregister_index
-
 PAGE = Path(__file__).resolve().parents[2] / "docs/architecture.md"
 SECTION = "How to extend"
 # the examples the section must have (issue 28); others (a new acquisition) are run when present
@@ -37,16 +35,9 @@ def test_the_section_has_every_required_example() -> None:
     assert not missing, f"docs/architecture.md, {SECTION}: no python example under {missing}"
 
 
-@pytest.fixture
-def clean_index_registry():
-    before = set(index_names())
-    yield
-    for name in set(index_names()) - before - set(INDICES):  # an example's registrations end with it
-        unregister_index(name)
-
-
 @pytest.mark.parametrize("heading", [h for h, blocks in EXAMPLES.items() if blocks])
-def test_the_example_runs_as_written(heading: str, clean_index_registry) -> None:
+def test_the_example_runs_as_written(heading: str) -> None:
+    # an example's registrations end with it: tests/conftest.py (_extension_registries_as_found)
     namespace: dict = {"__name__": "__docs_example__"}
     for k, block in enumerate(EXAMPLES[heading]):
         code = compile(block, f"docs/architecture.md ({heading}, block {k + 1})", "exec", dont_inherit=True)
