@@ -300,7 +300,8 @@ class DesignLoop:
         self._rebuild([(k.kernel, k.weight, k.hyper) for k in fits])
 
     def _fit_rows(self) -> np.ndarray:
-        """Archive rows a refit fits on: all, or (``fit_points``) the design plus a seeded subset.
+        """Archive rows a refit fits on: all, or (``fit_points``) the design plus a seeded subset
+        (when p + 1 > fit_points: the empty and grand coalitions plus a seeded subset of the rest).
 
         The subset depends only on the loop seed and the refit count, so runs are deterministic;
         it bounds a refit's cost at O(fit_points^3) whatever t (the posterior uses every row).
@@ -311,8 +312,15 @@ class DesignLoop:
             return np.arange(t)
         design = self.n_players + 1
         rng = np.random.default_rng(self._fit_seed(1_000_000 + self.n_refits))
-        rest = design + rng.choice(t - design, m - design, replace=False)
-        return np.concatenate([np.arange(design), np.sort(rest)])
+        if m >= design:
+            rest = design + rng.choice(t - design, m - design, replace=False)
+            return np.concatenate([np.arange(design), np.sort(rest)])
+        # p + 1 > fit_points (large p): the design alone exceeds the cap, so the m rows are a seeded
+        # subset of the whole archive that always keeps the empty and grand coalitions (the anchors)
+        anchors = np.flatnonzero(~self.X.any(axis=1) | self.X.all(axis=1))[:m]
+        others = np.setdiff1d(np.arange(t), anchors)
+        rest = rng.choice(others, m - anchors.size, replace=False)
+        return np.sort(np.concatenate([anchors, rest]))
 
     def _rebuild(self, kernels: list[tuple[str, float, Hyperparameters]],
                  taus: dict[str, float] | None = None) -> None:

@@ -74,7 +74,8 @@ class LoopOptions(GPOptions):
             ``"adaptive"``, ``"decaying"``, ``"geometric"``, ``"never"`` or a callable ``it -> bool``
             (:mod:`shapleig.design.refit`); ``hand_over`` offsets the geometric schedule.
         fit_points: a refit fits the hyperparameters on at most this many archive points (the
-            p + 1 design points and a seeded uniform subset of the rest); the posterior always
+            p + 1 design points and a seeded uniform subset of the rest; when p + 1 exceeds it, the
+            empty and grand coalitions and a seeded subset of the rest); the posterior always
             conditions on the whole archive. None: every point.
         initial_design: ``"leverage"`` (paired uniform-size, default) or ``"uniform"``.
         pool_size: candidate-pool size (exhaustive when 2^p - (p + 1) <= pool_size); the default
