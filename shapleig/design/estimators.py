@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from shapleig.design.async_loop import AsyncDesignLoop, uses_async
 from shapleig.design.initial import DEFAULT_POOL_SIZE, leverage_design
 from shapleig.design.loop import DesignLoop, min_budget
 from shapleig.design.options import (
@@ -164,8 +165,11 @@ class ShaplEIG(OptionsEstimator):
                 f"paired coalitions) plus at least one acquisition")
 
     def make_loop(self, game: BudgetedGame, seed: int = 0) -> DesignLoop:
-        """The configured :class:`DesignLoop` on ``game``, spending its remaining budget."""
-        return DesignLoop(game, None, seed=seed, options=self.options)
+        """The configured :class:`DesignLoop` on ``game``, spending its remaining budget: an
+        :class:`~shapleig.design.async_loop.AsyncDesignLoop` when ``batch_size > 1`` and the game's
+        evaluator runs concurrently (``batch_mode="auto"``), or when ``batch_mode="async"``."""
+        cls = AsyncDesignLoop if uses_async(self.options, game.evaluator) else DesignLoop
+        return cls(game, None, seed=seed, options=self.options)
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         result = self.make_loop(game, seed).run()

@@ -204,6 +204,8 @@ class SerialEvaluator(_RetryingEvaluator):
     (:func:`~shapleig.runs.timeout.check_start_method`; default a fresh interpreter).
     """
 
+    concurrent = False  # one evaluation at a time: batches stay synchronous
+
     def __init__(self, chunk_size: int | None = None, max_retries: int | None = None,
                  timeout: float | None = None, start_method: str | None = None):
         self.chunk_size = _check_chunk_size(chunk_size, allow_none=True)
@@ -315,6 +317,8 @@ class ExecutorEvaluator(_RetryingEvaluator):
     cannot kill a running task, so its worker stays busy until the game call returns (use
     ``SerialEvaluator(timeout=...)`` to have hung calls killed).
     """
+
+    concurrent = True  # evaluations run side by side: the design loop keeps batch_size of them in flight
 
     def __init__(self, executor: Executor, chunk_size: int = 1, max_retries: int | None = None,
                  timeout: float | None = None):

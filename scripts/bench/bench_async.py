@@ -1,0 +1,75 @@
+"""Asynchronous against synchronous batches: how busy ``q`` workers are kept (issue 30's done-means check).
+
+The default ``ShaplEIG(batch_size=q)`` on a p-player game (a sum of unanimity games) whose every
+evaluation sleeps a lognormal time (median ``--median`` s, sd of log ``--sigma``), evaluated by
+``ExecutorEvaluator(ThreadPoolExecutor(q))``, budget ``--budget``, once with ``batch_mode="async"``
+(the default for a concurrent evaluator) and once with ``batch_mode="sync"``. Reported per seed:
+wall seconds of the whole run (design, acquisitions, final refit), the workers' busy seconds (sum of
+the game calls' seconds), the utilisation busy / (q x wall), the selection seconds of the driver and
+the MSE against the exact Shapley values.
+
+    OMP_NUM_THREADS=1 python scripts/bench/bench_async.py                      # p = 8, budget 64, q = 8
+    OMP_NUM_THREADS=1 python scripts/bench/bench_async.py --seeds 0 1 2 --modes async
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from busy import BusyEvaluator, LognormalSleepGame  # noqa: E402
+
+from shapleig import ShaplEIG  # noqa: E402
+from shapleig_tasks.synthetic import SumOfUnanimityGame  # noqa: E402
+
+
+def run(p: int, budget: int, q: int, mode: str, seed: int, median: float, sigma: float) -> dict:
+    inner = SumOfUnanimityGame(p, n_terms=20, seed=seed)
+    game = LognormalSleepGame(inner, median, sigma, seed=seed)
+    with ThreadPoolExecutor(q) as pool:
+        evaluator = BusyEvaluator(pool)
+        start = time.perf_counter()
+        est = ShaplEIG(batch_size=q, batch_mode=mode).estimate(game, budget, seed=seed, evaluator=evaluator)
+        wall = time.perf_counter() - start
+    mse = float(np.mean((est.values - inner.exact_values()) ** 2))
+    return {"wall": wall, "busy": evaluator.busy, "util": evaluator.busy / (q * wall),
+            "selection": est.info["selection_seconds"], "mse": mse,
+            "mode": est.info.get("batch_mode_used", "sync")}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--players", type=int, default=8)
+    ap.add_argument("--budget", type=int, default=64)
+    ap.add_argument("--q", type=int, default=8)
+    ap.add_argument("--median", type=float, default=0.2)
+    ap.add_argument("--sigma", type=float, default=0.7)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--modes", nargs="+", default=["async", "sync"], choices=["async", "sync"])
+    args = ap.parse_args()
+    print(f"p = {args.players}, budget {args.budget}, q = {args.q} thread workers, lognormal sleep "
+          f"(median {args.median} s, sd of log {args.sigma})")
+    print(f"{'mode':>6} {'seed':>5} {'wall s':>8} {'busy s':>8} {'util':>6} {'select s':>9} {'mse':>10}")
+    for mode in args.modes:
+        utils = []
+        for seed in args.seeds:
+            r = run(args.players, args.budget, args.q, mode, seed, args.median, args.sigma)
+            utils.append(r["util"])
+            print(f"{r['mode']:>6} {seed:>5} {r['wall']:>8.2f} {r['busy']:>8.2f} {r['util']:>6.2f} "
+                  f"{r['selection']:>9.2f} {r['mse']:>10.2e}", flush=True)
+        print(f"{mode:>6}  mean utilisation {np.mean(utils):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

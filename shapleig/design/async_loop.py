@@ -1,0 +1,214 @@
+"""``AsyncDesignLoop``: ``batch_size`` evaluations in flight, the next coalition chosen as soon as one arrives.
+
+ShaplEIG's EIG does not depend on observed values (docs/math.md §10), so under frozen
+hyperparameters the candidate state conditioned on coalitions that are submitted but not yet
+evaluated (pending) is exact: the next pick is the one a synchronous greedy batch would make after
+them. The loop keeps ``q = batch_size`` coalitions in flight through
+:class:`~shapleig.runs.in_flight.InFlight` (any ``concurrent.futures`` executor or a Dask client's
+executor, via :class:`~shapleig.runs.evaluators.ExecutorEvaluator`). One step consumes one arrival:
+
+1. append it to the archive and extend the posterior (same hyperparameters, O(t^2));
+2. select as many coalitions as there are free slots, conditioned on every pending one, and submit
+   them (the freed worker is busy again before any refit);
+3. refit when the schedule asks (between arrivals: the other q - 1 evaluations keep running); the
+   candidate state is rebuilt from the archive and conditioned on the pending coalitions.
+
+Decisions depend only on the order in which arrivals are consumed, which
+:class:`~shapleig.runs.in_flight.InFlight` makes replayable: a run resumed on the store of a killed
+run consumes the stored values in the order the killed run did, so it makes the same decisions
+and reaches the same estimate as an uninterrupted run with that completion order. Compared with a
+synchronous batch, step 2 uses the hyperparameters of the last refit (one arrival old), and the
+anytime trace has one entry per arrival.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from shapleig.design.acquisition import random_indices, select
+from shapleig.design.loop import DesignLoop
+from shapleig.design.options import LoopOptions
+from shapleig.estimation.result import ShapleyEstimate
+from shapleig.gp.posterior import CandidatePosterior
+from shapleig.runs.budget import BudgetedGame
+from shapleig.runs.in_flight import Arrival, InFlight, is_concurrent
+from shapleig.threads import compute_threads
+
+
+def uses_async(options: LoopOptions, evaluator: Any) -> bool:
+    """Whether a loop with ``options`` on a game evaluated by ``evaluator`` runs asynchronously:
+    ``batch_mode="async"``, or ``"auto"`` with ``batch_size > 1`` and a concurrent evaluator."""
+    if options.batch_mode == "async":
+        return True
+    return options.batch_mode == "auto" and options.batch_size > 1 and is_concurrent(evaluator)
+
+
+def design_loop(game: Any, budget: int | None = None, **kwargs: Any) -> DesignLoop:
+    """The design loop for ``game``: an :class:`AsyncDesignLoop` when :func:`uses_async` says so,
+    else a :class:`~shapleig.design.loop.DesignLoop` (same arguments as ``DesignLoop``).
+
+    Example:
+        >>> from concurrent.futures import ThreadPoolExecutor
+        >>> from shapleig import ExecutorEvaluator, FunctionGame
+        >>> game = FunctionGame(lambda Z: Z.sum(axis=1) ** 2, n_players=4)
+        >>> with ThreadPoolExecutor(2) as pool:
+        ...     loop = design_loop(game, 12, batch_size=2, pool_size=64, evaluator=ExecutorEvaluator(pool))
+        ...     est = loop.run()
+        >>> type(loop).__name__, est.evaluations
+        ('AsyncDesignLoop', 12)
+    """
+    options = kwargs.get("options")
+    values = {k: v for k, v in kwargs.items() if k in LoopOptions.names()}
+    if options is None:
+        options = LoopOptions(**values)
+    elif values:
+        options = options.replace(**values)
+    evaluator = game.evaluator if isinstance(game, BudgetedGame) else kwargs.get("evaluator")
+    cls = AsyncDesignLoop if uses_async(options, evaluator) else DesignLoop
+    return cls(game, budget, **kwargs)
+
+
+class AsyncDesignLoop(DesignLoop):
+    """:class:`~shapleig.design.loop.DesignLoop` with ``batch_size`` evaluations in flight (module docstring).
+
+    Same arguments as ``DesignLoop``; the evaluator should run concurrently (an
+    ``ExecutorEvaluator``): with a serial one, the in-flight evaluations call the game from
+    ``batch_size`` threads of this process at once.
+
+    Example:
+        >>> from concurrent.futures import ThreadPoolExecutor
+        >>> from shapleig import ExecutorEvaluator, FunctionGame
+        >>> game = FunctionGame(lambda Z: Z.sum(axis=1) ** 2, n_players=4)
+        >>> with ThreadPoolExecutor(3) as pool:
+        ...     est = AsyncDesignLoop(game, 12, batch_size=3, pool_size=64, seed=0,
+        ...                           evaluator=ExecutorEvaluator(pool)).run()
+        >>> est.values.round(2).tolist()
+        [4.0, 4.0, 4.0, 4.0]
+    """
+
+    _flight: InFlight | None = None
+    _pending_picks: dict[bytes, int] | None = None  # pending coalition's key -> pool index
+
+    # -- in flight --------------------------------------------------------------------------
+    def _in_flight(self) -> InFlight:
+        if self._flight is None:
+            self._flight = InFlight(self.game, self.options.batch_size)
+            self._pending_picks = {}
+        return self._flight
+
+    @property
+    def n_pending(self) -> int:
+        """Coalitions submitted and not yet consumed."""
+        return 0 if self._flight is None else self._flight.n_pending
+
+    def _room(self) -> int:
+        """How many coalitions may be submitted now (0 once the target is met or the budget is planned)."""
+        if self._finished or self.target_evaluations is not None:
+            return 0
+        n = self.n_pending
+        return max(0, min(self.options.batch_size - n, self._max_acquisitions - self.iteration,
+                          self.budget - self.evaluations - n, int(self.available.sum())))
+
+    @property
+    def done(self) -> bool:
+        if self.pool is None:
+            return False
+        return self.n_pending == 0 and self._room() == 0
+
+    def _candidate_state(self) -> CandidatePosterior:
+        """The candidate state over the available pool, conditioned on every pending coalition."""
+        if self._candidates is None:
+            pending = np.sort(np.fromiter((self._pending_picks or {}).values(), dtype=np.int64))
+            mask = self.available.copy()
+            mask[pending] = True
+            self._cand_index = np.flatnonzero(mask)
+            cand = self.posterior.candidates(self.pool.W[self._cand_index], operator=self.acquisition_operator)
+            for j in np.searchsorted(self._cand_index, pending):
+                cand.condition(int(j))  # exact: the EIG does not depend on the values to come
+            self._candidates = cand
+        return self._candidates
+
+    # -- one step: one arrival ------------------------------------------------------------
+    def step(self) -> bool:
+        """Run one step: the initial design first; then consume one arrival (none on the first
+        asynchronous step), refill the free slots and refit if due. Returns False once done."""
+        if self.pool is None:
+            return super().step()
+        if self.done:
+            return False
+        flight = self._in_flight()
+        try:
+            if flight.n_pending:
+                start = time.perf_counter()
+                arrival = flight.next()
+                self.timings["game_s"] += time.perf_counter() - start  # waiting for the workers
+                self._absorb(arrival)
+            self._submit(self._room())
+            if self.n_pending and self._async_refit_due():  # the workers are busy meanwhile
+                start = time.perf_counter()
+                with compute_threads(self.options.threads):
+                    self._fit()
+                self.timings["selection_s"] += time.perf_counter() - start
+        except BaseException:
+            self._close_flight()
+            raise
+        self._after_step()
+        return True
+
+    def _async_refit_due(self) -> bool:
+        """A refit when the schedule asks and ``batch_size`` arrivals have come since the last fit:
+        as many refits as a synchronous run of q-batches makes (a refit per arrival would keep the
+        driver, not the workers, busy)."""
+        return self.X.shape[0] - self._fitted_on >= self.options.batch_size and self._refit_due(1)
+
+    def _absorb(self, arrival: Arrival) -> None:
+        """Append an arrival to the archive; the posterior is extended, the candidate state already
+        holds it (it was conditioned on while pending)."""
+        start = time.perf_counter()
+        del self._pending_picks[arrival.row.tobytes()]
+        Z = arrival.row[None]
+        self.X = np.concatenate([self.X, Z])
+        self.y = np.concatenate([self.y, [arrival.value]])
+        with compute_threads(self.options.threads):
+            self.mixture = self.mixture.extend(Z, np.array([arrival.value]))
+            self.posterior = self.mixture.primary.posterior
+            self._record()
+        self.selected.append(Z.copy())
+        self.timings["update_s"] += time.perf_counter() - start
+
+    def _submit(self, room: int) -> None:
+        """Select ``room`` coalitions conditioned on everything pending and start evaluating them."""
+        if room < 1:
+            return
+        start = time.perf_counter()
+        with compute_threads(self.options.threads):
+            self._refresh_noise()
+            if self.acquisition == "random":
+                picks = random_indices(self.available, room, self._select_rng)
+            else:
+                cand = self._candidate_state()
+                picks = self._cand_index[select(self.acquisition, cand, room, self._select_rng)]
+        self.timings["selection_s"] += time.perf_counter() - start
+        flight = self._in_flight()
+        for j in picks:
+            row = self.pool.W[j]
+            self.available[j] = False
+            self._pending_picks[row.tobytes()] = int(j)
+            self.iteration += 1
+            flight.submit(row)
+
+    def _close_flight(self) -> None:
+        if self._flight is not None:
+            self._flight.close()
+
+    def finish(self) -> ShapleyEstimate:
+        """As :meth:`DesignLoop.finish`; the driver threads are stopped first."""
+        self._close_flight()
+        return super().finish()
+
+    def info(self) -> dict[str, Any]:
+        """``DesignLoop.info`` plus ``"batch_mode_used": "async"``."""
+        return {**super().info(), "batch_mode_used": "async"}
