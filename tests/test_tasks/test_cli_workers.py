@@ -40,7 +40,7 @@ def test_dask_scheduler_address(tmp_path: Path, monkeypatch) -> None:
     original = harness.run_job
 
     def spy(*args, **kwargs):
-        seen.append(args[7] if len(args) > 7 else kwargs.get("evaluator"))
+        seen.append(args[8] if len(args) > 8 else kwargs.get("evaluator"))
         return original(*args, **kwargs)
 
     monkeypatch.setattr(harness, "run_job", spy)
