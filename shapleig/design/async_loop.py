@@ -29,10 +29,13 @@ from typing import Any
 import numpy as np
 
 from shapleig.design.acquisition import random_indices, select
+from shapleig.design.initial import initial_design
 from shapleig.design.loop import DesignLoop
 from shapleig.design.options import LoopOptions
 from shapleig.estimation.result import ShapleyEstimate
-from shapleig.gp.posterior import CandidatePosterior
+from shapleig.gp.fitting import initial_hyperparameters
+from shapleig.gp.posterior import CandidatePosterior, ShapleyPosterior
+from shapleig.gp.priors import standardized_noise
 from shapleig.runs.budget import BudgetedGame
 from shapleig.runs.in_flight import Arrival, InFlight, is_concurrent
 from shapleig.threads import compute_threads
@@ -91,11 +94,22 @@ class AsyncDesignLoop(DesignLoop):
 
     _flight: InFlight | None = None
     _pending_picks: dict[bytes, int] | None = None  # pending coalition's key -> pool index
+    _design: np.ndarray | None = None  # the initial design while it is being evaluated
+    _design_values: dict[bytes, float] | None = None
+    _early: list[Arrival] | None = None  # acquisitions that arrived before the design was complete
+
+    @property
+    def submitted(self) -> list[np.ndarray]:
+        """Acquired coalitions in the order they were submitted (``X`` holds arrival order)."""
+        if "_submitted" not in self.__dict__:
+            self._submitted: list[np.ndarray] = []
+        return self._submitted
 
     # -- in flight --------------------------------------------------------------------------
     def _in_flight(self) -> InFlight:
         if self._flight is None:
-            self._flight = InFlight(self.game, self.options.batch_size)
+            # room for the whole design besides the batch: the executor queues what its workers cannot run
+            self._flight = InFlight(self.game, self.options.batch_size + self.n_players + 1)
             self._pending_picks = {}
         return self._flight
 
@@ -131,6 +145,74 @@ class AsyncDesignLoop(DesignLoop):
             self._candidates = cand
         return self._candidates
 
+    # -- the initial design, overlapped with the first acquisitions -------------------------
+    def _initialize(self) -> None:
+        """Submit the initial design; with ``batch_size > 1`` the loop does not wait for it:
+        workers it leaves free get acquisitions chosen under the kernel's initial hyperparameters
+        (docs/math.md §3), conditioned on the whole design and on each other (value-independent,
+        so exact for those hyperparameters). The first fit runs once every design value is in."""
+        if self.options.batch_size < 2:  # nothing to overlap: the sequential loop's start
+            super()._initialize()
+            return
+        design = initial_design(self.options.initial_design, self.n_players, self._design_rng)
+        self._open_pool(design)
+        self._design, self._design_values, self._early = design, {}, []
+        self._design_keys = {row.tobytes() for row in design}
+        self._design_state = self._prior_candidates(design)
+        flight = self._in_flight()
+        for row in design:
+            flight.submit(row)
+
+    def _prior_candidates(self, design: np.ndarray) -> CandidatePosterior:
+        """Candidate state under the initial hyperparameters of the first kernel, given the design
+        (values are not needed: zeros stand in for them)."""
+        opts = self.options
+        hyper = opts.hyperparameters  # fixed ones are the run's own
+        if hyper is None:
+            noise = standardized_noise(opts.noise, 1.0, opts.noise_convention)
+            hyper = initial_hyperparameters(opts.kernels[0], self.n_players, noise)
+        posterior = ShapleyPosterior(hyper, design, np.zeros(len(design)), operator=self.acquisition_operator)
+        return posterior.candidates(self.pool.W)
+
+    def _design_step(self) -> None:
+        """While the design is out: take one arrival; refill free workers under the prior state;
+        once the design is complete, fit and absorb the early acquisitions."""
+        arrival = self._in_flight().next()
+        key = arrival.row.tobytes()
+        if key in self._design_keys:
+            self._design_values[key] = arrival.value
+        else:
+            self._early.append(arrival)
+        if len(self._design_values) < len(self._design):
+            self._submit_early(self._room())
+            return
+        design, self._design = self._design, None
+        self.X = design.copy()
+        self.y = np.array([self._design_values[row.tobytes()] for row in design])
+        start = time.perf_counter()
+        with compute_threads(self.options.threads):
+            self._fit()
+        self.timings["selection_s"] += time.perf_counter() - start
+        for early in self._early:
+            self._absorb(early, record=False)
+        self._early = []
+        self._record()
+        self._submit(self._room())  # workers freed by the last design values
+
+    def _submit_early(self, room: int) -> None:
+        if room < 1:
+            return
+        start = time.perf_counter()
+        with compute_threads(self.options.threads):
+            if self.acquisition == "random":
+                picks = random_indices(self.available, room, self._select_rng)
+                for j in picks:
+                    self._design_state.condition(int(j))
+            else:
+                picks = select(self.acquisition, self._design_state, room, self._select_rng)
+        self.timings["selection_s"] += time.perf_counter() - start
+        self._start(picks)
+
     # -- one step: one arrival ------------------------------------------------------------
     def step(self) -> bool:
         """Run one step: the initial design first; then consume one arrival (none on the first
@@ -141,13 +223,17 @@ class AsyncDesignLoop(DesignLoop):
             return False
         flight = self._in_flight()
         try:
-            if flight.n_pending:
+            if self._design is not None:
+                self._design_step()
+            elif flight.n_pending:
                 start = time.perf_counter()
                 arrival = flight.next()
                 self.timings["game_s"] += time.perf_counter() - start  # waiting for the workers
                 self._absorb(arrival)
-            self._submit(self._room())
-            if self.n_pending and self._async_refit_due():  # the workers are busy meanwhile
+                self._submit(self._room())
+            else:
+                self._submit(self._room())
+            if self._design is None and self.n_pending and self._async_refit_due():  # the workers are busy meanwhile
                 start = time.perf_counter()
                 with compute_threads(self.options.threads):
                     self._fit()
@@ -164,7 +250,7 @@ class AsyncDesignLoop(DesignLoop):
         driver, not the workers, busy)."""
         return self.X.shape[0] - self._fitted_on >= self.options.batch_size and self._refit_due(1)
 
-    def _absorb(self, arrival: Arrival) -> None:
+    def _absorb(self, arrival: Arrival, record: bool = True) -> None:
         """Append an arrival to the archive; the posterior is extended, the candidate state already
         holds it (it was conditioned on while pending)."""
         start = time.perf_counter()
@@ -175,7 +261,8 @@ class AsyncDesignLoop(DesignLoop):
         with compute_threads(self.options.threads):
             self.mixture = self.mixture.extend(Z, np.array([arrival.value]))
             self.posterior = self.mixture.primary.posterior
-            self._record()
+            if record:
+                self._record()
         self.selected.append(Z.copy())
         self.timings["update_s"] += time.perf_counter() - start
 
@@ -192,9 +279,14 @@ class AsyncDesignLoop(DesignLoop):
                 cand = self._candidate_state()
                 picks = self._cand_index[select(self.acquisition, cand, room, self._select_rng)]
         self.timings["selection_s"] += time.perf_counter() - start
+        self._start(picks)
+
+    def _start(self, picks: np.ndarray) -> None:
+        """Mark the pool rows ``picks`` pending and submit them."""
         flight = self._in_flight()
         for j in picks:
             row = self.pool.W[j]
+            self.submitted.append(row.copy())
             self.available[j] = False
             self._pending_picks[row.tobytes()] = int(j)
             self.iteration += 1

@@ -374,6 +374,16 @@ class DesignLoop:
         design = initial_design(opts.initial_design, p, self._design_rng)
         values = self._evaluate(design)
         self.X, self.y = design.copy(), np.asarray(values, dtype=np.float64)
+        self._open_pool(design)
+        start = time.perf_counter()
+        with compute_threads(opts.threads):
+            self._fit()
+            self._record()
+        self.timings["selection_s"] += time.perf_counter() - start
+
+    def _open_pool(self, design: np.ndarray) -> None:
+        """The candidate pool around ``design`` (its coalitions excluded), all of it available."""
+        p, opts = self.n_players, self.options
         # budgets in the thousands: the pool holds at least twice the acquisitions the budget allows
         # (a smaller pool would end the run early); below ~pool_size / 2 acquisitions nothing changes
         # (the default pool only: an explicit pool_size / max_candidates is kept as given)
@@ -387,14 +397,9 @@ class DesignLoop:
                 f"candidate pool has {len(self.pool)} coalitions, fewer than the "
                 f"{self._max_acquisitions} acquisitions the budget allows; stopping after "
                 f"{p + 1 + len(self.pool)} evaluations",
-                stacklevel=3,
+                stacklevel=4,
             )
             self._max_acquisitions = len(self.pool)
-        start = time.perf_counter()
-        with compute_threads(opts.threads):
-            self._fit()
-            self._record()
-        self.timings["selection_s"] += time.perf_counter() - start
 
     def _refit_due(self, q: int) -> bool:
         if self.hyper is None:

@@ -40,8 +40,11 @@ def test_candidate_state_is_conditioned_on_the_pending_coalitions():
     with ThreadPoolExecutor(1) as pool:  # one worker: arrivals in submission order
         loop = AsyncDesignLoop(game, 20, batch_size=3, pool_size=64, seed=0, hyperparameters=_fixed(),
                                evaluator=ExecutorEvaluator(pool))
-        for _ in range(4):  # design, fill three slots, two arrivals (each refilled)
+        loop.step()  # the design is submitted
+        while loop._design is not None:  # its values arrive (early picks fill the free slots)
             loop.step()
+        loop.step()
+        loop.step()  # two arrivals, each refilled
         assert loop.n_pending == 3
         pending = loop._in_flight().pending_rows()
         loop._candidates = None  # rebuilt from the archive and conditioned on what is pending
@@ -68,7 +71,9 @@ def test_one_slot_async_run_equals_the_sequential_loop():
     np.testing.assert_allclose(est.values, ref.values, rtol=1e-10, atol=1e-12)
 
 
-def test_first_batch_is_the_synchronous_greedy_batch():
+def test_first_picks_are_the_synchronous_greedy_batch():
+    """Under fixed hyperparameters, the picks made while the design is still out (one worker:
+    room appears as design values arrive) are the synchronous greedy batch, in its order."""
     game = QuadraticGame(P, seed=2)
     options = dict(pool_size=64, seed=3, hyperparameters=_fixed(), batch_size=4)
     sync = DesignLoop(game, 18, **options)
@@ -76,10 +81,10 @@ def test_first_batch_is_the_synchronous_greedy_batch():
     sync.step()
     with ThreadPoolExecutor(1) as pool:
         loop = AsyncDesignLoop(game, 18, evaluator=ExecutorEvaluator(pool), **options)
-        loop.step()
-        loop.step()  # fills the four slots
-        np.testing.assert_array_equal(loop._in_flight().pending_rows(), sync.selected[0])
-        loop.run()
+        est = loop.run()
+    np.testing.assert_array_equal(np.stack(loop.submitted[:4]), sync.selected[0])
+    np.testing.assert_array_equal(loop.X[: P + 1], sync.X[: P + 1])  # the design first, in design order
+    assert est.evaluations == 18 and len(loop.submitted) == 18 - (P + 1)
 
 
 def test_async_is_the_default_for_concurrent_evaluators_only():
@@ -129,9 +134,10 @@ RUN = textwrap.dedent(
 )
 
 
-def test_killed_async_run_resumes_with_no_evaluation_lost(tmp_path):
+@pytest.mark.parametrize("k", [4, K], ids=["in-design", "after-design"])
+def test_killed_async_run_resumes_with_no_evaluation_lost(tmp_path, k):
     log, stop, store_path = str(tmp_path / "calls.log"), str(tmp_path / "stop"), str(tmp_path / "store.db")
-    code = RUN.format(tests=str(TESTS), p=P, log=log, k=K, stop=stop, budget=BUDGET, store=store_path, q=Q)
+    code = RUN.format(tests=str(TESTS), p=P, log=log, k=k, stop=stop, budget=BUDGET, store=store_path, q=Q)
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
@@ -145,7 +151,7 @@ def test_killed_async_run_resumes_with_no_evaluation_lost(tmp_path):
     assert proc.wait(timeout=30) == -signal.SIGKILL
     store = EvaluationStore(store_path)
     stored = len(store)  # the game blocks from the K-th call on; calls already past the check finish
-    assert K <= stored < K + Q
+    assert k <= stored < k + Q
     killed = {row.tobytes() for row in store.history()[0]}
 
     game = QuadraticGame(P, seed=7, log_path=log)
