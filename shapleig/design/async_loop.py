@@ -10,8 +10,14 @@ executor, via :class:`~shapleig.runs.evaluators.ExecutorEvaluator`). One step co
 1. append it to the archive and extend the posterior (same hyperparameters, O(t^2));
 2. select as many coalitions as there are free slots, conditioned on every pending one, and submit
    them (the freed worker is busy again before any refit);
-3. refit when the schedule asks (between arrivals: the other q - 1 evaluations keep running); the
-   candidate state is rebuilt from the archive and conditioned on the pending coalitions.
+3. refit when the schedule asks, at most once per q arrivals, on a background thread: the loop goes
+   on taking arrivals and refilling workers meanwhile, and adopts the new kernels once q more values
+   have arrived (the candidate state is then rebuilt from the archive and conditioned on the
+   pending coalitions).
+
+The initial design is submitted whole; workers it leaves free get acquisitions chosen under the
+kernel's initial hyperparameters (conditioned on the whole design), and the first fit runs when the
+design is complete.
 
 Decisions depend only on the order in which arrivals are consumed, which
 :class:`~shapleig.runs.in_flight.InFlight` makes replayable: a run resumed on the store of a killed
@@ -24,6 +30,7 @@ anytime trace has one entry per arrival.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -97,6 +104,8 @@ class AsyncDesignLoop(DesignLoop):
     _design: np.ndarray | None = None  # the initial design while it is being evaluated
     _design_values: dict[bytes, float] | None = None
     _early: list[Arrival] | None = None  # acquisitions that arrived before the design was complete
+    _fitter: ThreadPoolExecutor | None = None  # the background refit's thread
+    _refit: tuple | None = None  # (future, plan, t fitted, archive size at which it is adopted)
 
     @property
     def submitted(self) -> list[np.ndarray]:
@@ -230,24 +239,44 @@ class AsyncDesignLoop(DesignLoop):
                 arrival = flight.next()
                 self.timings["game_s"] += time.perf_counter() - start  # waiting for the workers
                 self._absorb(arrival)
+                if self._refit is not None and self.X.shape[0] >= self._refit[3]:
+                    self._adopt_refit()  # before selecting: this pick already uses the new kernels
                 self._submit(self._room())
             else:
                 self._submit(self._room())
-            if self._design is None and self.n_pending and self._async_refit_due():  # the workers are busy meanwhile
-                start = time.perf_counter()
-                with compute_threads(self.options.threads):
-                    self._fit()
-                self.timings["selection_s"] += time.perf_counter() - start
+            if self._design is None and self.n_pending and self._async_refit_due():
+                self._launch_refit()
         except BaseException:
             self._close_flight()
             raise
         self._after_step()
         return True
 
+    # -- refits in the background ------------------------------------------------------------
+    def _launch_refit(self) -> None:
+        """Start the due refit on a background thread, on the archive as it is now; it is adopted
+        once ``batch_size`` more values have arrived (waiting for it then if need be), so the
+        decisions depend on the order of arrivals only, never on how long a fit took."""
+        job, plan, t = self._fit_job()
+        if self._fitter is None:
+            self._fitter = ThreadPoolExecutor(1, thread_name_prefix="shapleig-refit")
+        self._refit = (self._fitter.submit(job), plan, t, t + self.options.batch_size)
+
+    def _adopt_refit(self) -> None:
+        future, plan, t, _ = self._refit
+        self._refit = None
+        start = time.perf_counter()
+        fits = future.result()  # usually done: it ran while batch_size values arrived
+        with compute_threads(self.options.threads):
+            self._apply_fits(fits, plan, t)
+        self.timings["selection_s"] += time.perf_counter() - start
+
     def _async_refit_due(self) -> bool:
-        """A refit when the schedule asks and ``batch_size`` arrivals have come since the last fit:
-        as many refits as a synchronous run of q-batches makes (a refit per arrival would keep the
-        driver, not the workers, busy)."""
+        """A refit when the schedule asks, none is running and ``batch_size`` arrivals have come
+        since the last fit: as many refits as a synchronous run of q-batches makes (a refit per
+        arrival would keep the driver, not the workers, busy)."""
+        if self._refit is not None:
+            return False
         return self.X.shape[0] - self._fitted_on >= self.options.batch_size and self._refit_due(1)
 
     def _absorb(self, arrival: Arrival, record: bool = True) -> None:
@@ -295,9 +324,20 @@ class AsyncDesignLoop(DesignLoop):
     def _close_flight(self) -> None:
         if self._flight is not None:
             self._flight.close()
+        if self._fitter is not None:
+            self._fitter.shutdown(wait=False, cancel_futures=True)
+            self._fitter = None
+
+    def _final_refit(self) -> None:
+        if self._refit is not None:
+            self._adopt_refit()
+        super()._final_refit()
 
     def finish(self) -> ShapleyEstimate:
-        """As :meth:`DesignLoop.finish`; the driver threads are stopped first."""
+        """As :meth:`DesignLoop.finish`: a refit still running is adopted first (the final refit
+        then sees every value), and the driver threads are stopped."""
+        if self._refit is not None:
+            self._adopt_refit()
         self._close_flight()
         return super().finish()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -279,14 +279,24 @@ class DesignLoop:
             self._rebuild([("fixed", 1.0, self.fixed_hyperparameters)], taus={"fixed": 1.0})
             return
         # the loop already limits threads around every step
+        job, plan, t = self._fit_job()
+        self._apply_fits(job(), plan, t)
+
+    def _fit_job(self) -> tuple[Callable[[], list[KernelFit]], RefitPlan, int]:
+        """The next refit as a call on copies of its inputs (so it may run while the archive
+        grows), with its plan and the archive size it fits."""
         self.n_refits += 1
         rows = self._fit_rows()
         if self.operator.hold_out_empty:  # the GP models the non-empty coalitions (docs/math.md §14.5)
             rows = rows[self.X[rows].any(axis=1)]
         t = self.X.shape[0]
         plan = self._refit_plan(t)
-        fits = fit_kernels(self.X[rows], self.y[rows], self.options, seed=self._fit_seed(self.n_refits - 1),
-                           plan=plan, previous=self.kernel_fits)
+        X, y, options = self.X[rows], self.y[rows], self.options  # fancy indexing: copies
+        seed, previous = self._fit_seed(self.n_refits - 1), list(self.kernel_fits)
+        return (lambda: fit_kernels(X, y, options, seed=seed, plan=plan, previous=previous)), plan, t
+
+    def _apply_fits(self, fits: list[KernelFit], plan: RefitPlan, t: int) -> None:
+        """Adopt the kernels fitted on the first ``t`` archive rows; the posterior uses every row."""
         if plan.cold_check or not plan.warm:
             self._cold_fit_on = t
         for k in fits:
@@ -296,7 +306,7 @@ class DesignLoop:
                 logger.warning("fit %d (%s kernel) failed (%s); keeping previous hyperparameters",
                                len(self.fits), k.kernel, k.fit.message)
         self.kernel_fits = fits
-        self._fitted_on = self.X.shape[0]
+        self._fitted_on = t
         self._rebuild([(k.kernel, k.weight, k.hyper) for k in fits])
 
     def _fit_rows(self) -> np.ndarray:
