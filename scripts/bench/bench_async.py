@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,10 +29,46 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from busy import BusyEvaluator, LognormalSleepGame  # noqa: E402
-
-from shapleig import ShaplEIG  # noqa: E402
+from shapleig import ExecutorEvaluator, ShaplEIG  # noqa: E402
 from shapleig_tasks.synthetic import SumOfUnanimityGame  # noqa: E402
+
+
+class LognormalSleepGame:
+    """``inner`` whose every coalition sleeps a lognormal time (``median`` seconds, ``sigma`` the sd
+    of its log) before returning; the time is a function of the coalition and ``seed``, so every
+    run sees the same times. Module-level: picklable for process workers."""
+
+    def __init__(self, inner, median: float, sigma: float, seed: int = 0):
+        self.inner = inner
+        self.median, self.sigma, self.seed = float(median), float(sigma), int(seed)
+        self.n_players = inner.n_players
+
+    def seconds(self, row: np.ndarray) -> float:
+        code = int.from_bytes(np.packbits(np.asarray(row, dtype=bool)).tobytes(), "little")
+        rng = np.random.default_rng([self.seed, code % (2**63)])
+        return float(self.median * np.exp(self.sigma * rng.standard_normal()))
+
+    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        time.sleep(sum(self.seconds(row) for row in coalitions))
+        return self.inner(coalitions)
+
+
+class BusyEvaluator(ExecutorEvaluator):
+    """``ExecutorEvaluator`` adding up the game seconds of every attempt (``busy``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.busy = 0.0
+        self._lock = threading.Lock()
+
+    def evaluate(self, game, coalitions, *, max_retries=1, on_result=None):
+        def counted(record):
+            with self._lock:
+                self.busy += record.seconds
+            if on_result is not None:
+                on_result(record)
+
+        return super().evaluate(game, coalitions, max_retries=max_retries, on_result=counted)
 
 
 def run(p: int, budget: int, q: int, mode: str, seed: int, median: float, sigma: float) -> dict:

@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from busy import BusyEvaluator, LognormalSleepGame  # noqa: E402
+from bench_async import BusyEvaluator, LognormalSleepGame  # noqa: E402
 
 from shapleig import ShaplEIG  # noqa: E402
 from shapleig_tasks.catalog import resolve_task  # noqa: E402
