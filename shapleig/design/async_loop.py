@@ -99,6 +99,7 @@ class AsyncDesignLoop(DesignLoop):
         [4.0, 4.0, 4.0, 4.0]
     """
 
+    overlap_design = True  # free workers get picks under the initial hyperparameters while the design runs
     _flight: InFlight | None = None
     _pending_picks: dict[bytes, int] | None = None  # pending coalition's key -> pool index
     _design: np.ndarray | None = None  # the initial design while it is being evaluated
@@ -160,7 +161,7 @@ class AsyncDesignLoop(DesignLoop):
         workers it leaves free get acquisitions chosen under the kernel's initial hyperparameters
         (docs/math.md §3), conditioned on the whole design and on each other (value-independent,
         so exact for those hyperparameters). The first fit runs once every design value is in."""
-        if self.options.batch_size < 2:  # nothing to overlap: the sequential loop's start
+        if self.options.batch_size < 2 or not self.overlap_design:  # the sequential loop's start
             super()._initialize()
             return
         design = initial_design(self.options.initial_design, self.n_players, self._design_rng)
