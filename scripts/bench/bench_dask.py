@@ -12,7 +12,7 @@ times). Modes (``--modes``):
 - ``seq``: ``batch_size = 1`` without sleep, in process: the accuracy reference.
 
 Per mode: mean utilisation (workers' busy seconds / (workers x wall)) beside the "ideal" one (the same
-evaluation times list-scheduled with no driver overhead: the straggler tail of a fixed budget
+evaluation times list-scheduled in random order with no driver overhead: the straggler tail of a fixed budget
 bounds it), the mean "wall ratio" of wall time to
 (total evaluation time / workers), and the geometric mean over (table, seed) of the MSE ratio to
 ``seq`` (gm-MSE ratio). Issue 30's targets for ``async``: utilisation >= 0.90, wall ratio <= 1.15,
@@ -82,7 +82,8 @@ def main() -> int:
           f"thread; lognormal evaluation times (median {args.median} s, sd of log {args.sigma})")
     mse: dict[str, list[float]] = {m: [] for m in ["seq", *args.modes]}
     stats: dict[str, list[dict]] = {m: [] for m in args.modes}
-    print("util: busy / (workers x wall); ideal: the same evaluation times list-scheduled with no driver overhead")
+    print("util: busy / (workers x wall); ideal: the same evaluation times list-scheduled in random order with no "
+          "driver overhead")
     print(f"\n{'mode':>6} {'table':>5} {'seed':>4} {'wall s':>8} {'busy s':>8} {'util':>6} {'ideal':>6} "
           f"{'wall ratio':>10} {'mse':>10}")
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=False,
