@@ -175,3 +175,24 @@ def test_killed_async_run_resumes_with_no_evaluation_lost(tmp_path, k):
     assert replay_loop.game.n_store_hits == BUDGET
     np.testing.assert_array_equal(replay_loop.X, loop.X)
     np.testing.assert_array_equal(replay.values, resumed.values)
+
+
+def test_killed_dask_worker_loses_nothing(tmp_path):
+    """A Dask worker process dies mid-evaluation: the scheduler runs the task again elsewhere, the
+    asynchronous run finishes its budget, every value in the store once."""
+    distributed = pytest.importorskip("distributed")
+    from _games_for_parallel import WorkerKillingGame
+
+    marker, log = str(tmp_path / "killed"), str(tmp_path / "calls.log")
+    game = WorkerKillingGame(P, kill_size=2, marker=marker, seed=7, log_path=log)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) \
+            as cluster, distributed.Client(cluster) as client:
+        store = EvaluationStore(str(tmp_path / "store.db"))
+        est = ShaplEIG(batch_size=2, pool_size=64).estimate(game, 16, seed=0, store=store,
+                                                           evaluator=ExecutorEvaluator(client.get_executor()))
+    assert os.path.exists(marker)  # a worker was killed
+    assert est.evaluations == 16 and est.info["batch_mode_used"] == "async"
+    X, _ = store.history()
+    assert len(X) == 16 and len({row.tobytes() for row in X}) == 16
+    calls = read_log(log)
+    assert len(calls) == len(set(calls)) == 16  # nothing evaluated twice (the killed call never logged)
