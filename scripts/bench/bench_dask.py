@@ -71,8 +71,15 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--modes", nargs="+", default=["async", "sync"], choices=["async", "sync"],
                     help="cluster modes (seq, the reference, always runs)")
+    ap.add_argument("--no-overlap", action="store_true",
+                    help="async without the design overlap (AsyncDesignLoop.overlap_design = False)")
     args = ap.parse_args()
     from dask.distributed import Client, LocalCluster
+
+    if args.no_overlap:
+        from shapleig.design.async_loop import AsyncDesignLoop
+
+        AsyncDesignLoop.overlap_design = False
 
     tasks = resolve_task(f"{args.suite}/first={args.tables}")
     games = [task.game() for task in tasks]

@@ -71,9 +71,12 @@ def test_one_slot_async_run_equals_the_sequential_loop():
     np.testing.assert_allclose(est.values, ref.values, rtol=1e-10, atol=1e-12)
 
 
-def test_first_picks_are_the_synchronous_greedy_batch():
-    """Under fixed hyperparameters, the picks made while the design is still out (one worker:
-    room appears as design values arrive) are the synchronous greedy batch, in its order."""
+@pytest.mark.parametrize("overlap", [False, True], ids=["design-first", "design-overlap"])
+def test_first_picks_are_the_synchronous_greedy_batch(overlap, monkeypatch):
+    """Under fixed hyperparameters the first picks are the synchronous greedy batch, in its order,
+    also when they are made while the design is still out (one worker: room appears as design
+    values arrive)."""
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
     game = QuadraticGame(P, seed=2)
     options = dict(pool_size=64, seed=3, hyperparameters=_fixed(), batch_size=4)
     sync = DesignLoop(game, 18, **options)
@@ -105,7 +108,9 @@ def test_async_is_the_default_for_concurrent_evaluators_only():
     assert type(design_loop(game, 12, batch_size=2)) is DesignLoop
 
 
-def test_async_run_spends_the_budget_on_distinct_coalitions_and_is_accurate():
+@pytest.mark.parametrize("overlap", [False, True], ids=["design-first", "design-overlap"])
+def test_async_run_spends_the_budget_on_distinct_coalitions_and_is_accurate(overlap, monkeypatch):
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
     game = QuadraticGame(6, seed=4, sleep=0.002)
     with ThreadPoolExecutor(4) as pool:
         loop = AsyncDesignLoop(game, 40, batch_size=4, seed=0, evaluator=ExecutorEvaluator(pool))
@@ -126,6 +131,8 @@ RUN = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from _games_for_parallel import QuadraticGame
     from shapleig import EvaluationStore, ExecutorEvaluator, ShaplEIG
+    from shapleig.design.async_loop import AsyncDesignLoop
+    AsyncDesignLoop.overlap_design = {overlap!r}
     game = QuadraticGame({p}, seed=7, sleep=0.01, log_path={log!r}, stop_after={k}, stop_file={stop!r})
     with ThreadPoolExecutor({q}) as pool:
         ShaplEIG(batch_size={q}, pool_size=64).estimate(game, {budget}, seed=3, store=EvaluationStore({store!r}),
@@ -135,10 +142,13 @@ RUN = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("k", [4, K], ids=["in-design", "after-design"])
-def test_killed_async_run_resumes_with_no_evaluation_lost(tmp_path, k):
+@pytest.mark.parametrize("k, overlap", [(4, True), (K, True), (K, False)],
+                         ids=["in-design-overlap", "after-design-overlap", "after-design"])
+def test_killed_async_run_resumes_with_no_evaluation_lost(tmp_path, k, overlap, monkeypatch):
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
     log, stop, store_path = str(tmp_path / "calls.log"), str(tmp_path / "stop"), str(tmp_path / "store.db")
-    code = RUN.format(tests=str(TESTS), p=P, log=log, k=k, stop=stop, budget=BUDGET, store=store_path, q=Q)
+    code = RUN.format(tests=str(TESTS), p=P, log=log, k=k, stop=stop, budget=BUDGET, store=store_path, q=Q,
+                      overlap=overlap)
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
