@@ -114,7 +114,13 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--modes", nargs="+", default=["async", "sync"], choices=["async", "sync", "seq"],
                     help="seq: batch_size 1 (one evaluation at a time: the accuracy reference)")
+    ap.add_argument("--overlap", action="store_true",
+                    help="async with the design overlap (AsyncDesignLoop.overlap_design = True)")
     args = ap.parse_args()
+    if args.overlap:
+        from shapleig.design.async_loop import AsyncDesignLoop
+
+        AsyncDesignLoop.overlap_design = True
     print(f"p = {args.players}, budget {args.budget}, q = {args.q} thread workers, lognormal sleep "
           f"(median {args.median} s, sd of log {args.sigma})")
     print("util: busy / (q x wall); ideal: the same evaluation times list-scheduled in random order with no "
