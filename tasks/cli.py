@@ -118,6 +118,27 @@ def _split(items: Sequence[str] | None) -> list[str]:
 def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Path, *,
          cache: Path | None, title: str) -> Any:
     """Validate (UsageError on bad input), run, print the MSE and rank tables; return the table."""
+    from shapleig_tasks.cluster import evaluation_cluster
+
+    workers, scheduler = getattr(args, "workers", None), getattr(args, "dask_scheduler", None)
+    if (workers is not None or scheduler is not None) and args.jobs != 1:
+        raise UsageError("--workers / --dask-scheduler evaluate one run's games in parallel: use them with --jobs 1")
+    try:
+        cluster = evaluation_cluster(workers, scheduler)
+        evaluator, slots = cluster.__enter__()
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+    try:
+        if slots > 1 and "shapleig" in methods and not any(
+                o.startswith("shapleig:") and "batch_size" in o for o in args.option or ()):
+            args.option = [*(args.option or ()), f"shapleig:batch_size={slots}"]  # one per worker in flight
+        return _run_plan(args, tasks, methods, out, cache=cache, title=title, evaluator=evaluator)
+    finally:
+        cluster.__exit__(None, None, None)
+
+
+def _run_plan(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Path, *,
+              cache: Path | None, title: str, evaluator: Any = None) -> Any:
     from shapleig_tasks import harness, plots
 
     try:
@@ -143,7 +164,7 @@ def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Pa
     start = time.perf_counter()
     df = harness.execute_plan(plan, out=out, n_jobs=args.jobs, cache_dir=cache, live=args.live,
                               progress=not args.quiet, errors="record" if args.keep_going else "raise",
-                              log=None if args.quiet else _err, eval_timeout=eval_timeout)
+                              log=None if args.quiet else _err, eval_timeout=eval_timeout, evaluator=evaluator)
     failed = df[df["error"].fillna("") != ""]
     print_frame(plots.mse_table(df), "mean MSE (rows: task group, method; columns: budget)")
     if df["task"].nunique() > 0 and df["method"].nunique() > 1:
@@ -281,6 +302,11 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
     p.add_argument("--keep-going", action="store_true", help="record failing runs instead of stopping")
     p.add_argument("--eval-timeout", type=float, default=None, metavar="SECONDS",
                    help="abandon a game evaluation that takes longer than this (it runs in a worker process)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="evaluate games on N single-threaded workers (a Dask LocalCluster, or a process pool "
+                        "without distributed); ShaplEIG keeps N evaluations in flight (batch_size=N)")
+    p.add_argument("--dask-scheduler", default=None, metavar="ADDRESS",
+                   help="evaluate games on the workers of a running Dask scheduler (tcp://host:8786)")
     p.add_argument("--skip-small", action="store_true", default=demo,
                    help="skip budgets below a method's minimum instead of failing"
                    + (" (always on in the demo)" if demo else ""))

@@ -495,11 +495,12 @@ def _fitting_budgets(
 # running
 def run_job(
     job: Job, task: Task, game: Any, spec: MethodSpec, exact: np.ndarray, threads: int | None = None,
-    errors: str = "raise", eval_timeout: float | None = None,
+    errors: str = "raise", eval_timeout: float | None = None, evaluator: Any = None,
 ) -> list[dict[str, Any]]:
     """Run one job; one row per budget it fills. ``errors='record'`` turns a crash into rows.
     ``eval_timeout``: seconds per game call (``estimate(..., timeout=)``); the game then runs in
-    a worker process, so ``game_s`` stays 0."""
+    a worker process, so ``game_s`` stays 0. ``evaluator``: ``estimate(..., evaluator=)`` (the
+    workers of ``shapleig run --workers`` / ``--dask-scheduler``)."""
     p = int(game.n_players)
     base = {
         "task": task.name, "group": task.group, "kind": task.kind, "p": p, "method": spec.label,
@@ -510,7 +511,7 @@ def run_job(
     if index != "SV":  # the column only appears in index runs, so SV tables keep their schema
         base["index"] = index
     try:
-        return _run(job, game, spec, exact, base, threads, eval_timeout)
+        return _run(job, game, spec, exact, base, threads, eval_timeout, evaluator)
     except Exception as exc:  # noqa: BLE001 - recorded, or re-raised with context
         if errors != "record":
             raise RuntimeError(
@@ -529,7 +530,7 @@ def run_job(
 
 
 def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, threads: int | None,
-         eval_timeout: float | None = None) -> list[dict]:
+         eval_timeout: float | None = None, evaluator: Any = None) -> list[dict]:
     from shapleig_tasks.metrics import max_abs_error, mse
 
     estimator = spec.build()
@@ -546,6 +547,8 @@ def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, t
         timed = TimedGame(game)
         start = time.perf_counter()
         extra = {} if eval_timeout is None else {"timeout": eval_timeout}
+        if evaluator is not None:
+            extra["evaluator"] = evaluator
         with warnings.catch_warnings():  # budgets covering the game are reported in Plan.notes
             warnings.simplefilter("ignore", BudgetCoversGameWarning)
             result = estimator.estimate(timed, n_max, seed=job.seed, **extra)
@@ -669,9 +672,10 @@ def execute_plan(
     errors: str = "raise",
     log: Any = None,
     eval_timeout: float | None = None,
+    evaluator: Any = None,
 ) -> pd.DataFrame:
-    """Run a validated :class:`Plan` (see :func:`run_benchmark`); ``eval_timeout`` as in
-    :func:`run_job`."""
+    """Run a validated :class:`Plan` (see :func:`run_benchmark`); ``eval_timeout`` and ``evaluator``
+    as in :func:`run_job` (an evaluator needs ``n_jobs=1``)."""
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
@@ -695,7 +699,7 @@ def execute_plan(
     todo = [job for job in plan.jobs if job_key(plan, job, live, eval_timeout) not in done]
     calls = (
         delayed(run_job)(job, plan.tasks[job.task_index], served[job.task_index], plan.methods[job.method_index],
-                         exacts[job.task_index], threads, errors, eval_timeout)
+                         exacts[job.task_index], threads, errors, eval_timeout, evaluator)
         for job in todo
     )
     rows: list[dict] = [row for part in done.values() for row in part]

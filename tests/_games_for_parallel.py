@@ -162,3 +162,26 @@ class HangingGame(QuadraticGame):
                 while True:
                     time.sleep(0.05)
         return self.values(z)
+
+
+class WorkerKillingGame(QuadraticGame):
+    """A QuadraticGame whose worker process dies (``os._exit``) the first time it evaluates a
+    coalition of ``kill_size`` players; ``marker`` (a file) records that it happened, so the
+    evaluation succeeds when the task is run again on another worker. ``marker`` is left out of
+    ``params()``: it does not change the values."""
+
+    def __init__(self, n_players: int, kill_size: int, marker: str, seed: int = 0, log_path: str | None = None):
+        super().__init__(n_players, seed=seed, log_path=log_path)
+        self.kill_size = kill_size
+        self.marker = marker
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "kill_size": self.kill_size}
+
+    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        z = np.asarray(coalitions, dtype=bool)
+        if (z.sum(axis=1) == self.kill_size).any() and not os.path.exists(self.marker):
+            with open(self.marker, "w") as f:
+                f.write(str(os.getpid()))
+            os._exit(1)  # the worker dies mid-evaluation
+        return super().__call__(z)

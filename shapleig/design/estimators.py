@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from shapleig.design.acquisition import Leverage, method_name
+from shapleig.design.async_loop import AsyncDesignLoop, uses_async
 from shapleig.design.initial import DEFAULT_POOL_SIZE
 from shapleig.design.loop import DesignLoop, min_budget
 from shapleig.design.options import (
@@ -198,16 +199,21 @@ class ShaplEIG(OptionsEstimator):
                 f"paired coalitions) plus at least one acquisition")
 
     def make_loop(self, game: BudgetedGame, seed: int = 0) -> DesignLoop:
-        """The configured :class:`DesignLoop` on ``game``, spending its remaining budget.
+        """The configured loop on ``game``, spending its remaining budget.
+
+        An :class:`~shapleig.design.async_loop.AsyncDesignLoop` when ``batch_size > 1`` and the
+        game's evaluator runs concurrently (``batch_mode="auto"``), or when ``batch_mode="async"``;
+        a :class:`DesignLoop` otherwise.
 
         Args:
             game: the budgeted game; the loop spends what remains of its budget.
             seed: the loop's integer seed.
 
         Returns:
-            a :class:`DesignLoop`, not yet run.
+            a :class:`DesignLoop` (or its asynchronous subclass), not yet run.
         """
-        return DesignLoop(game, None, seed=seed, options=self.options)
+        cls = AsyncDesignLoop if uses_async(self.options, game.evaluator) else DesignLoop
+        return cls(game, None, seed=seed, options=self.options)
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         result = self.make_loop(game, seed).run()

@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -340,14 +340,24 @@ class DesignLoop:
             self._rebuild([("fixed", 1.0, self.fixed_hyperparameters)], taus={"fixed": 1.0})
             return
         # the loop already limits threads around every step
+        job, plan, t = self._fit_job()
+        self._apply_fits(job(), plan, t)
+
+    def _fit_job(self) -> tuple[Callable[[], list[KernelFit]], RefitPlan, int]:
+        """The next refit as a call on copies of its inputs (so it may run while the archive
+        grows), with its plan and the archive size it fits."""
         self.n_refits += 1
         rows = self._fit_rows()
         if self.operator.hold_out_empty:  # the GP models the non-empty coalitions (docs/math.md §14.5)
             rows = rows[self.X[rows].any(axis=1)]
         t = self.X.shape[0]
         plan = self._refit_plan(t)
-        fits = fit_kernels(self.X[rows], self.y[rows], self.options, seed=self._fit_seed(self.n_refits - 1),
-                           plan=plan, previous=self.kernel_fits)
+        X, y, options = self.X[rows], self.y[rows], self.options  # fancy indexing: copies
+        seed, previous = self._fit_seed(self.n_refits - 1), list(self.kernel_fits)
+        return (lambda: fit_kernels(X, y, options, seed=seed, plan=plan, previous=previous)), plan, t
+
+    def _apply_fits(self, fits: list[KernelFit], plan: RefitPlan, t: int) -> None:
+        """Adopt the kernels fitted on the first ``t`` archive rows; the posterior uses every row."""
         if plan.cold_check or not plan.warm:
             self._cold_fit_on = t
         for k in fits:
@@ -357,11 +367,12 @@ class DesignLoop:
                 logger.warning("fit %d (%s kernel) failed (%s); keeping previous hyperparameters",
                                len(self.fits), k.kernel, k.fit.message)
         self.kernel_fits = fits
-        self._fitted_on = self.X.shape[0]
+        self._fitted_on = t
         self._rebuild([(k.kernel, k.weight, k.hyper) for k in fits])
 
     def _fit_rows(self) -> np.ndarray:
-        """Archive rows a refit fits on: all, or (``fit_points``) the design plus a seeded subset.
+        """Archive rows a refit fits on: all, or (``fit_points``) the design plus a seeded subset
+        (when p + 1 > fit_points: the empty and grand coalitions plus a seeded subset of the rest).
 
         The subset depends only on the loop seed and the refit count, so runs are deterministic;
         it bounds a refit's cost at O(fit_points^3) whatever t (the posterior uses every row).
@@ -372,8 +383,15 @@ class DesignLoop:
             return np.arange(t)
         design = self.n_players + 1
         rng = np.random.default_rng(self._fit_seed(1_000_000 + self.n_refits))
-        rest = design + rng.choice(t - design, m - design, replace=False)
-        return np.concatenate([np.arange(design), np.sort(rest)])
+        if m >= design:
+            rest = design + rng.choice(t - design, m - design, replace=False)
+            return np.concatenate([np.arange(design), np.sort(rest)])
+        # p + 1 > fit_points (large p): the design alone exceeds the cap, so the m rows are a seeded
+        # subset of the whole archive that always keeps the empty and grand coalitions (the anchors)
+        anchors = np.flatnonzero(~self.X.any(axis=1) | self.X.all(axis=1))[:m]
+        others = np.setdiff1d(np.arange(t), anchors)
+        rest = rng.choice(others, m - anchors.size, replace=False)
+        return np.sort(np.concatenate([anchors, rest]))
 
     def _rebuild(self, kernels: list[tuple[str, float, Hyperparameters]],
                  taus: dict[str, float] | None = None) -> None:
@@ -427,6 +445,16 @@ class DesignLoop:
         design = initial_design(opts.initial_design, p, self._design_rng)
         values = self._evaluate(design)
         self.X, self.y = design.copy(), np.asarray(values, dtype=np.float64)
+        self._open_pool(design)
+        start = time.perf_counter()
+        with compute_threads(opts.threads):
+            self._fit()
+            self._record()
+        self.timings["selection_s"] += time.perf_counter() - start
+
+    def _open_pool(self, design: np.ndarray) -> None:
+        """The candidate pool around ``design`` (its coalitions excluded), all of it available."""
+        p, opts = self.n_players, self.options
         # budgets in the thousands: the pool holds at least twice the acquisitions the budget allows
         # (a smaller pool would end the run early); below ~pool_size / 2 acquisitions nothing changes
         # (the default pool only: an explicit pool_size / max_candidates is kept as given)
@@ -440,14 +468,9 @@ class DesignLoop:
                 f"candidate pool has {len(self.pool)} coalitions, fewer than the "
                 f"{self._max_acquisitions} acquisitions the budget allows; stopping after "
                 f"{p + 1 + len(self.pool)} evaluations",
-                stacklevel=3,
+                stacklevel=4,
             )
             self._max_acquisitions = len(self.pool)
-        start = time.perf_counter()
-        with compute_threads(opts.threads):
-            self._fit()
-            self._record()
-        self.timings["selection_s"] += time.perf_counter() - start
 
     def _refit_due(self, q: int) -> bool:
         if self.hyper is None:

@@ -33,7 +33,9 @@ from shapleig.gp.constraints import Boolean, Checked, Interval, OneOf, option
 from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters
 
-__all__ = ["GPOptions", "LoopOptions", "keyword_signature", "options_from"]
+__all__ = ["BATCH_MODES", "GPOptions", "LoopOptions", "keyword_signature", "options_from"]
+
+BATCH_MODES = ("auto", "async", "sync")
 
 
 def _refit(value: Any) -> Any:
@@ -77,7 +79,8 @@ class LoopOptions(GPOptions):
             (:mod:`shapleig.design.refit`).
         hand_over: the acquisition count at which the geometric refit schedule starts (offsets it).
         fit_points: a refit fits the hyperparameters on at most this many archive points (the
-            p + 1 design points and a seeded uniform subset of the rest); the posterior always
+            p + 1 design points and a seeded uniform subset of the rest; when p + 1 exceeds it, the
+            empty and grand coalitions and a seeded subset of the rest); the posterior always
             conditions on the whole archive. None: every point.
         initial_design: ``"leverage"`` (paired uniform-size, default) or ``"uniform"``.
         pool_size: candidate-pool size (exhaustive when 2^p - (p + 1) <= pool_size); the default
@@ -85,6 +88,11 @@ class LoopOptions(GPOptions):
             (budgets in the thousands; a given pool_size or max_candidates is kept).
         max_candidates: cap on the candidates scored per step (None: the whole pool).
         batch_size: q coalitions per step (exact greedy batch under frozen hyperparameters).
+        batch_mode: how batches run: ``"auto"`` (default: asynchronous when ``batch_size > 1`` and
+            the evaluator runs concurrently, e.g. an ``ExecutorEvaluator``; else synchronous),
+            ``"async"`` (keep ``batch_size`` evaluations in flight, select the next coalition as soon
+            as one arrives, conditioned on those pending: :mod:`shapleig.design.async_loop`) or
+            ``"sync"`` (q coalitions per step, each batch awaited whole).
         final_refit: refit on the full archive before the final read-out.
         warm_start: start each refit from the previous hyperparameters.
         tol: stop at the first step where every player's std is at most ``tol`` (the game's units).
@@ -110,6 +118,7 @@ class LoopOptions(GPOptions):
     pool_size: int = option(DEFAULT_POOL_SIZE, Interval(int, 1))
     max_candidates: int | None = option(None, Interval(int, 1, none=True))
     batch_size: int = option(1, Interval(int, 1))
+    batch_mode: str = option("auto", OneOf(BATCH_MODES, "batch mode"))
     final_refit: bool = option(True, Boolean())
     warm_start: bool = option(False, Boolean())
     tol: float | None = option(None, Interval(float, 0.0, open=True, none=True))

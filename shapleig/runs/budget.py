@@ -232,6 +232,34 @@ class BudgetedGame:
         calls = 1 + (step or 1) * attempts  # a failed chunk call is split into single calls
         return step, float(timeout) * calls + 1.0
 
+    def claim_hold_seconds(self) -> float | None:
+        """How long the store's heartbeat may hold a claim (see :meth:`_claim_plan`)."""
+        return self._claim_plan()[1]
+
+    def charge_arrival(self, row: np.ndarray, value: float, *, from_store: bool, waited: bool = False) -> None:
+        """Charge one coalition evaluated outside :meth:`__call__` (the asynchronous loop's
+        :class:`~shapleig.runs.in_flight.InFlight`): archive, cache and accounting, as a call would.
+
+        Args:
+            row: the coalition, ``bool[p]``, not yet evaluated in this game.
+            value: its (finite) value.
+            from_store: whether the value came from the store rather than the game.
+            waited: whether another process was evaluating it when it was asked for.
+        """
+        z = as_coalition_matrix(np.asarray(row)[None], self.n_players)
+        key = coalition_keys(z)[0]
+        if key in self._cache:
+            raise ValueError("coalition already charged")
+        if self.remaining < 1:
+            raise BudgetExhaustedError(f"budget {self.budget} is spent")
+        if not np.isfinite(value):
+            raise ValueError(f"value must be finite, got {value!r}")
+        self.n_requests += 1
+        self.n_store_hits += int(from_store)
+        self.n_waited += int(waited)
+        self.n_game_evaluations += int(not from_store)
+        self._record(key, z[0], float(value))
+
     def _verification_values(self, coalitions: np.ndarray) -> np.ndarray:
         """Values of stored coalitions re-evaluated for ``EvaluationStore(verify=True)``.
 

@@ -225,6 +225,8 @@ class SerialEvaluator(_RetryingEvaluator):
             platform's default.
     """
 
+    concurrent = False  # one evaluation at a time: batches stay synchronous
+
     def __init__(self, chunk_size: int | None = None, max_retries: int | None = None,
                  timeout: float | None = None, start_method: str | None = None):
         self.chunk_size = _check_chunk_size(chunk_size, allow_none=True)
@@ -352,6 +354,8 @@ class ExecutorEvaluator(_RetryingEvaluator):
         max_retries: retries of a failing coalition; None: the ``max_retries`` passed to :meth:`evaluate`.
         timeout: seconds per task once it runs; a slower task is abandoned and retried; None: no limit.
     """
+
+    concurrent = True  # evaluations run side by side: the design loop keeps batch_size of them in flight
 
     def __init__(self, executor: Executor, chunk_size: int = 1, max_retries: int | None = None,
                  timeout: float | None = None):

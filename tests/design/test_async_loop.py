@@ -1,0 +1,208 @@
+"""The asynchronous design loop: exact conditioning on pending coalitions, equivalence with the
+synchronous loop where they must agree, the default for concurrent evaluators, resume after a kill."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shapleig import EvaluationStore, ExecutorEvaluator, SerialEvaluator, ShaplEIG
+from shapleig.design.async_loop import AsyncDesignLoop, design_loop, uses_async
+from shapleig.design.loop import DesignLoop
+from shapleig.design.options import LoopOptions
+from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
+
+TESTS = Path(__file__).resolve().parents[1]
+REPO = TESTS.parent
+sys.path.insert(0, str(TESTS))
+from _games_for_parallel import QuadraticGame, read_log  # noqa: E402
+
+P = 5
+
+
+def _fixed(p: int = P) -> Hyperparameters:
+    return Hyperparameters.hamming(np.linspace(0.6, 1.8, p), 1.3, 1e-3, 0.1)
+
+
+def test_candidate_state_is_conditioned_on_the_pending_coalitions():
+    """Mid-run, the EIG over the pool equals that of a posterior holding the pending coalitions
+    with made-up values (the EIG does not depend on values)."""
+    game = QuadraticGame(P, seed=1)
+    with ThreadPoolExecutor(1) as pool:  # one worker: arrivals in submission order
+        loop = AsyncDesignLoop(game, 20, batch_size=3, pool_size=64, seed=0, hyperparameters=_fixed(),
+                               evaluator=ExecutorEvaluator(pool))
+        loop.step()  # the design is submitted
+        while loop._design is not None:  # its values arrive (early picks fill the free slots)
+            loop.step()
+        loop.step()
+        loop.step()  # two arrivals, each refilled
+        assert loop.n_pending == 3
+        pending = loop._in_flight().pending_rows()
+        loop._candidates = None  # rebuilt from the archive and conditioned on what is pending
+        eig = loop._candidate_state().eig()
+        X = np.concatenate([loop.X, pending])
+        y = np.concatenate([loop.y, np.random.default_rng(5).normal(size=len(pending))])
+        reference = ShapleyPosterior(_fixed(), X, y).candidates(loop.pool.W[loop._cand_index]).eig()
+        keep = np.isfinite(eig)
+        assert keep.sum() == loop.available.sum() and keep.sum() > 10
+        np.testing.assert_allclose(eig[keep], reference[keep], rtol=1e-8)
+        loop.run()
+
+
+def test_one_slot_async_run_equals_the_sequential_loop():
+    """batch_size=1 asynchronous: select, evaluate, select again, as the sequential loop does."""
+    game = QuadraticGame(P, seed=2)
+    options = dict(pool_size=64, seed=3, hyperparameters=_fixed())
+    sequential = DesignLoop(game, 18, **options)
+    ref = sequential.run()
+    with ThreadPoolExecutor(2) as pool:
+        loop = AsyncDesignLoop(game, 18, batch_mode="async", evaluator=ExecutorEvaluator(pool), **options)
+        est = loop.run()
+    np.testing.assert_array_equal(loop.X, sequential.X)
+    np.testing.assert_allclose(est.values, ref.values, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["design-first", "design-overlap"])
+def test_first_picks_are_the_synchronous_greedy_batch(overlap, monkeypatch):
+    """Under fixed hyperparameters the first picks are the synchronous greedy batch, in its order,
+    also when they are made while the design is still out (one worker: room appears as design
+    values arrive)."""
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
+    game = QuadraticGame(P, seed=2)
+    options = dict(pool_size=64, seed=3, hyperparameters=_fixed(), batch_size=4)
+    sync = DesignLoop(game, 18, **options)
+    sync.step()
+    sync.step()
+    with ThreadPoolExecutor(1) as pool:
+        loop = AsyncDesignLoop(game, 18, evaluator=ExecutorEvaluator(pool), **options)
+        est = loop.run()
+    np.testing.assert_array_equal(np.stack(loop.submitted[:4]), sync.selected[0])
+    np.testing.assert_array_equal(loop.X[: P + 1], sync.X[: P + 1])  # the design first, in design order
+    assert est.evaluations == 18 and len(loop.submitted) == 18 - (P + 1)
+
+
+def test_async_is_the_default_for_concurrent_evaluators_only():
+    options = LoopOptions(batch_size=4)
+    with ThreadPoolExecutor(2) as pool:
+        assert uses_async(options, ExecutorEvaluator(pool))
+        assert not uses_async(LoopOptions(batch_size=4, batch_mode="sync"), ExecutorEvaluator(pool))
+        assert not uses_async(LoopOptions(), ExecutorEvaluator(pool))  # batch_size 1: nothing to overlap
+    assert not uses_async(options, SerialEvaluator())
+    assert uses_async(LoopOptions(batch_mode="async"), None)
+    with pytest.raises(ValueError, match="batch mode"):
+        LoopOptions(batch_mode="sometimes")
+    game = QuadraticGame(P, seed=0)
+    with ThreadPoolExecutor(2) as pool:
+        assert type(design_loop(game, 12, batch_size=2, evaluator=ExecutorEvaluator(pool))) is AsyncDesignLoop
+        est = ShaplEIG(batch_size=3, pool_size=64).estimate(game, 16, seed=0, evaluator=ExecutorEvaluator(pool))
+    assert est.info["batch_mode_used"] == "async" and est.evaluations == 16
+    assert type(design_loop(game, 12, batch_size=2)) is DesignLoop
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["design-first", "design-overlap"])
+def test_async_run_spends_the_budget_on_distinct_coalitions_and_is_accurate(overlap, monkeypatch):
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
+    game = QuadraticGame(6, seed=4, sleep=0.002)
+    with ThreadPoolExecutor(4) as pool:
+        loop = AsyncDesignLoop(game, 40, batch_size=4, seed=0, evaluator=ExecutorEvaluator(pool))
+        est = loop.run()
+    assert est.evaluations == 40 and loop.n_pending == 0
+    assert len({row.tobytes() for row in loop.X}) == 40
+    counts = [n for n, _ in est.trace]  # one read-out per arrival once the design is complete
+    assert counts[-1] == 40 and counts[0] >= 7 and np.all(np.diff(counts) == 1)
+    np.testing.assert_allclose(est.values, game.shapley_values(), atol=0.05)
+
+
+# -- resume after a killed driver --------------------------------------------------------------
+BUDGET, K, Q = 20, 12, 3
+RUN = textwrap.dedent(
+    """
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+    sys.path.insert(0, {tests!r})
+    from _games_for_parallel import QuadraticGame
+    from shapleig import EvaluationStore, ExecutorEvaluator, ShaplEIG
+    from shapleig.design.async_loop import AsyncDesignLoop
+    AsyncDesignLoop.overlap_design = {overlap!r}
+    game = QuadraticGame({p}, seed=7, sleep=0.01, log_path={log!r}, stop_after={k}, stop_file={stop!r})
+    with ThreadPoolExecutor({q}) as pool:
+        ShaplEIG(batch_size={q}, pool_size=64).estimate(game, {budget}, seed=3, store=EvaluationStore({store!r}),
+                                                        evaluator=ExecutorEvaluator(pool))
+    raise SystemExit("the run was not stopped")
+    """
+)
+
+
+@pytest.mark.parametrize("k, overlap", [(4, True), (K, True), (K, False)],
+                         ids=["in-design-overlap", "after-design-overlap", "after-design"])
+def test_killed_async_run_resumes_with_no_evaluation_lost(tmp_path, k, overlap, monkeypatch):
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
+    log, stop, store_path = str(tmp_path / "calls.log"), str(tmp_path / "stop"), str(tmp_path / "store.db")
+    code = RUN.format(tests=str(TESTS), p=P, log=log, k=k, stop=stop, budget=BUDGET, store=store_path, q=Q,
+                      overlap=overlap)
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(stop):
+        if proc.poll() is not None:
+            raise AssertionError(f"run ended before the kill point:\n{proc.stdout.read().decode()}")
+        assert time.monotonic() < deadline, "run did not reach the kill point in time"
+        time.sleep(0.05)
+    time.sleep(0.5)  # evaluations that returned before the block are committed; the others hang
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=30) == -signal.SIGKILL
+    store = EvaluationStore(store_path)
+    stored = len(store)  # the game blocks from the K-th call on; calls already past the check finish
+    assert k <= stored < k + Q
+    killed = {row.tobytes() for row in store.history()[0]}
+
+    game = QuadraticGame(P, seed=7, log_path=log)
+    with ThreadPoolExecutor(Q) as pool:
+        loop = design_loop(game, BUDGET, seed=3,
+                           batch_size=Q, pool_size=64, store=store, evaluator=ExecutorEvaluator(pool))
+        resumed = loop.run()
+    calls = read_log(log)
+    assert len(calls) == BUDGET and len(set(calls)) == BUDGET  # no coalition evaluated twice
+    assert killed <= {row.tobytes() for row in loop.X}  # every stored value was used: none lost
+    assert loop.game.n_store_hits == stored
+
+    # An uninterrupted run with the same completion order: every value now comes from the store,
+    # in the order it was recorded.
+    game.log_path = None
+    with ThreadPoolExecutor(Q) as pool:
+        replay_loop = design_loop(game, BUDGET, seed=3, batch_size=Q, pool_size=64, store=store,
+                                  evaluator=ExecutorEvaluator(pool))
+        replay = replay_loop.run()
+    assert replay_loop.game.n_store_hits == BUDGET
+    np.testing.assert_array_equal(replay_loop.X, loop.X)
+    np.testing.assert_array_equal(replay.values, resumed.values)
+
+
+def test_killed_dask_worker_loses_nothing(tmp_path):
+    """A Dask worker process dies mid-evaluation: the scheduler runs the task again elsewhere, the
+    asynchronous run finishes its budget, every value in the store once."""
+    distributed = pytest.importorskip("distributed")
+    from _games_for_parallel import WorkerKillingGame
+
+    marker, log = str(tmp_path / "killed"), str(tmp_path / "calls.log")
+    game = WorkerKillingGame(P, kill_size=2, marker=marker, seed=7, log_path=log)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) \
+            as cluster, distributed.Client(cluster) as client:
+        store = EvaluationStore(str(tmp_path / "store.db"))
+        est = ShaplEIG(batch_size=2, pool_size=64).estimate(game, 16, seed=0, store=store,
+                                                           evaluator=ExecutorEvaluator(client.get_executor()))
+    assert os.path.exists(marker)  # a worker was killed
+    assert est.evaluations == 16 and est.info["batch_mode_used"] == "async"
+    X, _ = store.history()
+    assert len(X) == 16 and len({row.tobytes() for row in X}) == 16
+    calls = read_log(log)
+    assert len(calls) == len(set(calls)) == 16  # nothing evaluated twice (the killed call never logged)
