@@ -50,16 +50,36 @@ from shapleig.threads import compute_threads
 
 
 def uses_async(options: LoopOptions, evaluator: Any) -> bool:
-    """Whether a loop with ``options`` on a game evaluated by ``evaluator`` runs asynchronously:
-    ``batch_mode="async"``, or ``"auto"`` with ``batch_size > 1`` and a concurrent evaluator."""
+    """Whether a loop with ``options`` on a game evaluated by ``evaluator`` runs asynchronously.
+
+    It does with ``batch_mode="async"``, or ``"auto"`` with ``batch_size > 1`` and a concurrent
+    evaluator.
+
+    Args:
+        options: the loop's options (``batch_mode``, ``batch_size``).
+        evaluator: the game's evaluator (concurrent when its ``concurrent`` attribute is true).
+
+    Returns:
+        True for the asynchronous loop.
+    """
     if options.batch_mode == "async":
         return True
     return options.batch_mode == "auto" and options.batch_size > 1 and is_concurrent(evaluator)
 
 
 def design_loop(game: Any, budget: int | None = None, **kwargs: Any) -> DesignLoop:
-    """The design loop for ``game``: an :class:`AsyncDesignLoop` when :func:`uses_async` says so,
-    else a :class:`~shapleig.design.loop.DesignLoop` (same arguments as ``DesignLoop``).
+    """The design loop for ``game``, asynchronous when :func:`uses_async` says so.
+
+    An :class:`AsyncDesignLoop` or a :class:`~shapleig.design.loop.DesignLoop`, with the same
+    arguments as ``DesignLoop``.
+
+    Args:
+        game: the game (or a budgeted game).
+        budget: the evaluation budget (None: the budgeted game's remaining budget).
+        **kwargs: ``DesignLoop``'s other arguments and loop options.
+
+    Returns:
+        the loop, not yet run.
 
     Example:
         >>> from concurrent.futures import ThreadPoolExecutor
@@ -142,6 +162,7 @@ class AsyncDesignLoop(DesignLoop):
 
     @property
     def done(self) -> bool:
+        """Whether the run is over: the budget or the acquisitions spent, nothing in flight."""
         if self.pool is None:
             return False
         return self.n_pending == 0 and self._room() == 0
@@ -161,11 +182,14 @@ class AsyncDesignLoop(DesignLoop):
 
     # -- the initial design, overlapped with the first acquisitions -------------------------
     def _initialize(self) -> None:
-        """The initial design, as the sequential loop evaluates it; with :attr:`overlap_design` (and
+        """Start the initial design, overlapped with the first acquisitions when asked.
+
+        The design is evaluated as the sequential loop does; with :attr:`overlap_design` (and
         ``batch_size > 1``) it is submitted instead and the loop does not wait for it: workers it
         leaves free get acquisitions chosen under the kernel's initial hyperparameters (docs/math.md
         §3), conditioned on the whole design and on each other (value-independent, so exact for
-        those hyperparameters). The first fit runs once every design value is in."""
+        those hyperparameters). The first fit runs once every design value is in.
+        """
         if self.options.batch_size < 2 or not self.overlap_design:  # the sequential loop's start
             super()._initialize()
             return
@@ -179,8 +203,10 @@ class AsyncDesignLoop(DesignLoop):
             flight.submit(row)
 
     def _prior_candidates(self, design: np.ndarray) -> CandidatePosterior:
-        """Candidate state under the initial hyperparameters of the first kernel, given the design
-        (values are not needed: zeros stand in for them)."""
+        """Candidate state under the first kernel's initial hyperparameters, given the design.
+
+        Values are not needed (the EIG does not depend on them): zeros stand in for them.
+        """
         opts = self.options
         hyper = opts.hyperparameters  # fixed ones are the run's own
         if hyper is None:
@@ -190,8 +216,11 @@ class AsyncDesignLoop(DesignLoop):
         return posterior.candidates(self.pool.W)
 
     def _design_step(self) -> None:
-        """While the design is out: take one arrival; refill free workers under the prior state;
-        once the design is complete, fit and absorb the early acquisitions."""
+        """One step while the design is out: take one arrival and refill free workers.
+
+        Free workers get picks under the prior state; once the design is complete, the loop fits
+        and absorbs the early acquisitions.
+        """
         arrival = self._in_flight().next()
         key = arrival.row.tobytes()
         if key in self._design_keys:
@@ -231,8 +260,14 @@ class AsyncDesignLoop(DesignLoop):
 
     # -- one step: one arrival ------------------------------------------------------------
     def step(self) -> bool:
-        """Run one step: the initial design first; then consume one arrival (none on the first
-        asynchronous step), refill the free slots and refit if due. Returns False once done."""
+        """Run one step: the initial design first, then one arrival at a time.
+
+        Each step consumes one arrival (none on the first asynchronous step), refills the free
+        slots and refits if due.
+
+        Returns:
+            False once the run is done.
+        """
         if self.pool is None:
             return super().step()
         if self.done:
@@ -261,9 +296,11 @@ class AsyncDesignLoop(DesignLoop):
 
     # -- refits in the background ------------------------------------------------------------
     def _launch_refit(self) -> None:
-        """Start the due refit on a background thread, on the archive as it is now; it is adopted
-        once ``batch_size`` more values have arrived (waiting for it then if need be), so the
-        decisions depend on the order of arrivals only, never on how long a fit took."""
+        """Start the due refit on a background thread, on the archive as it is now.
+
+        It is adopted once ``batch_size`` more values have arrived (waiting for it then if need be), so the
+        decisions depend on the order of arrivals only, never on how long a fit took.
+        """
         job, plan, t = self._fit_job()
         if self._fitter is None:
             self._fitter = ThreadPoolExecutor(1, thread_name_prefix="shapleig-refit")
@@ -279,16 +316,21 @@ class AsyncDesignLoop(DesignLoop):
         self.timings["selection_s"] += time.perf_counter() - start
 
     def _async_refit_due(self) -> bool:
-        """A refit when the schedule asks, none is running and ``batch_size`` arrivals have come
+        """Whether a refit starts now.
+
+        It does when the schedule asks, none is running and ``batch_size`` arrivals have come
         since the last fit: as many refits as a synchronous run of q-batches makes (a refit per
-        arrival would keep the driver, not the workers, busy)."""
+        arrival would keep the driver, not the workers, busy).
+        """
         if self._refit is not None:
             return False
         return self.X.shape[0] - self._fitted_on >= self.options.batch_size and self._refit_due(1)
 
     def _absorb(self, arrival: Arrival, record: bool = True) -> None:
-        """Append an arrival to the archive; the posterior is extended, the candidate state already
-        holds it (it was conditioned on while pending)."""
+        """Append an arrival to the archive and extend the posterior.
+
+        The candidate state already holds it (it was conditioned on while pending).
+        """
         start = time.perf_counter()
         del self._pending_picks[arrival.row.tobytes()]
         Z = arrival.row[None]
@@ -342,8 +384,13 @@ class AsyncDesignLoop(DesignLoop):
         super()._final_refit()
 
     def finish(self) -> ShapleyEstimate:
-        """As :meth:`DesignLoop.finish`: a refit still running is adopted first (the final refit
-        then sees every value), and the driver threads are stopped."""
+        """As :meth:`DesignLoop.finish`, after adopting a refit still running.
+
+        The final refit then sees every value; the driver threads are stopped.
+
+        Returns:
+            the estimate.
+        """
         if self._refit is not None:
             self._adopt_refit()
         self._close_flight()

@@ -344,8 +344,10 @@ class DesignLoop:
         self._apply_fits(job(), plan, t)
 
     def _fit_job(self) -> tuple[Callable[[], list[KernelFit]], RefitPlan, int]:
-        """The next refit as a call on copies of its inputs (so it may run while the archive
-        grows), with its plan and the archive size it fits."""
+        """The next refit as a call on copies of its inputs, with its plan and archive size.
+
+        Copies, so that it may run while the archive grows (the asynchronous loop's background refits).
+        """
         self.n_refits += 1
         rows = self._fit_rows()
         if self.operator.hold_out_empty:  # the GP models the non-empty coalitions (docs/math.md §14.5)
@@ -371,8 +373,10 @@ class DesignLoop:
         self._rebuild([(k.kernel, k.weight, k.hyper) for k in fits])
 
     def _fit_rows(self) -> np.ndarray:
-        """Archive rows a refit fits on: all, or (``fit_points``) the design plus a seeded subset
-        (when p + 1 > fit_points: the empty and grand coalitions plus a seeded subset of the rest).
+        """Archive rows a refit fits on: all, or at most ``fit_points`` of them.
+
+        Beyond ``fit_points``: the design plus a seeded subset (when p + 1 > fit_points: the empty
+        and grand coalitions plus a seeded subset of the rest).
 
         The subset depends only on the loop seed and the refit count, so runs are deterministic;
         it bounds a refit's cost at O(fit_points^3) whatever t (the posterior uses every row).

@@ -233,12 +233,18 @@ class BudgetedGame:
         return step, float(timeout) * calls + 1.0
 
     def claim_hold_seconds(self) -> float | None:
-        """How long the store's heartbeat may hold a claim (see :meth:`_claim_plan`)."""
+        """How long the store's heartbeat may hold a claim (see :meth:`_claim_plan`).
+
+        Returns:
+            seconds, or None: held while the process lives.
+        """
         return self._claim_plan()[1]
 
     def charge_arrival(self, row: np.ndarray, value: float, *, from_store: bool, waited: bool = False) -> None:
-        """Charge one coalition evaluated outside :meth:`__call__` (the asynchronous loop's
-        :class:`~shapleig.runs.in_flight.InFlight`): archive, cache and accounting, as a call would.
+        """Charge one coalition evaluated outside :meth:`__call__`, as a call would.
+
+        The asynchronous loop's :class:`~shapleig.runs.in_flight.InFlight` evaluates coalitions
+        itself; this does the archive, cache and accounting for each.
 
         Args:
             row: the coalition, ``bool[p]``, not yet evaluated in this game.

@@ -39,8 +39,17 @@ from shapleig.runs.evaluators import EvaluationRecord
 
 
 def is_concurrent(evaluator: Any) -> bool:
-    """Whether ``evaluator`` runs evaluations concurrently (its ``concurrent`` attribute, e.g.
-    :class:`~shapleig.runs.evaluators.ExecutorEvaluator`); the asynchronous loop is the default then."""
+    """Whether ``evaluator`` runs evaluations concurrently.
+
+    Read from its ``concurrent`` attribute (true for
+    :class:`~shapleig.runs.evaluators.ExecutorEvaluator`); the asynchronous loop is the default then.
+
+    Args:
+        evaluator: any evaluator.
+
+    Returns:
+        True when it runs evaluations concurrently.
+    """
     return bool(getattr(evaluator, "concurrent", False))
 
 
@@ -48,9 +57,10 @@ def is_concurrent(evaluator: Any) -> bool:
 class Arrival:
     """One evaluated coalition handed to the caller.
 
-    row:    the coalition, ``bool[p]``.
-    value:  its value.
-    source: ``"game"`` (evaluated by this run) or ``"store"`` (found in the evaluation store).
+    Attributes:
+        row: the coalition, ``bool[p]``.
+        value: its value.
+        source: ``"game"`` (evaluated by this run) or ``"store"`` (found in the evaluation store).
     """
 
     row: np.ndarray
@@ -107,14 +117,20 @@ class InFlight:
         return len(self._pending)
 
     def pending_rows(self) -> np.ndarray:
-        """The pending coalitions, ``bool[n_pending, p]``, in submission order."""
+        """The pending coalitions, in submission order.
+
+        Returns:
+            ``bool[n_pending, p]``.
+        """
         rows = list(self._pending.values())
         return np.stack(rows) if rows else np.zeros((0, self.game.n_players), dtype=bool)
 
     @staticmethod
     def _stored_order(store: Any, fingerprint: str | None) -> dict[bytes, int]:
-        """Position of each coalition among the store's successful records when the run starts
-        (a store without ``records()``: empty, stored values then keep their lookup order)."""
+        """Position of each coalition among the store's successful records when the run starts.
+
+        A store without ``records()`` gives an empty mapping: stored values then keep their lookup order.
+        """
         if store is None or not callable(getattr(store, "records", None)):
             return {}
         rows = [r.coalition for r in store.records()
@@ -126,7 +142,10 @@ class InFlight:
 
     # -- submitting ---------------------------------------------------------------------------
     def submit(self, row: np.ndarray) -> None:
-        """Start evaluating one coalition (``bool[p]``); its value is already known if stored.
+        """Start evaluating one coalition; its value is already known if stored.
+
+        Args:
+            row: the coalition, ``bool[p]``.
 
         Raises:
             ValueError: the coalition is pending or already evaluated in this game.
@@ -162,8 +181,10 @@ class InFlight:
     # -- driver threads -----------------------------------------------------------------------
     def _arrived(self, key: bytes, value: float | None, source: str, waited: bool = False,
                  error: BaseException | None = None) -> None:
-        """Mark ``key`` ready (caller holds the lock): its rank is the order of arrival. Only the
-        first outcome of a coalition counts (it may already have been consumed)."""
+        """Mark ``key`` ready (the caller holds the lock); its rank is the order of arrival.
+
+        Only the first outcome of a coalition counts (it may already have been consumed).
+        """
         if key not in self._arrived_keys:
             self._arrived_keys.add(key)
             self._ready[key] = _Ready((1, next(self._arrivals)), value, source, waited, error)
@@ -227,6 +248,9 @@ class InFlight:
         Arrivals are consumed in the order described in the module docstring. When an evaluation
         failed for good, the others in flight are awaited and charged (they were paid for) and the
         failure (an ``EvaluationFailedError`` naming the coalition) is raised.
+
+        Returns:
+            the arrival: its coalition, value and source.
         """
         with self._cond:
             if not self._pending:
