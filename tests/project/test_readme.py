@@ -56,7 +56,7 @@ def _params(slow: bool):
     out = []
     for page in PAGES:
         for i, block in enumerate(python_blocks(page)):
-            specific = page == README and ("FunctionGame" in block or "shapleig.explain(" in block
+            specific = page == README and ("exact_shapley(" in block or "shapleig.explain(" in block
                                            or "index=" in block)
             if is_slow_block(block, page) == slow and not specific:
                 out.append(pytest.param(page, i, id=f"{page.name}-python-{i}"))
@@ -184,7 +184,7 @@ def test_the_docs_have_examples_to_check():
 def test_readme_own_game_example_holds(cwd):
     """The README's own-game example (run here, not among the generic snippets): within budget,
     and close to the exact values."""
-    blocks = [b for b in python_blocks(README) if "FunctionGame" in b]
+    blocks = [b for b in python_blocks(README) if "FunctionGame" in b and "exact_shapley(" in b]
     assert len(blocks) == 1
     namespace = _run_block(README, python_blocks(README).index(blocks[0]))
     est, exact = namespace["est"], namespace["exact"]
