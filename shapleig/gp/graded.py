@@ -44,7 +44,7 @@ from shapleig.gp.walsh import (
     graded_index_columns,
     graded_index_covariance,
     graded_kernel,
-    graded_kernel_vjp,
+    krawtchouk_table,
 )
 
 # log g_k ~ N(0, G_LOG_SD^2): g = 1 (the Hamming kernel) a priori, a factor e^2 ~ 7 one sd away
@@ -198,8 +198,11 @@ class GradedFit(FitTerms):
     """The graded kernel's share of the MAP problem: coordinates ``(raw_s, raw_l, log g_1..log g_K)``
     with ``s = softplus(raw_s)``, ``l = 1e-6 + softplus(raw_l)`` (as :class:`~shapleig.gp.kernels.HammingFit`).
 
-    The gradient is :func:`~shapleig.gp.walsh.graded_kernel_vjp` contracted with ``-W/2``; the shared
-    lengthscale's derivative is the sum of the per-player ones.
+    With one shared lengthscale the kernel is a function of the Hamming distance d alone (docs/math.md
+    §16): ``f(d) = s e^{-d/(p l)} + sum_k (g_k - 1) kappa rho^k Kraw_k(d)`` (Krawtchouk values, exact
+    integers). An evaluation builds the p + 1 values f(0..p) and looks them up; the gradient folds
+    ``W`` by distance once (``W_d = sum_{ab: d_ab = d} W_ab``) and contracts it with ``df/dtheta``,
+    O(t^2) per step besides the Cholesky.
     """
 
     def __init__(self, X: np.ndarray, orders: int) -> None:
@@ -209,6 +212,11 @@ class GradedFit(FitTerms):
         self.prior_loc, self.prior_scale = lengthscale_prior_params(self.p)
         self.n_params = 2 + self.orders
         self.lengthscales = slice(1, 2)
+        Xf = self.X.astype(np.float64)
+        self.distance = np.rint(Xf @ (1.0 - Xf).T + (1.0 - Xf) @ Xf.T).astype(np.int64)
+        self.flat = self.distance.ravel()
+        self.kraw = np.array([krawtchouk_table(self.p, k) for k in range(1, self.orders + 1)])  # (K, p+1)
+        self.d = np.arange(self.p + 1, dtype=np.float64)
 
     def pack(self, params: GradedParams) -> np.ndarray:
         ls = float(params.lengthscales[0])
@@ -234,21 +242,36 @@ class GradedFit(FitTerms):
         lp += float(np.sum(-0.5 * zg**2 - math.log(G_LOG_SD) - 0.5 * _LOG_2PI))
         return float(lp), dl, -zg / G_LOG_SD
 
+    def profile(self, s: float, ls: float, g: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """``f(d)`` for d = 0..p (float64[p+1]) and its derivatives wrt s, l and each g_k."""
+        p = self.p
+        ham = s * np.exp(-self.d / (p * ls))
+        rho = math.tanh(1.0 / (2.0 * p * ls))
+        log_kappa = math.log(s) - p * math.log1p(rho)
+        k = np.arange(1, self.orders + 1, dtype=np.float64)
+        scale = np.exp(log_kappa + k * math.log(rho)) if rho > 0 else np.zeros(self.orders)  # kappa rho^k
+        parts = scale[:, None] * self.kraw  # (K, p+1): the order-k parts by distance
+        f = ham + (g - 1.0) @ parts
+        drho = -(1.0 - rho * rho) / (2.0 * p * ls * ls)
+        # d(kappa rho^k)/dl = kappa rho^k (k / rho - p / (1 + rho)) drho/dl
+        dlog = (k / rho - p / (1.0 + rho)) * drho if rho > 0 else np.zeros(self.orders)
+        dl = ham * self.d / (p * ls * ls) + ((g - 1.0) * dlog) @ parts
+        return f, {"s": f / s, "l": dl, "g": parts}
+
     def evaluate(self, raw: np.ndarray) -> tuple[np.ndarray, float, Any]:
         s, ls, g = self._values(raw)
-        lsv = np.full(self.p, ls)
-        K = graded_kernel(self.X, self.X, lsv, s, g)
+        f, df = self.profile(s, ls, g)
         lp, dl, dg = self._log_prior(ls, raw[2:])
-        return K, lp, (s, lsv, g, dl, dg)
+        return f[self.distance], lp, (g, df, dl, dg)
 
     def gradient(self, raw: np.ndarray, W: np.ndarray, state: Any) -> np.ndarray:
-        s, lsv, g, dl, dg = state
-        vjp = graded_kernel_vjp(W, self.X, self.X, lsv, s, g)
+        g, df, dl, dg = state
+        Wd = np.bincount(self.flat, weights=W.ravel(), minlength=self.p + 1)  # W folded by distance
         out = np.empty(self.n_params)
-        out[0] = -0.5 * float(vjp["outputscale"]) * sigmoid(raw[0])
-        out[1] = (-0.5 * float(np.sum(vjp["lengthscales"])) - dl) * sigmoid(raw[1])
+        out[0] = -0.5 * float(Wd @ df["s"]) * sigmoid(raw[0])
+        out[1] = (-0.5 * float(Wd @ df["l"]) - dl) * sigmoid(raw[1])
         inside = np.abs(raw[2:]) < _LOG_G_BOUND  # clipped beyond: flat
-        out[2:] = (-0.5 * np.asarray(vjp["g"]) * g - dg) * inside
+        out[2:] = (-0.5 * (df["g"] @ Wd) * g - dg) * inside
         return out
 
     def resample(self, raw: np.ndarray, rng: np.random.Generator) -> np.ndarray:

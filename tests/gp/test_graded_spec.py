@@ -169,3 +169,14 @@ def test_bad_params_are_refused_by_name():
         Graded(orders=4)
     with pytest.raises(ValueError, match="needs 2 g values"):
         Graded(orders=2).check_params(GradedParams(np.ones(3), 1.0, np.ones(3)))
+
+
+def test_fit_terms_matrix_is_the_spec_matrix():
+    rng = np.random.default_rng(5)
+    X = rng.random((15, P)) < 0.5
+    terms = Graded().fit_terms(X)
+    params = GradedParams(np.full(P, 0.55), 0.9, [3.0, 0.2, 1.7])
+    K, _, _ = terms.evaluate(terms.pack(params))
+    _, Kd = dense_graded(P, 0.55, 0.9, np.array([3.0, 0.2, 1.7]))
+    codes = X.astype(np.int64) @ (1 << np.arange(P))  # all_coalitions orders by bit code
+    assert np.allclose(K, Kd[np.ix_(codes, codes)], rtol=0, atol=1e-12)
