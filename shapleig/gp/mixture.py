@@ -128,12 +128,19 @@ class MixturePosterior:
 
     @property
     def primary(self) -> MixtureComponent:
-        """The component of largest weight (first on ties): it drives the acquisition."""
-        return max(self.components, key=lambda c: c.weight)
+        """The kernel (MAP) component of largest weight (first on ties): it drives the acquisition.
+        Hyperparameter draws (names with ``"~"``, :mod:`shapleig.gp.integrate`) only read out."""
+        fitted = [c for c in self.components if "~" not in c.name] or self.components
+        return max(fitted, key=lambda c: c.weight)
 
     @property
     def weights(self) -> dict[str, float]:
-        return {c.name: c.weight for c in self.components}
+        """Weight per kernel (a kernel's hyperparameter draws summed into it)."""
+        out: dict[str, float] = {}
+        for c in self.components:
+            name = c.name.split("~", 1)[0]
+            out[name] = out.get(name, 0.0) + c.weight
+        return out
 
     @property
     def mean(self) -> np.ndarray:
