@@ -36,9 +36,9 @@ from shapleig.games.game import Game, check_budget, check_game
 from shapleig.games.indices import default_hold_out_empty
 from shapleig.gp.fit_result import FitResult
 from shapleig.gp.index_esp import IndexOperator
+from shapleig.gp.integrate import integrated_kernels
 from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels
 from shapleig.gp.kernels import SizeParams, size_kernel_info
-from shapleig.gp.integrate import integrated_kernels
 from shapleig.gp.mixture import MixturePosterior, build_mixture
 from shapleig.gp.posterior import (
     CandidatePosterior,

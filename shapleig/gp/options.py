@@ -34,7 +34,6 @@ from shapleig.gp.mixture import check_calibrate
 from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import DEFAULT_FIT_ENGINE, FIT_ENGINES, NOISE_CONVENTIONS, check_fit_engine
 
-
 # hyperparameter draws per kernel of the graded surrogate's read-out (integrate=None)
 GRADED_DRAWS = 16
 
