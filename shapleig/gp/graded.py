@@ -52,7 +52,7 @@ G_LOG_SD = 2.0
 # the learned noise: sigma^2 = NOISE_FLOOR + exp(eta), eta ~ N(log NOISE_CENTRE, NOISE_LOG_SD^2)
 NOISE_CENTRE = 1e-6
 NOISE_LOG_SD = 3.0
-NOISE_FLOOR = 1e-9
+NOISE_FLOOR = 1e-8
 # |log g_k| is clipped here in the optimiser's coordinate (e^12: far beyond any prior mass)
 _LOG_G_BOUND = 12.0
 _LOG_2PI = math.log(2.0 * math.pi)
