@@ -76,7 +76,10 @@ class GPOptions:
         surrogate: the kernels fitted and weighed by evidence (:mod:`shapleig.gp.kernels`):
             ``"auto"`` (default; None means it): a shared-lengthscale and an ARD Hamming kernel
             (each with and without the size trend, ``size_trend``); ``"shared"``; ``"ard"``
-            (published); ``"laplace"`` (auto's kernels weighed by a Laplace evidence); or a
+            (published); ``"laplace"`` (auto's kernels weighed by a Laplace evidence); ``"graded"``
+            (the graded Walsh kernel with free order-1..3 variances and a learned noise,
+            :mod:`shapleig.gp.graded`, hyperparameters integrated at the read-out); ``"graded-ard"``
+            (the graded and the ARD kernel); or a
             :class:`~shapleig.gp.kernel_spec.KernelSpec` (e.g. ``Hamming(ard=False) + MyKernel()``)
             or a sequence of them, fitted as given.
         ard: the older switch: True means ``surrogate="ard"``, False ``"shared"``; normalised to
