@@ -13,7 +13,8 @@ Two kernel specs (:mod:`shapleig.gp.kernel_spec`), composed with ``+``:
 The registry names the kernels a surrogate mode fits: :data:`BASE_KERNELS` (``"shared"``,
 ``"ard"``, ``"graded"``: :class:`~shapleig.gp.graded.Graded`, free variances of interaction orders
 1..3 and a learned noise) and :data:`SURROGATES` (``"auto"``, ``"laplace"``, ``"shared"``, ``"ard"``,
-``"graded"``, ``"graded-ard"``: the graded and the ARD kernel);
+``"graded"``, ``"graded-ard"``: the graded and the ARD kernel, ``"graded-auto"``: the shared, the graded
+and the ARD kernel);
 :func:`surrogate_kernels` turns a mode and the ``size_trend`` / ``jumps`` options into kernel specs
 named as in results (``"shared"``, ``"ard"``, ``"shared+size"``, ``"ard+size"``).
 :func:`register_kernel` adds a base kernel (and a mode of that name).
@@ -496,7 +497,7 @@ class SizeFit(FitTerms):
 BASE_KERNELS: dict[str, KernelSpec] = {"shared": Hamming(ard=False), "ard": Hamming(ard=True), "graded": Graded()}
 SURROGATES: dict[str, tuple[str, ...]] = {
     "auto": ("shared", "ard"), "laplace": ("shared", "ard"), "shared": ("shared",), "ard": ("ard",),
-    "graded": ("graded",), "graded-ard": ("graded", "ard"),
+    "graded": ("graded",), "graded-ard": ("graded", "ard"), "graded-auto": ("shared", "graded", "ard"),
 }
 # how a mode weighs its kernels: BIC (the default) or the Laplace evidence over the lengthscales
 EVIDENCE: dict[str, str] = {"laplace": "laplace"}

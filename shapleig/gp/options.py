@@ -79,7 +79,7 @@ class GPOptions:
             (published); ``"laplace"`` (auto's kernels weighed by a Laplace evidence); ``"graded"``
             (the graded Walsh kernel with free order-1..3 variances and a learned noise,
             :mod:`shapleig.gp.graded`, hyperparameters integrated at the read-out); ``"graded-ard"``
-            (the graded and the ARD kernel); or a
+            (the graded and the ARD kernel); ``"graded-auto"`` (the shared, graded and ARD kernels); or a
             :class:`~shapleig.gp.kernel_spec.KernelSpec` (e.g. ``Hamming(ard=False) + MyKernel()``)
             or a sequence of them, fitted as given.
         ard: the older switch: True means ``surrogate="ard"``, False ``"shared"``; normalised to
@@ -102,7 +102,7 @@ class GPOptions:
         integrate: hyperparameter draws per kernel at the final read-out (Laplace proposal,
             importance weights, law of total covariance; :mod:`shapleig.gp.integrate`); 0: the MAP
             alone; None (default): :data:`GRADED_DRAWS` for the graded surrogates (``"graded"``,
-            ``"graded-ard"``), 0 otherwise. Acquisition and the anytime trace keep the MAP.
+            ``"graded-ard"``, ``"graded-auto"``), 0 otherwise. Acquisition and the anytime trace keep the MAP.
     """
 
     noise: float = option(1e-6, Interval(float, 0.0, open=True))
@@ -142,7 +142,7 @@ class GPOptions:
         """Hyperparameter draws per kernel of the read-out (``integrate`` resolved)."""
         if self.integrate is not None:
             return int(self.integrate)
-        return GRADED_DRAWS if self.surrogate in ("graded", "graded-ard") else 0
+        return GRADED_DRAWS if self.surrogate in ("graded", "graded-ard", "graded-auto") else 0
 
     @property
     def evidence(self) -> str:
