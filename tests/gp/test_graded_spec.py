@@ -180,3 +180,54 @@ def test_fit_terms_matrix_is_the_spec_matrix():
     _, Kd = dense_graded(P, 0.55, 0.9, np.array([3.0, 0.2, 1.7]))
     codes = X.astype(np.int64) @ (1 << np.arange(P))  # all_coalitions orders by bit code
     assert np.allclose(K, Kd[np.ix_(codes, codes)], rtol=0, atol=1e-12)
+
+
+def test_graded_fit_is_at_least_as_good_as_its_shared_twin():
+    from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
+    from shapleig.gp.posterior import standardize
+
+    rng = np.random.default_rng(6)
+    X = rng.random((30, 10)) < 0.5
+    y = np.sin(3.0 * X @ rng.normal(size=10)) + X.sum(axis=1) ** 2 / 10.0
+    fits = {k.kernel: k for k in fit_kernels(X, y, GPOptions(surrogate="graded-auto"), seed=0,
+                                             plan=RefitPlan.cold(), previous=None)}
+    for twin, graded in (("shared", "graded"), ("shared+size", "graded+size")):
+        shared_hyper = fits[twin].hyper
+        spec = fits[graded].hyper.kernel
+        parts = shared_hyper.params if isinstance(shared_hyper.params, tuple) else (shared_hyper.params,)
+        params = tuple(GradedParams(p.lengthscales, p.outputscale, np.ones(3)) if isinstance(p, HammingParams) else p
+                       for p in parts)
+        problem = MapProblem.build(spec, X, standardize(y)[0], 1e-6)
+        at_twin = problem.objective(problem.pack(shared_hyper.mean_constant, params if len(params) > 1 else params[0],
+                                                 shared_hyper.noise), grad=False)[0]
+        assert fits[graded].fit.neg_mll <= at_twin + 1e-9
+
+
+def test_graded_start_is_the_shared_twin_with_g_one():
+    from shapleig.gp.fit_result import FitResult
+    from shapleig.gp.kernel_choice import _graded_start
+
+    size = SizeParams(variance=0.3, lengthscale=0.4)
+    shared = Hyperparameters(Hamming(ard=False) + SizeKernel(), (HammingParams(np.full(P, 0.3), 0.7), size), 1e-6, 0.5)
+    fit = FitResult(hyper=shared, attempts=1, seconds=0.0, success=True, noise=1e-6, noise_convention="standardized",
+                    y_mean=0.0, y_scale=1.0, neg_mll=0.0, seed=0)
+    twin = (Hamming(ard=False) + SizeKernel()).renamed("shared+size")
+    spec = (Graded() + SizeKernel()).renamed("graded+size")
+    start = _graded_start(spec, "graded+size", [twin], [fit])
+    assert start is not None and start.kernel == spec and start.mean_constant == 0.5
+    graded, kept = start.params
+    assert np.array_equal(graded.lengthscales, np.full(P, 0.3)) and graded.outputscale == 0.7
+    assert np.array_equal(graded.g, np.ones(3)) and kept == size
+    # the same objective as the shared kernel's at its MAP: g = 1 is the shared kernel
+    X = np.random.default_rng(8).random((12, P)) < 0.5
+    y = np.random.default_rng(9).normal(size=12) * 0.1 + X.sum(axis=1) * 0.3
+    a, b = MapProblem.build(twin, X, y, 1e-6), MapProblem.build(spec, X, y, 1e-6)
+    lik_a = a.objective(a.pack(0.5, shared.params), grad=False)[0]
+    lik_b = b.objective(b.pack(0.5, start.params, 1e-6), grad=False)[0]
+    # they differ by the graded part's extra priors only: log g = 0 (N(0, 2^2)) and the noise
+    # coordinate log(1e-6 - floor) under N(log 1e-6, 3^2)
+    z = (math.log(1e-6 - NOISE_FLOOR) - math.log(1e-6)) / 3.0
+    extra = 3 * (math.log(2.0) + 0.5 * math.log(2 * math.pi)) + math.log(3.0) + 0.5 * math.log(2 * math.pi) + 0.5 * z * z
+    assert (lik_b - lik_a) * 12 == pytest.approx(extra, rel=0, abs=1e-7)
+    assert _graded_start(twin, "shared+size", [twin], [fit]) is None
+    assert _graded_start(spec, "graded+size", [], []) is None
