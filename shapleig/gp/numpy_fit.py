@@ -126,14 +126,14 @@ class MapProblem:
                 return slice(block.start + term.lengthscales.start, block.start + term.lengthscales.stop)
         raise ValueError(f"kernel {self.kernel.name!r} has no part with lengthscales")
 
-    def pack(self, mean: float, params: Any, noise: float | None = None) -> np.ndarray:
+    def pack(self, mean: float, params: Any, noise_start: float | None = None) -> np.ndarray:
         """``theta`` from the mean constant and the kernel's params (structured as the spec says);
-        a learned noise starts at ``noise`` (None: the problem's ``noise``)."""
+        a learned noise starts at ``noise_start`` (None: the problem's ``noise``)."""
         parts = params if len(self.terms) > 1 else (params,)
         theta = np.concatenate([[float(mean)], *(term.pack(prm) for term, prm in zip(self.terms, parts))])
         if not self.learn_noise:
             return theta
-        return np.append(theta, noise_coordinate(self.noise if noise is None else noise))
+        return np.append(theta, noise_coordinate(self.noise if noise_start is None else noise_start))
 
     def unpack(self, theta: np.ndarray) -> tuple[float, Any]:
         """``(c, params)`` from ``theta``."""

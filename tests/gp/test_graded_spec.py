@@ -119,7 +119,7 @@ def test_map_gradient_with_learned_noise(with_size):
     spec = Graded() + SizeKernel() if with_size else Graded()
     problem = MapProblem.build(spec, X, y, 1e-6)
     assert problem.learn_noise and problem.n_params == 1 + 5 + 1 + 2 * with_size
-    theta = problem.pack(0.1, spec.initial_params(P), noise=1e-3)
+    theta = problem.pack(0.1, spec.initial_params(P), noise_start=1e-3)
     theta[2:6] += rng.normal(scale=0.3, size=4)  # lengthscale and log g off the prior's centre
     value, grad = problem.objective(theta)
     assert np.allclose(grad, central_difference(problem, theta), rtol=1e-4, atol=1e-6)
