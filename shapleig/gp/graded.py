@@ -243,20 +243,23 @@ class GradedFit(FitTerms):
         return float(lp), dl, -zg / G_LOG_SD
 
     def profile(self, s: float, ls: float, g: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """``f(d)`` for d = 0..p (float64[p+1]) and its derivatives wrt s, l and each g_k."""
+        """``f(d)`` for d = 0..p (float64[p+1]) and its derivatives wrt s, l and each g_k.
+
+        Every term is proportional to s: the profile is built at s = 1 and scaled (so an
+        outputscale that underflows to 0 gives a zero kernel, not a division by zero)."""
         p = self.p
-        ham = s * np.exp(-self.d / (p * ls))
+        ham = np.exp(-self.d / (p * ls))
         rho = math.tanh(1.0 / (2.0 * p * ls))
-        log_kappa = math.log(s) - p * math.log1p(rho)
+        log_kappa = -p * math.log1p(rho)  # kappa / s
         k = np.arange(1, self.orders + 1, dtype=np.float64)
-        scale = np.exp(log_kappa + k * math.log(rho)) if rho > 0 else np.zeros(self.orders)  # kappa rho^k
-        parts = scale[:, None] * self.kraw  # (K, p+1): the order-k parts by distance
-        f = ham + (g - 1.0) @ parts
+        scale = np.exp(log_kappa + k * math.log(rho)) if rho > 0 else np.zeros(self.orders)  # kappa rho^k / s
+        parts = scale[:, None] * self.kraw  # (K, p+1): the order-k parts by distance, per unit s
+        unit = ham + (g - 1.0) @ parts
         drho = -(1.0 - rho * rho) / (2.0 * p * ls * ls)
         # d(kappa rho^k)/dl = kappa rho^k (k / rho - p / (1 + rho)) drho/dl
         dlog = (k / rho - p / (1.0 + rho)) * drho if rho > 0 else np.zeros(self.orders)
         dl = ham * self.d / (p * ls * ls) + ((g - 1.0) * dlog) @ parts
-        return f, {"s": f / s, "l": dl, "g": parts}
+        return s * unit, {"s": unit, "l": s * dl, "g": s * parts}
 
     def evaluate(self, raw: np.ndarray) -> tuple[np.ndarray, float, Any]:
         s, ls, g = self._values(raw)
