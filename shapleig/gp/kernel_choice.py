@@ -140,7 +140,9 @@ def fit_kernels(
                 fit = replace(cold, seconds=cold.seconds + fit.seconds)
             else:
                 fit = replace(fit, seconds=cold.seconds + fit.seconds)
-        start_from = _graded_start(spec, name, specs[:i], fits)
+        # with the cold fits only (a warm fit starts from the last refit's graded MAP already)
+        start_from = _graded_start(spec, name, specs[:i], fits) if (plan.cold_check or not plan.warm) and not lazy \
+            else None
         if start_from is not None:
             # the graded kernel holds the shared one (g = 1): also fit it from the shared kernel's
             # MAP and keep the better objective (from the prior's mode it can settle in a poorer
