@@ -144,9 +144,20 @@ class MixturePosterior:
 
     @property
     def mean(self) -> np.ndarray:
-        """Mixture mean of phi, float64[p]."""
+        """Mixture mean of phi, float64[p].
+
+        With hyperparameter draws (names with ``"~"``, :mod:`shapleig.gp.integrate`) the mean is the
+        fitted (MAP) kernels' mixture, renormalised: the draws widen the covariance (about this mean,
+        :meth:`_gp_covariance`) but do not move the estimate (they bought calibration, not accuracy;
+        and at 2p a few draws of a poorly identified lengthscale can move the mean far).
+        """
         if self._mean is None:
-            self._mean = sum(c.weight * c.posterior.mean for c in self.components)
+            fitted = [c for c in self.components if "~" not in c.name]
+            if fitted and len(fitted) < len(self.components):
+                total = float(sum(c.weight for c in fitted))
+                self._mean = sum((c.weight / total) * c.posterior.mean for c in fitted)
+            else:
+                self._mean = sum(c.weight * c.posterior.mean for c in self.components)
         return self._mean.copy()
 
     @property
@@ -161,7 +172,8 @@ class MixturePosterior:
 
     def _gp_covariance(self) -> np.ndarray:
         """Law of total covariance over the kernels, each scaled by its calibration factor, in
-        standardised units (divided by ``unit**2``)."""
+        standardised units (divided by ``unit**2``); about :attr:`mean` (with hyperparameter draws,
+        the MAP kernels' mean: the second moment about it, never below the mixture's covariance)."""
         mu = self.mean / self.unit
         cov = np.zeros((mu.shape[0], mu.shape[0]))  # d x d: the index's terms
         for c in self.components:

@@ -57,7 +57,7 @@ def test_no_draws_is_the_map_alone_and_draws_are_seeded():
     assert [(w, hh) for w, hh in a] == [(w, hh) for w, hh in b]
 
 
-def test_mixture_of_draws_is_the_law_of_total_covariance_and_map_drives():
+def test_mixture_of_draws_keeps_the_map_mean_and_widens_about_it():
     X, y = _archive()
     h = _hyper()
     draws = hyperparameter_draws(X, y, h, 6, np.random.default_rng(1))
@@ -66,11 +66,14 @@ def test_mixture_of_draws_is_the_law_of_total_covariance_and_map_drives():
     mix = build_mixture(kernels, X, y, calibrate=False)
     posts = [ShapleyPosterior(hh, X, y) for _, hh in draws]
     w = np.array([wi for wi, _ in draws])
-    mu = sum(wi * p.mean for wi, p in zip(w, posts))
+    # the estimate stays the MAP's; the covariance is the draws' second moment about it
+    mu = posts[0].mean
     cov = sum(wi * (p.covariance + np.outer(p.mean - mu, p.mean - mu)) for wi, p in zip(w, posts))
     assert np.allclose(mix.mean, mu, rtol=1e-10, atol=1e-12)
     assert np.allclose(mix.covariance, cov, rtol=1e-8, atol=1e-14)
     assert mix.primary.name == "graded"
+    mixed = sum(wi * p.mean for wi, p in zip(w, posts))
+    assert not np.allclose(mixed, mu, rtol=0, atol=1e-12)  # the draws do move the plain mixture mean
     assert set(mix.weights) == {"graded"} and mix.weights["graded"] == pytest.approx(1.0)
 
 
