@@ -17,7 +17,9 @@ the target density over them is ``exp(-t objective(theta))``, the MAP objective'
   has weight 0).
 
 Each draw becomes a mixture component named ``"<kernel>~<i>"`` (:data:`DRAW_MARK`) with weight
-``w_kernel w_i``; the component named as the kernel is the MAP, which keeps driving the acquisition.
+``w_kernel w_i``; the component named as the kernel is the MAP, which keeps driving the acquisition
+and the estimate (the mixture's mean is the MAP components'; the draws widen the covariance about
+it, :attr:`~shapleig.gp.mixture.MixturePosterior.mean`).
 """
 
 from __future__ import annotations
