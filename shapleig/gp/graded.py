@@ -198,9 +198,9 @@ class GradedFit(FitTerms):
     """The graded kernel's share of the MAP problem: coordinates ``(raw_s, raw_l, log g_1..log g_K)``
     with ``s = softplus(raw_s)``, ``l = 1e-6 + softplus(raw_l)`` (as :class:`~shapleig.gp.kernels.HammingFit`).
 
-    With one shared lengthscale the kernel is a function of the Hamming distance d alone (docs/math.md
-    §16): ``f(d) = s e^{-d/(p l)} + sum_k (g_k - 1) kappa rho^k Kraw_k(d)`` (Krawtchouk values, exact
-    integers). An evaluation builds the p + 1 values f(0..p) and looks them up; the gradient folds
+    With one shared lengthscale the kernel is a function of the Hamming distance d alone
+    (docs/math.md §16): ``f(d) = s e^{-d/(p l)} + sum_k (g_k - 1) kappa rho^k Kraw_k(d)`` (Krawtchouk
+    values, exact integers). An evaluation builds the p + 1 values f(0..p) and looks them up; the gradient folds
     ``W`` by distance once (``W_d = sum_{ab: d_ab = d} W_ab``) and contracts it with ``df/dtheta``,
     O(t^2) per step besides the Cholesky.
     """
