@@ -152,10 +152,12 @@ class MixturePosterior:
         and at 2p a few draws of a poorly identified lengthscale can move the mean far).
         """
         if self._mean is None:
-            fitted = [c for c in self.components if "~" not in c.name]
+            fitted = {c.name: c for c in self.components if "~" not in c.name}
             if fitted and len(fitted) < len(self.components):
-                total = float(sum(c.weight for c in fitted))
-                self._mean = sum((c.weight / total) * c.posterior.mean for c in fitted)
+                # each kernel's MAP mean, at the kernel's weight (its MAP's and its draws' together)
+                weights = self.weights
+                total = float(sum(weights[name] for name in fitted))
+                self._mean = sum((weights[name] / total) * c.posterior.mean for name, c in fitted.items())
             else:
                 self._mean = sum(c.weight * c.posterior.mean for c in self.components)
         return self._mean.copy()

@@ -100,3 +100,20 @@ def test_graded_surrogate_in_the_loop_exact_on_an_additive_plus_pairwise_game():
     # the additive and pairwise parts carry the game: free order variances make it exact at 4p
     assert math.sqrt(np.mean((est.values - exact) ** 2)) < 1e-5 * np.std(exact)
     assert np.all(np.isfinite(est.std))
+
+
+def test_mixture_mean_with_draws_weighs_each_kernel_map_by_the_kernel_weight():
+    X, y = _archive()
+    h1 = _hyper()
+    h2 = Hyperparameters(Graded(), GradedParams(np.full(P, 0.9), 0.7, [1.0, 3.0, 0.5]), 1e-4, 0.0)
+    d1 = hyperparameter_draws(X, y, h1, 4, np.random.default_rng(1))
+    d2 = hyperparameter_draws(X, y, h2, 4, np.random.default_rng(2))
+    kernels = []
+    for name, w_k, draws in (("a", 0.3, d1), ("b", 0.7, d2)):
+        kernels.append((name, w_k * draws[0][0], draws[0][1]))
+        kernels += [(f"{name}~{i}", w_k * w, hh) for i, (w, hh) in enumerate(draws[1:], 1)]
+    mix = build_mixture(kernels, X, y, calibrate=False)
+    expected = 0.3 * ShapleyPosterior(h1, X, y).mean + 0.7 * ShapleyPosterior(h2, X, y).mean
+    assert np.allclose(mix.mean, expected, rtol=1e-10, atol=1e-12)
+    assert mix.weights == pytest.approx({"a": 0.3, "b": 0.7})
+
