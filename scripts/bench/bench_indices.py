@@ -54,6 +54,8 @@ def estimator(index: str, args: argparse.Namespace, acquisition: str = "eig") ->
         options["hold_out_empty"] = args.hold_out_empty == "on"
     if args.calibrate is not None:
         options["calibrate"] = {"true": True, "false": False}.get(args.calibrate, args.calibrate)
+    if args.surrogate is not None:
+        options["surrogate"] = args.surrogate
     return ShaplEIG(**options)
 
 
@@ -155,6 +157,8 @@ def main() -> None:
     parser.add_argument("--anytime", action="store_true",
                         help="one run per seed at the largest budget, smaller budgets from its trace")
     parser.add_argument("--calibrate", default=None, help="the read-out (default: ShaplEIG's), e.g. jackknife")
+    parser.add_argument("--surrogate", default=None,
+                        help="the surrogate (default: ShaplEIG's), e.g. graded, graded-ard, shared")
     parser.add_argument("--hold-out-empty", choices=("on", "off"), default=None,
                         help="hold v(empty) out of the GP (default: the index's default)")
     parser.add_argument("--out", default=None, help="write the per-run rows to this CSV")

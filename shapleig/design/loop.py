@@ -40,6 +40,7 @@ from shapleig.games.game import Game, check_budget, check_game
 from shapleig.games.indices import default_hold_out_empty
 from shapleig.gp.fit_result import FitResult
 from shapleig.gp.index_esp import IndexOperator
+from shapleig.gp.integrate import integrated_kernels
 from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels
 from shapleig.gp.kernels import SizeParams, size_kernel_info
 from shapleig.gp.mixture import MixturePosterior, build_mixture
@@ -564,6 +565,8 @@ class DesignLoop:
             raise RuntimeError("finish() before any step")
         if self._final_refit_due():
             self._final_refit()
+        if self.options.draws and self.kernel_fits and self.fixed_hyperparameters is None:
+            self._integrate()
         self._finished = True
         self._close_bar()
         post = self.mixture
@@ -612,6 +615,21 @@ class DesignLoop:
         self.trace[-1] = (self.evaluations, self.estimate_values())
         self.trace_std[-1] = (self.evaluations, self.estimate_std())
 
+    def _integrate(self) -> None:
+        """The final read-out with the hyperparameters integrated (``integrate`` draws per kernel around
+        the last MAP fits, :mod:`shapleig.gp.integrate`); replaces the last anytime entry."""
+        start = time.perf_counter()
+        rows = np.arange(self.X.shape[0])
+        if self.operator.hold_out_empty:
+            rows = rows[self.X.any(axis=1)]
+        with compute_threads(self.options.threads):
+            kernels = integrated_kernels(self.X[rows], self.y[rows], self.kernel_fits, self.options.draws,
+                                         seed=self._fit_seed(2_000_000 + self.n_refits))
+            self._rebuild(kernels)
+        self.timings["selection_s"] += time.perf_counter() - start
+        self.trace[-1] = (self.evaluations, self.estimate_values())
+        self.trace_std[-1] = (self.evaluations, self.estimate_std())
+
     def _target_holds_after_refit(self) -> bool:
         """False when the target was met but the final refit's read-out no longer meets it."""
         if self.target_evaluations is None or not self._final_refit_due():
@@ -641,7 +659,8 @@ class DesignLoop:
             "noise_standardized": None if h is None else h.noise,
             "ard": self.ard,
             "kernel_weights": None if self.mixture is None else self.mixture.weights,
-            "calibration": None if self.mixture is None else {c.name: c.tau for c in self.mixture.components},
+            "calibration": None if self.mixture is None else {c.name: c.tau for c in self.mixture.components
+                                                               if "~" not in c.name},
             "target_threshold": self.target_threshold() if self.pool is not None else None,
             "target_reached": self.target_evaluations is not None,
             "target_evaluations": self.target_evaluations,

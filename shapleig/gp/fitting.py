@@ -105,7 +105,7 @@ def _fit_numpy(kernel, X, y_std, y_mean, y_scale, noise_std, noise_convention, s
         logger.warning("GP fit failed after %d attempts (%s); keeping previous hyperparameters",
                        fit.attempts, message)
         hyper = fallback if fallback is not None else initial_hyperparameters(kernel, X.shape[1], noise_std)
-    if hyper.noise != noise_std:
+    if hyper.noise != noise_std and not (success and kernel.learns_noise):  # a learned noise is kept
         hyper = hyper.with_noise(noise_std)
     return FitResult(hyper=hyper, attempts=fit.attempts, seconds=time.perf_counter() - start,
                      success=success, noise=noise_std, noise_convention=noise_convention,

@@ -24,6 +24,9 @@ import numpy as np
 from shapleig.gp.evidence import laplace_log_evidence
 from shapleig.gp.fit_result import FitResult
 from shapleig.gp.fitting import fit_hyperparameters
+from shapleig.gp.graded import Graded, GradedParams
+from shapleig.gp.kernel_spec import KernelSpec
+from shapleig.gp.kernels import HammingParams
 from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters
 
@@ -173,6 +176,19 @@ def fit_kernels(
                 fit = replace(cold, seconds=cold.seconds + fit.seconds)
             else:
                 fit = replace(fit, seconds=cold.seconds + fit.seconds)
+        # with the cold fits only (a warm fit starts from the last refit's graded MAP already)
+        start_from = _graded_start(spec, name, specs[:i], fits) if (plan.cold_check or not plan.warm) and not lazy \
+            else None
+        if start_from is not None:
+            # the graded kernel holds the shared one (g = 1): also fit it from the shared kernel's
+            # MAP and keep the better objective (from the prior's mode it can settle in a poorer
+            # mode with a long lengthscale and the free orders absorbing the rest)
+            alt = fit_hyperparameters(X, y, spec, options, seed=int(seed) + i, init=start_from,
+                                      fallback=prev.get(name), optimizer_options=None)
+            if alt.success and (not fit.success or alt.neg_mll < fit.neg_mll):
+                fit = replace(alt, seconds=alt.seconds + fit.seconds)
+            else:
+                fit = replace(fit, seconds=alt.seconds + fit.seconds)
         fits.append(fit)
         if options.evidence == "laplace" and fit.success and np.isfinite(fit.neg_mll):
             evidence.append(laplace_log_evidence(X, y, fit.hyper))
@@ -181,3 +197,29 @@ def fit_kernels(
             evidence.append(bic_log_evidence(fit, t, 1 + spec.n_params(X)))
     weights = evidence_weights(np.asarray(evidence)) if len(fits) > 1 else np.ones(1)
     return [KernelFit(spec.name, fit, float(ev), float(w)) for spec, fit, ev, w in zip(specs, fits, evidence, weights)]
+
+
+def _graded_start(spec: KernelSpec, name: str, fitted_specs: list[KernelSpec],
+                  fits: list[FitResult]) -> Hyperparameters | None:
+    """Hyperparameters of ``spec`` (a kernel with a graded part) at the MAP of the shared kernel
+    fitted before it in this refit (its name with ``"shared"`` for ``"graded"``), with g = 1; None
+    when there is none (or ``spec`` has no graded part)."""
+    if not any(isinstance(part, Graded) for part in spec.parts) or "graded" not in name:
+        return None
+    twin = name.replace("graded", "shared")
+    for other, fit in zip(fitted_specs, fits):
+        if other.name != twin or not fit.success:
+            continue
+        shared = fit.hyper.params if isinstance(fit.hyper.params, tuple) else (fit.hyper.params,)
+        if len(shared) != len(spec.parts):
+            return None
+        params = []
+        for part, prm in zip(spec.parts, shared):
+            if isinstance(part, Graded):
+                if not isinstance(prm, HammingParams):
+                    return None
+                prm = GradedParams(prm.lengthscales, prm.outputscale, np.ones(part.orders))
+            params.append(prm)
+        value = tuple(params) if len(params) > 1 else params[0]
+        return Hyperparameters(spec, value, fit.hyper.noise, fit.hyper.mean_constant)
+    return None

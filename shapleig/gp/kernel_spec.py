@@ -147,6 +147,12 @@ class KernelSpec(abc.ABC):
             return NotImplemented
         return SumKernel((*self.parts, *other.parts))
 
+    @property
+    def learns_noise(self) -> bool:
+        """Whether a MAP fit of this kernel also learns the observation noise (any part with a true
+        ``learn_noise`` field, e.g. :class:`~shapleig.gp.graded.Graded`; the others keep it fixed)."""
+        return any(bool(getattr(part, "learn_noise", False)) for part in self.parts)
+
     def renamed(self, name: str | None) -> "KernelSpec":
         """The same kernel under another name (None: its own); every spec dataclass has an ``alias`` field.
 

@@ -11,7 +11,10 @@ Two kernel specs (:mod:`shapleig.gp.kernel_spec`), composed with ``+``:
   coefficients beta.
 
 The registry names the kernels a surrogate mode fits: :data:`BASE_KERNELS` (``"shared"``,
-``"ard"``) and :data:`SURROGATES` (``"auto"``, ``"laplace"``, ``"shared"``, ``"ard"``);
+``"ard"``, ``"graded"``: :class:`~shapleig.gp.graded.Graded`, free variances of interaction orders
+1..3 and a learned noise) and :data:`SURROGATES` (``"auto"``, ``"laplace"``, ``"shared"``, ``"ard"``,
+``"graded"``, ``"graded-ard"``: the graded and the ARD kernel, ``"graded-auto"``: the shared, the graded
+and the ARD kernel);
 :func:`surrogate_kernels` turns a mode and the ``size_trend`` / ``jumps`` options into kernel specs
 named as in results (``"shared"``, ``"ard"``, ``"shared+size"``, ``"ard+size"``).
 :func:`register_kernel` adds a base kernel (and a mode of that name).
@@ -32,6 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from shapleig.gp.esp import hamming_kernel
+from shapleig.gp.graded import Graded
 from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.kernel_spec import FitTerms, KernelSpec, SumKernel
 from shapleig.gp.priors import (
@@ -613,9 +617,10 @@ class SizeFit(FitTerms):
 
 # base kernels by name; a surrogate mode fits a tuple of them (each with the size kernel as the
 # options say). register_kernel adds to both.
-BASE_KERNELS: dict[str, KernelSpec] = {"shared": Hamming(ard=False), "ard": Hamming(ard=True)}
+BASE_KERNELS: dict[str, KernelSpec] = {"shared": Hamming(ard=False), "ard": Hamming(ard=True), "graded": Graded()}
 SURROGATES: dict[str, tuple[str, ...]] = {
     "auto": ("shared", "ard"), "laplace": ("shared", "ard"), "shared": ("shared",), "ard": ("ard",),
+    "graded": ("graded",), "graded-ard": ("graded", "ard"), "graded-auto": ("shared", "graded", "ard"),
 }
 # how a mode weighs its kernels: BIC (the default) or the Laplace evidence over the lengthscales
 EVIDENCE: dict[str, str] = {"laplace": "laplace"}

@@ -156,19 +156,42 @@ class MixturePosterior:
 
     @property
     def primary(self) -> MixtureComponent:
-        """The component of largest weight (first on ties): it drives the acquisition."""
-        return max(self.components, key=lambda c: c.weight)
+        """The kernel (MAP) component of largest weight (first on ties): it drives the acquisition.
+        Hyperparameter draws (names with ``"~"``, :mod:`shapleig.gp.integrate`) only read out."""
+        fitted = [c for c in self.components if "~" not in c.name] or self.components
+        return max(fitted, key=lambda c: c.weight)
 
     @property
     def weights(self) -> dict[str, float]:
-        """``{kernel name: normalised weight}`` of the kept components."""
-        return {c.name: c.weight for c in self.components}
+        """Weight per kernel, a kernel's hyperparameter draws summed into it.
+
+        Returns:
+            ``{kernel name: normalised weight}``.
+        """
+        out: dict[str, float] = {}
+        for c in self.components:
+            name = c.name.split("~", 1)[0]
+            out[name] = out.get(name, 0.0) + c.weight
+        return out
 
     @property
     def mean(self) -> np.ndarray:
-        """Mixture mean of phi, float64[p]."""
+        """Mixture mean of phi, float64[p].
+
+        With hyperparameter draws (names with ``"~"``, :mod:`shapleig.gp.integrate`) the mean is the
+        fitted (MAP) kernels' mixture, renormalised: the draws widen the covariance (about this mean,
+        :meth:`_gp_covariance`) but do not move the estimate (they bought calibration, not accuracy;
+        and at 2p a few draws of a poorly identified lengthscale can move the mean far).
+        """
         if self._mean is None:
-            self._mean = sum(c.weight * c.posterior.mean for c in self.components)
+            fitted = {c.name: c for c in self.components if "~" not in c.name}
+            if fitted and len(fitted) < len(self.components):
+                # each kernel's MAP mean, at the kernel's weight (its MAP's and its draws' together)
+                weights = self.weights
+                total = float(sum(weights[name] for name in fitted))
+                self._mean = sum((weights[name] / total) * c.posterior.mean for name, c in fitted.items())
+            else:
+                self._mean = sum(c.weight * c.posterior.mean for c in self.components)
         return self._mean.copy()
 
     @property
@@ -186,7 +209,8 @@ class MixturePosterior:
     def _gp_covariance(self) -> np.ndarray:
         """Law of total covariance over the kernels, each scaled by its calibration factor.
 
-        In standardised units (divided by ``unit**2``).
+        In standardised units (divided by ``unit**2``), about :attr:`mean` (with hyperparameter
+        draws, the MAP kernels' mean: the second moment about it, never below the mixture's covariance).
         """
         mu = self.mean / self.unit
         cov = np.zeros((mu.shape[0], mu.shape[0]))  # d x d: the index's terms

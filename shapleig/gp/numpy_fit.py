@@ -33,6 +33,7 @@ import numpy as np
 from scipy.linalg import lapack
 from scipy.optimize import minimize
 
+from shapleig.gp.graded import NOISE_FLOOR, noise_coordinate, noise_log_prior, noise_value
 from shapleig.gp.kernel_spec import FitTerms, KernelSpec
 from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import MAX_FIT_ATTEMPTS
@@ -79,7 +80,9 @@ class MapProblem:
 
     ``theta = (c, part 0's coordinates, part 1's, ...)``: the constant mean first, then each part of
     ``kernel`` (:attr:`~shapleig.gp.kernel_spec.KernelSpec.parts`) owns the slice ``blocks[i]``
-    (:class:`~shapleig.gp.kernel_spec.FitTerms`).
+    (:class:`~shapleig.gp.kernel_spec.FitTerms`). ``noise``: the fixed sigma^2 (standardised), or,
+    when the kernel learns it (``learn_noise``, :attr:`KernelSpec.learns_noise`), the start of a last
+    coordinate ``eta`` with ``sigma^2 = floor + e^eta`` and its prior (:mod:`shapleig.gp.graded`).
     The kernel matrix is the first part's, plus the noise on the diagonal, plus the other parts'
     (this order of additions is kept from the first implementation, so fits stay bit-identical).
 
@@ -98,6 +101,7 @@ class MapProblem:
     noise: float
     terms: tuple[FitTerms, ...]
     blocks: tuple[slice, ...]
+    learn_noise: bool = False
 
     @classmethod
     def build(cls, kernel: KernelSpec, X: np.ndarray, y_std: np.ndarray, noise: float) -> "MapProblem":
@@ -118,12 +122,20 @@ class MapProblem:
         for term in terms:
             blocks.append(slice(start, start + term.n_params))
             start += term.n_params
-        return cls(kernel, Xf, np.asarray(y_std, dtype=np.float64), float(noise), terms, tuple(blocks))
+        return cls(kernel, Xf, np.asarray(y_std, dtype=np.float64), float(noise), terms, tuple(blocks),
+                   kernel.learns_noise)
 
     @property
     def n_params(self) -> int:
-        """Coordinates of theta: the mean constant and every part's (the BIC's count, docs/math.md §13)."""
-        return 1 + sum(term.n_params for term in self.terms)
+        """Coordinates of theta: the mean constant, every part's and the learned noise's (the BIC's
+        count, docs/math.md §13)."""
+        return 1 + sum(term.n_params for term in self.terms) + int(self.learn_noise)
+
+    def noise_at(self, theta: np.ndarray) -> float:
+        """sigma^2 at ``theta``: the fixed noise, or the learned one (its last coordinate)."""
+        if not self.learn_noise:
+            return self.noise
+        return noise_value(theta[-1])
 
     def lengthscale_block(self) -> slice:
         """The slice of theta holding the first part's lengthscale coordinates that carry a LogNormal prior.
@@ -138,18 +150,22 @@ class MapProblem:
                 return slice(block.start + term.lengthscales.start, block.start + term.lengthscales.stop)
         raise ValueError(f"kernel {self.kernel.name!r} has no part with lengthscales")
 
-    def pack(self, mean: float, params: Any) -> np.ndarray:
+    def pack(self, mean: float, params: Any, noise_start: float | None = None) -> np.ndarray:
         """``theta`` from the mean constant and the kernel's params (structured as the spec says).
 
         Args:
             mean: the mean constant c.
             params: the kernel's params (a tuple for a sum).
+            noise_start: where a learned noise starts (None: the problem's ``noise``).
 
         Returns:
             ``theta``, float64.
         """
         parts = params if len(self.terms) > 1 else (params,)
-        return np.concatenate([[float(mean)], *(term.pack(prm) for term, prm in zip(self.terms, parts))])
+        theta = np.concatenate([[float(mean)], *(term.pack(prm) for term, prm in zip(self.terms, parts))])
+        if not self.learn_noise:
+            return theta
+        return np.append(theta, noise_coordinate(self.noise if noise_start is None else noise_start))
 
     def unpack(self, theta: np.ndarray) -> tuple[float, Any]:
         """``(c, params)`` from ``theta``.
@@ -173,7 +189,7 @@ class MapProblem:
             the hyperparameters.
         """
         mean, params = self.unpack(theta)
-        return Hyperparameters(self.kernel, params, self.noise, mean)
+        return Hyperparameters(self.kernel, params, self.noise_at(theta), mean)
 
     def resample(self, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``theta`` with each part's prior-carrying coordinates redrawn from their prior (a retry).
@@ -204,6 +220,7 @@ class MapProblem:
         t = y.shape[0]
         c = float(theta[0])
         K = None
+        noise = self.noise_at(theta)
         states, log_priors = [], []
         for term, block in zip(self.terms, self.blocks):
             Kp, lp, state = term.evaluate(theta[block])
@@ -213,11 +230,14 @@ class MapProblem:
                 continue
             if K is None:
                 K = np.array(Kp, dtype=np.float64)
-                K[np.diag_indices(t)] += self.noise
+                K[np.diag_indices(t)] += noise
             else:
                 K += Kp
         if K is None:
-            K = self.noise * np.eye(t)
+            K = noise * np.eye(t)
+        if self.learn_noise:
+            noise_lp, noise_dlp = noise_log_prior(theta[-1])
+            log_priors.append(noise_lp)
         L, _ = _cholesky(K)
         r = y - c
         alpha, info = lapack.dpotrs(L, r, lower=1)
@@ -239,6 +259,9 @@ class MapProblem:
         g[0] = -alpha.sum()  # d(-log N)/dc = -1^T alpha
         for term, block, state in zip(self.terms, self.blocks, states):
             g[block] = term.gradient(theta[block], W, state)
+        if self.learn_noise:  # d(-log N)/d sigma^2 = -tr(W) / 2, d sigma^2 / d eta = e^eta (inside the clip)
+            inside = -60.0 < theta[-1] < 10.0
+            g[-1] = (-0.5 * float(np.trace(W)) * (noise - NOISE_FLOOR)) * inside - noise_dlp
         return float(value), g / t
 
 
@@ -344,7 +367,8 @@ def fit_map_numpy(
     p = X.shape[1]
     problem = MapProblem.build(kernel, X, y_std, noise)
     start = kernel.initial_params(p) if init is None else kernel.warm_params(init.params, p)
-    theta0 = problem.pack(0.0 if init is None else init.mean_constant, start)
+    theta0 = problem.pack(0.0 if init is None else init.mean_constant, start,
+                          None if init is None or not problem.learn_noise else init.noise)
     fit = map_fit(problem, theta0, np.random.default_rng(int(seed)), max_attempts, options)
     if not fit.success:
         return None, fit

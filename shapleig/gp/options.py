@@ -34,6 +34,9 @@ from shapleig.gp.mixture import check_calibrate
 from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import DEFAULT_FIT_ENGINE, FIT_ENGINES, NOISE_CONVENTIONS, check_fit_engine
 
+# hyperparameter draws per kernel of the graded surrogate's read-out (integrate=None)
+GRADED_DRAWS = 16
+
 
 def _calibrate(value: Any) -> bool | str:
     check_calibrate(value)
@@ -87,7 +90,10 @@ class GPOptions:
         surrogate: the kernels fitted and weighed by evidence (:mod:`shapleig.gp.kernels`):
             ``"auto"`` (default; None means it): a shared-lengthscale and an ARD Hamming kernel
             (each with and without the size trend, ``size_trend``); ``"shared"``; ``"ard"``
-            (published); ``"laplace"`` (auto's kernels weighed by a Laplace evidence); or a
+            (published); ``"laplace"`` (auto's kernels weighed by a Laplace evidence); ``"graded"``
+            (the graded Walsh kernel with free order-1..3 variances and a learned noise,
+            :mod:`shapleig.gp.graded`, hyperparameters integrated at the read-out); ``"graded-ard"``
+            (the graded and the ARD kernel); ``"graded-auto"`` (the shared, graded and ARD kernels); or a
             :class:`~shapleig.gp.kernel_spec.KernelSpec` (e.g. ``Hamming(ard=False) + MyKernel()``)
             or a sequence of them, fitted as given.
         ard: the older switch: True means ``surrogate="ard"``, False ``"shared"``; normalised to
@@ -107,6 +113,10 @@ class GPOptions:
             docs/math.md §15): ``"both"`` (default: every kernel with and without it, weighed by
             evidence), True (always) or False (never; the published setting). Needs the numpy fit
             engine unless False. ``jumps`` and ``size_trend`` shape the named surrogates only.
+        integrate: hyperparameter draws per kernel at the final read-out (Laplace proposal,
+            importance weights, law of total covariance; :mod:`shapleig.gp.integrate`); 0: the MAP
+            alone; None (default): :data:`GRADED_DRAWS` for the graded surrogates (``"graded"``,
+            ``"graded-ard"``, ``"graded-auto"``), 0 otherwise. Acquisition and the anytime trace keep the MAP.
     """
 
     noise: float = option(1e-6, Interval(float, 0.0, open=True))
@@ -118,6 +128,7 @@ class GPOptions:
     threads: int | None = option(1, Interval(int, 1, none=True))
     jumps: bool = option(False, Boolean())
     size_trend: bool | str = option("both", Checked(check_size_trend, bad=("always", None)))
+    integrate: int | None = option(None, Interval(int, 0, none=True))
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -139,6 +150,13 @@ class GPOptions:
     def kernels(self) -> list[KernelSpec]:
         """The kernel specs the surrogate fits, in order, named as in results (:func:`surrogate_kernels`)."""
         return surrogate_kernels(self.surrogate, self.size_trend, self.jumps)
+
+    @property
+    def draws(self) -> int:
+        """Hyperparameter draws per kernel of the read-out (``integrate`` resolved)."""
+        if self.integrate is not None:
+            return int(self.integrate)
+        return GRADED_DRAWS if self.surrogate in ("graded", "graded-ard", "graded-auto") else 0
 
     @property
     def evidence(self) -> str:

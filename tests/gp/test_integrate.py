@@ -1,0 +1,119 @@
+"""Hyperparameters integrated at the read-out (shapleig.gp.integrate) and the graded surrogate in the loop."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from shapleig import FunctionGame, exact_shapley
+from shapleig.design.estimators import ShaplEIG
+from shapleig.gp.graded import Graded, GradedParams
+from shapleig.gp.integrate import hyperparameter_draws
+from shapleig.gp.mixture import build_mixture
+from shapleig.gp.numpy_fit import MapProblem
+from shapleig.gp.options import GPOptions
+from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior, standardize
+
+P = 6
+
+
+def _archive(seed: int = 0, t: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.random((t, P)) < 0.5
+    w = rng.normal(size=P)
+    return X, X @ w + 0.4 * X[:, 0] * X[:, 1] - 0.3 * X[:, 2] * X[:, 3] * X[:, 4]
+
+
+def _hyper() -> Hyperparameters:
+    return Hyperparameters(Graded(), GradedParams(np.full(P, 0.5), 1.0, [2.0, 0.5, 1.0]), 1e-4, 0.1)
+
+
+def test_draws_are_weighted_by_target_over_proposal():
+    X, y = _archive()
+    h = _hyper()
+    draws = hyperparameter_draws(X, y, h, 12, np.random.default_rng(3))
+    w = np.array([wi for wi, _ in draws])
+    assert draws[0][1] == h and w.sum() == pytest.approx(1.0) and np.all(w > 0)
+    assert len(draws) > 2 and draws[1][1] != h
+    # log w_i = log p(y, theta_i) - log q(theta_i) - log Z, with p the MAP objective's density (computed
+    # here from a fresh problem) and q the Gaussian proposal centred on the MAP: log w - log p is
+    # then -log q + const, smallest at the MAP (the proposal's mode) and larger at every draw
+    problem = MapProblem.build(h.kernel, X, standardize(y)[0], h.noise)
+    t = X.shape[0]
+    log_p = np.array([-t * problem.objective(problem.pack(hh.mean_constant, hh.params, hh.noise), grad=False)[0]
+                      for _, hh in draws])
+    minus_log_q = np.log(w) - log_p
+    assert np.all(minus_log_q[1:] > minus_log_q[0] + 1e-6)
+
+
+def test_no_draws_is_the_map_alone_and_draws_are_seeded():
+    X, y = _archive()
+    h = _hyper()
+    assert hyperparameter_draws(X, y, h, 0, np.random.default_rng(0)) == [(1.0, h)]
+    a = hyperparameter_draws(X, y, h, 5, np.random.default_rng(7))
+    b = hyperparameter_draws(X, y, h, 5, np.random.default_rng(7))
+    assert [(w, hh) for w, hh in a] == [(w, hh) for w, hh in b]
+
+
+def test_mixture_of_draws_keeps_the_map_mean_and_widens_about_it():
+    X, y = _archive()
+    h = _hyper()
+    draws = hyperparameter_draws(X, y, h, 6, np.random.default_rng(1))
+    kernels = [("graded", draws[0][0], draws[0][1])] + [(f"graded~{i}", w, hh) for i, (w, hh) in
+                                                         enumerate(draws[1:], 1)]
+    mix = build_mixture(kernels, X, y, calibrate=False)
+    posts = [ShapleyPosterior(hh, X, y) for _, hh in draws]
+    w = np.array([wi for wi, _ in draws])
+    # the estimate stays the MAP's; the covariance is the draws' second moment about it
+    mu = posts[0].mean
+    cov = sum(wi * (p.covariance + np.outer(p.mean - mu, p.mean - mu)) for wi, p in zip(w, posts))
+    assert np.allclose(mix.mean, mu, rtol=1e-10, atol=1e-12)
+    assert np.allclose(mix.covariance, cov, rtol=1e-8, atol=1e-14)
+    assert mix.primary.name == "graded"
+    mixed = sum(wi * p.mean for wi, p in zip(w, posts))
+    assert not np.allclose(mixed, mu, rtol=0, atol=1e-12)  # the draws do move the plain mixture mean
+    assert set(mix.weights) == {"graded"} and mix.weights["graded"] == pytest.approx(1.0)
+
+
+def test_options_resolve_draws():
+    assert GPOptions().draws == 0
+    assert GPOptions(surrogate="graded").draws == 16
+    assert GPOptions(surrogate="graded-ard", integrate=0).draws == 0
+    with pytest.raises(ValueError, match="integrate"):
+        GPOptions(integrate=-1)
+
+
+def test_graded_surrogate_in_the_loop_exact_on_an_additive_plus_pairwise_game():
+    rng = np.random.default_rng(2)
+    w, q = rng.normal(size=8), np.triu(rng.normal(size=(8, 8)), 1)
+
+    def fn(Z: np.ndarray) -> np.ndarray:
+        Zf = np.asarray(Z, dtype=float)
+        return Zf @ w + np.einsum("ai,ij,aj->a", Zf, q, Zf)
+
+    game = FunctionGame(fn, 8)
+    exact = exact_shapley(game)
+    est = ShaplEIG(surrogate="graded").estimate(game, 32, seed=0)
+    assert set(est.info["kernel_weights"]) <= {"graded", "graded+size"}
+    # the additive and pairwise parts carry the game: free order variances make it exact at 4p
+    assert math.sqrt(np.mean((est.values - exact) ** 2)) < 1e-5 * np.std(exact)
+    assert np.all(np.isfinite(est.std))
+
+
+def test_mixture_mean_with_draws_weighs_each_kernel_map_by_the_kernel_weight():
+    X, y = _archive()
+    h1 = _hyper()
+    h2 = Hyperparameters(Graded(), GradedParams(np.full(P, 0.9), 0.7, [1.0, 3.0, 0.5]), 1e-4, 0.0)
+    d1 = hyperparameter_draws(X, y, h1, 4, np.random.default_rng(1))
+    d2 = hyperparameter_draws(X, y, h2, 4, np.random.default_rng(2))
+    kernels = []
+    for name, w_k, draws in (("a", 0.3, d1), ("b", 0.7, d2)):
+        kernels.append((name, w_k * draws[0][0], draws[0][1]))
+        kernels += [(f"{name}~{i}", w_k * w, hh) for i, (w, hh) in enumerate(draws[1:], 1)]
+    mix = build_mixture(kernels, X, y, calibrate=False)
+    expected = 0.3 * ShapleyPosterior(h1, X, y).mean + 0.7 * ShapleyPosterior(h2, X, y).mean
+    assert np.allclose(mix.mean, expected, rtol=1e-10, atol=1e-12)
+    assert mix.weights == pytest.approx({"a": 0.3, "b": 0.7})
+
