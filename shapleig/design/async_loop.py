@@ -186,9 +186,9 @@ class AsyncDesignLoop(DesignLoop):
 
         The design is evaluated as the sequential loop does; with :attr:`overlap_design` (and
         ``batch_size > 1``) it is submitted instead and the loop does not wait for it: workers it
-        leaves free get acquisitions chosen under the kernel's initial hyperparameters (docs/math.md
-        §3), conditioned on the whole design and on each other (value-independent, so exact for
-        those hyperparameters). The first fit runs once every design value is in.
+        leaves free get acquisitions chosen under the kernel's initial hyperparameters
+        (docs/math.md §3), conditioned on the whole design and on each other (value-independent,
+        so exact for those hyperparameters). The first fit runs once every design value is in.
         """
         if self.options.batch_size < 2 or not self.overlap_design:  # the sequential loop's start
             super()._initialize()

@@ -616,8 +616,10 @@ class DesignLoop:
         self.trace_std[-1] = (self.evaluations, self.estimate_std())
 
     def _integrate(self) -> None:
-        """The final read-out with the hyperparameters integrated (``integrate`` draws per kernel around
-        the last MAP fits, :mod:`shapleig.gp.integrate`); replaces the last anytime entry."""
+        """The final read-out with the hyperparameters integrated; replaces the last anytime entry.
+
+        ``integrate`` draws per kernel around the last MAP fits (:mod:`shapleig.gp.integrate`).
+        """
         start = time.perf_counter()
         rows = np.arange(self.X.shape[0])
         if self.operator.hold_out_empty:

@@ -60,9 +60,15 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 @dataclass(frozen=True, eq=False)
 class GradedParams:
-    """Values of a :class:`Graded` kernel: the Hamming part's ``lengthscales`` float64[p] (one shared
-    value repeated p times) and ``outputscale`` s, and ``g`` float64[K], the variance factors of
-    orders 1..K (order 0 and orders above K keep 1). Equality is exact, by value."""
+    """Values of a :class:`Graded` kernel.
+
+    Equality is exact, by value.
+
+    Attributes:
+        lengthscales: float64[p], one shared value repeated p times.
+        outputscale: s.
+        g: float64[K], the variance factors of orders 1..K (order 0 and orders above K keep 1).
+    """
 
     lengthscales: np.ndarray
     outputscale: float
@@ -86,6 +92,7 @@ class GradedParams:
 
     @property
     def n_players(self) -> int:
+        """The number of players p (the length of ``lengthscales``)."""
         return int(self.lengthscales.shape[0])
 
     @property
@@ -137,9 +144,11 @@ class Graded(KernelSpec):
 
     @property
     def name(self) -> str:
+        """``alias``, else ``"graded"``."""
         return self.alias or "graded"
 
     def check_params(self, params: Any) -> GradedParams:
+        """``params`` if it is a :class:`GradedParams` with one shared lengthscale and K order factors, else ``ValueError``."""
         if not isinstance(params, GradedParams):
             raise ValueError(f"the params of a graded kernel are GradedParams, got {type(params).__name__}")
         if params.g.shape[0] != self.orders:
@@ -151,10 +160,12 @@ class Graded(KernelSpec):
         return params
 
     def initial_params(self, n_players: int) -> GradedParams:
+        """Lengthscale at its prior mode, outputscale ``softplus(0)``, g = 1 (today's shared kernel)."""
         return GradedParams(np.full(int(n_players), initial_lengthscale(int(n_players))), math.log(2.0),
                             np.ones(self.orders))
 
     def warm_params(self, params: Any | None, n_players: int) -> GradedParams:
+        """``params`` as a start: a shared lengthscale (the geometric mean of given ones), g kept or 1."""
         if params is None:
             return self.initial_params(n_players)
         ls = np.exp(np.log(np.broadcast_to(np.asarray(params.lengthscales, dtype=np.float64), (n_players,))).mean())
@@ -163,46 +174,60 @@ class Graded(KernelSpec):
         return GradedParams(np.full(n_players, ls), params.outputscale, g)
 
     def n_players(self, params: GradedParams) -> int:
+        """The number of players of ``params``."""
         return params.n_players
 
     def describe(self, params: GradedParams) -> dict[str, Any]:
+        """The lengthscales, the outputscale and the order variances g."""
         return {"lengthscales": params.lengthscales.tolist(), "outputscale": params.outputscale,
                 "order_variances": params.g.tolist()}
 
     def matrix(self, params: GradedParams, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
+        """The graded kernel between the rows of ``Z1`` and ``Z2`` (:func:`~shapleig.gp.walsh.graded_kernel`)."""
         return graded_kernel(Z1, Z2, params.lengthscales, params.outputscale, params.g)
 
     def diagonal(self, params: GradedParams, Z: np.ndarray) -> np.ndarray:
+        """k(z, z) for every row: the same for all (the kernel is stationary), the outputscale when g = 1."""
         if params.is_hamming:
             return np.full(np.shape(Z)[0], params.outputscale)
         return np.full(np.shape(Z)[0], graded_diagonal(params.lengthscales, params.outputscale, params.g))
 
     def index_columns(self, params: GradedParams, operator: IndexOperator, Z: np.ndarray) -> np.ndarray:
+        """Closed form through the order-k parts (:mod:`shapleig.gp.walsh`); the Hamming route when g = 1."""
         if params.is_hamming:  # the Hamming route itself: g = 1 reproduces today's kernel bit for bit
             return operator.hamming_columns(Z, params.lengthscales, params.outputscale)
         return graded_index_columns(Z, params.lengthscales, params.outputscale, params.g, operator)
 
     def index_covariance(self, params: GradedParams, operator: IndexOperator) -> np.ndarray:
+        """Closed form through the order-k parts (:mod:`shapleig.gp.walsh`); the Hamming route when g = 1."""
         if params.is_hamming:
             return operator.hamming_covariance(params.lengthscales, params.outputscale)
         return graded_index_covariance(params.lengthscales, params.outputscale, params.g, operator)
 
     def fit_terms(self, X: np.ndarray) -> "GradedFit":
+        """The graded share of the MAP problem (:class:`GradedFit`)."""
         return GradedFit(X, self.orders)
 
     def n_params(self, X: np.ndarray) -> int:
+        """The count: outputscale, lengthscale, K order factors and a learned noise."""
         return 2 + self.orders + int(self.learn_noise)
 
 
 class GradedFit(FitTerms):
-    """The graded kernel's share of the MAP problem: coordinates ``(raw_s, raw_l, log g_1..log g_K)``
-    with ``s = softplus(raw_s)``, ``l = 1e-6 + softplus(raw_l)`` (as :class:`~shapleig.gp.kernels.HammingFit`).
+    """The graded kernel's share of the MAP problem.
+
+    Coordinates ``(raw_s, raw_l, log g_1..log g_K)`` with ``s = softplus(raw_s)``,
+    ``l = 1e-6 + softplus(raw_l)`` (as :class:`~shapleig.gp.kernels.HammingFit`).
 
     With one shared lengthscale the kernel is a function of the Hamming distance d alone
     (docs/math.md §16): ``f(d) = s e^{-d/(p l)} + sum_k (g_k - 1) kappa rho^k Kraw_k(d)`` (Krawtchouk
     values, exact integers). An evaluation builds the p + 1 values f(0..p) and looks them up; the gradient folds
     ``W`` by distance once (``W_d = sum_{ab: d_ab = d} W_ab``) and contracts it with ``df/dtheta``,
     O(t^2) per step besides the Cholesky.
+
+    Args:
+        X: ``float64[t, p]`` of 0/1, the archive.
+        orders: K, the orders with a free variance factor.
     """
 
     def __init__(self, X: np.ndarray, orders: int) -> None:
@@ -219,6 +244,7 @@ class GradedFit(FitTerms):
         self.d = np.arange(self.p + 1, dtype=np.float64)
 
     def pack(self, params: GradedParams) -> np.ndarray:
+        """``(raw_s, raw_l, log g_1..log g_K)`` from ``params``."""
         ls = float(params.lengthscales[0])
         log_g = np.log(np.maximum(np.asarray(params.g, dtype=np.float64), math.exp(-_LOG_G_BOUND)))
         return np.concatenate([[float(inverse_softplus(params.outputscale)),
@@ -229,6 +255,7 @@ class GradedFit(FitTerms):
         return float(softplus(raw[0])), float(MIN_LENGTHSCALE + softplus(raw[1])), np.exp(log_g)
 
     def unpack(self, raw: np.ndarray) -> GradedParams:
+        """The params at ``raw`` (the shared lengthscale repeated p times)."""
         s, ls, g = self._values(raw)
         return GradedParams(np.full(self.p, ls), s, g)
 
@@ -246,7 +273,16 @@ class GradedFit(FitTerms):
         """``f(d)`` for d = 0..p (float64[p+1]) and its derivatives wrt s, l and each g_k.
 
         Every term is proportional to s: the profile is built at s = 1 and scaled (so an
-        outputscale that underflows to 0 gives a zero kernel, not a division by zero)."""
+        outputscale that underflows to 0 gives a zero kernel, not a division by zero).
+
+        Args:
+            s: the outputscale.
+            ls: the shared lengthscale.
+            g: float64[K], the order variance factors.
+
+        Returns:
+            ``(f, {"s": df/ds, "l": df/dl, "g": df/dg_k per row})``, each by distance d = 0..p.
+        """
         p = self.p
         ham = np.exp(-self.d / (p * ls))
         rho = math.tanh(1.0 / (2.0 * p * ls))
@@ -262,12 +298,14 @@ class GradedFit(FitTerms):
         return s * unit, {"s": unit, "l": s * dl, "g": s * parts}
 
     def evaluate(self, raw: np.ndarray) -> tuple[np.ndarray, float, Any]:
+        """``(K, log prior, state)``: the kernel looked up from its p + 1 values by Hamming distance."""
         s, ls, g = self._values(raw)
         f, df = self.profile(s, ls, g)
         lp, dl, dg = self._log_prior(ls, raw[2:])
         return f[self.distance], lp, (g, df, dl, dg)
 
     def gradient(self, raw: np.ndarray, W: np.ndarray, state: Any) -> np.ndarray:
+        """The gradient through ``W`` folded by Hamming distance (see the class docstring)."""
         g, df, dl, dg = state
         Wd = np.bincount(self.flat, weights=W.ravel(), minlength=self.p + 1)  # W folded by distance
         out = np.empty(self.n_params)
@@ -278,6 +316,7 @@ class GradedFit(FitTerms):
         return out
 
     def resample(self, raw: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The lengthscale redrawn from its prior; the outputscale and g kept."""
         ls = math.exp(self.prior_loc + self.prior_scale * rng.standard_normal())
         out = raw.copy()
         out[1] = float(inverse_softplus(max(ls - MIN_LENGTHSCALE, 1e-300)))
@@ -286,17 +325,38 @@ class GradedFit(FitTerms):
 
 
 def noise_value(eta: float) -> float:
-    """The learned noise ``NOISE_FLOOR + e^eta`` (eta clipped to ``[-60, 10]``)."""
+    """The learned noise ``NOISE_FLOOR + e^eta`` (eta clipped to ``[-60, 10]``).
+
+    Args:
+        eta: the noise coordinate of theta.
+
+    Returns:
+        sigma^2, standardised.
+    """
     return NOISE_FLOOR + math.exp(min(max(float(eta), -60.0), 10.0))
 
 
 def noise_coordinate(noise: float) -> float:
-    """``eta`` with :func:`noise_value` ``(eta) = noise`` (at least the floor plus 1e-26)."""
+    """``eta`` with :func:`noise_value` ``(eta) = noise`` (at least the floor plus 1e-26).
+
+    Args:
+        noise: sigma^2, standardised.
+
+    Returns:
+        the noise coordinate eta.
+    """
     return math.log(max(float(noise) - NOISE_FLOOR, 1e-26))
 
 
 def noise_log_prior(eta: float) -> tuple[float, float]:
-    """``(log N(eta; log NOISE_CENTRE, NOISE_LOG_SD^2), its derivative)``."""
+    """The noise coordinate's log prior, a normal around ``log NOISE_CENTRE``.
+
+    Args:
+        eta: the noise coordinate of theta.
+
+    Returns:
+        ``(log N(eta; log NOISE_CENTRE, NOISE_LOG_SD^2), its derivative)``.
+    """
     z = (float(eta) - math.log(NOISE_CENTRE)) / NOISE_LOG_SD
     return -0.5 * z * z - math.log(NOISE_LOG_SD) - 0.5 * _LOG_2PI, -z / NOISE_LOG_SD
 

@@ -117,9 +117,21 @@ def hyperparameter_draws(X: np.ndarray, y: np.ndarray, hyper: Hyperparameters, n
 
 def integrated_kernels(X: np.ndarray, y: np.ndarray, fits: list[KernelFit], n_draws: int,
                        seed: int) -> list[tuple[str, float, Hyperparameters]]:
-    """The mixture's ``(name, weight, hyperparameters)`` with each fitted kernel's hyperparameters
-    integrated by :func:`hyperparameter_draws` (kernels below :data:`MIN_KERNEL_WEIGHT`, or whose
-    fit failed, keep their MAP alone). ``seed`` seeds the draws (kernel i: ``seed + i``)."""
+    """The mixture's ``(name, weight, hyperparameters)`` with each kernel's hyperparameters integrated.
+
+    Integrated by :func:`hyperparameter_draws`; kernels below :data:`MIN_KERNEL_WEIGHT`, or whose
+    fit failed, keep their MAP alone.
+
+    Args:
+        X: ``float64[t, p]`` of 0/1, the archive.
+        y: ``float64[t]`` standardised values.
+        fits: the kernels' MAP fits.
+        n_draws: hyperparameter draws per kernel.
+        seed: seeds the draws (kernel i: ``seed + i``).
+
+    Returns:
+        ``(name, weight, hyperparameters)`` per component, draws named ``"<kernel>~<i>"``.
+    """
     out: list[tuple[str, float, Hyperparameters]] = []
     for i, k in enumerate(fits):
         if k.weight < MIN_KERNEL_WEIGHT or not k.fit.success:

@@ -201,9 +201,11 @@ def fit_kernels(
 
 def _graded_start(spec: KernelSpec, name: str, fitted_specs: list[KernelSpec],
                   fits: list[FitResult]) -> Hyperparameters | None:
-    """Hyperparameters of ``spec`` (a kernel with a graded part) at the MAP of the shared kernel
-    fitted before it in this refit (its name with ``"shared"`` for ``"graded"``), with g = 1; None
-    when there is none (or ``spec`` has no graded part)."""
+    """Hyperparameters of a graded ``spec`` at the MAP of its shared twin, with g = 1.
+
+    The twin is the shared kernel fitted before it in this refit (its name with ``"shared"`` for
+    ``"graded"``); None when there is none (or ``spec`` has no graded part).
+    """
     if not any(isinstance(part, Graded) for part in spec.parts) or "graded" not in name:
         return None
     twin = name.replace("graded", "shared")

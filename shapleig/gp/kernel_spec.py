@@ -149,8 +149,11 @@ class KernelSpec(abc.ABC):
 
     @property
     def learns_noise(self) -> bool:
-        """Whether a MAP fit of this kernel also learns the observation noise (any part with a true
-        ``learn_noise`` field, e.g. :class:`~shapleig.gp.graded.Graded`; the others keep it fixed)."""
+        """Whether a MAP fit of this kernel also learns the observation noise.
+
+        True when any part has a true ``learn_noise`` field, e.g. :class:`~shapleig.gp.graded.Graded`;
+        the others keep the noise fixed.
+        """
         return any(bool(getattr(part, "learn_noise", False)) for part in self.parts)
 
     def renamed(self, name: str | None) -> "KernelSpec":

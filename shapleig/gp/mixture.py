@@ -157,7 +157,9 @@ class MixturePosterior:
     @property
     def primary(self) -> MixtureComponent:
         """The kernel (MAP) component of largest weight (first on ties): it drives the acquisition.
-        Hyperparameter draws (names with ``"~"``, :mod:`shapleig.gp.integrate`) only read out."""
+
+        Hyperparameter draws (names with ``"~"``, :mod:`shapleig.gp.integrate`) only read out.
+        """
         fitted = [c for c in self.components if "~" not in c.name] or self.components
         return max(fitted, key=lambda c: c.weight)
 
