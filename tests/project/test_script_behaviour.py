@@ -1,0 +1,219 @@
+"""Benchmark and reproduction scripts print consistent numbers (issue 28: scripts are thin CLIs over
+tested modules, and what they print is checked, not only that ``--help`` runs).
+
+Each test runs one script with its smallest options in a subprocess against this checkout and checks
+WHAT IT PRINTS: the fields are there, the numbers are finite and within their ranges, and printed
+quantities agree with each other (a ratio equals the ratio of its printed parts, counts stay within
+the budget, efficient estimators have a zero efficiency gap). Timings are never compared to a bound.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_script(relpath: str, *args: str, timeout: float = 300) -> str:
+    """stdout of ``scripts/<relpath> args`` run against this checkout (exit 0 asserted)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, str(REPO / "scripts" / relpath), *args], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=timeout)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout
+
+
+def table(out: str, header_start: str) -> list[list[str]]:
+    """The whitespace-split rows after the line starting with ``header_start`` (to a blank or end)."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(header_start))
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        if set(line.strip()) <= {"-"}:
+            continue
+        rows.append(line.split())
+    return rows
+
+
+def close(a: float, b: float, rel: float, abs_: float = 0.0) -> bool:
+    return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
+
+
+def test_bench_baselines_counts_within_budget_and_errors_consistent() -> None:
+    out = run_script("bench/bench_baselines.py", "--players", "8", "--budget", "200", "--seeds", "1")
+    assert "game=airport p=8 T=200" in out
+    rows = {r[0]: r for r in table(out, "method")}
+    assert {"permutation", "kernelshap", "svarm", "regression-msr"} <= set(rows)
+    for name, r in rows.items():
+        evals, mse, max_dev, sum_err = int(r[2]), float(r[3]), float(r[4]), float(r[5])
+        assert 0 < evals <= 200, name
+        assert math.isfinite(mse) and mse > 0, name
+        # the largest deviation bounds the root-mean-square one (both printed to 4 digits)
+        assert max_dev >= math.sqrt(mse) * (1 - 1e-3), (name, max_dev, mse)
+        assert sum_err >= 0
+    assert int(rows["permutation"][2]) == 200  # a plain sampler spends its whole budget
+    for efficient in ("permutation", "kernelshap", "leverage-shap", "regression-msr"):
+        assert float(rows[efficient][5]) < 1e-8, efficient  # efficient by construction
+
+
+def test_bench_esp_prints_one_positive_time_per_routine() -> None:
+    # more coalitions than the 20 timed steps: each step conditions on a fresh candidate
+    out = run_script("bench/bench_esp.py", "--players", "8", "--coalitions", "32", "--repeats", "1")
+    rows = table(out, "p ")
+    assert [r[0] for r in rows] == ["8"]
+    times = [float(v) for v in rows[0][1:]]
+    assert len(times) == 5 and all(math.isfinite(v) and v > 0 for v in times)
+
+
+def test_bench_explain_exact_reference_and_efficient_baselines() -> None:
+    out = run_script("bench/bench_explain.py", "--budget", "20", "--background", "10", "--seeds", "1")
+    assert re.search(r"exact: 1024 coalitions", out)  # diabetes: p = 10
+    pattern = (r"^\s*(.+?): budget (\d+), MSE ([\d.e+-]+), [\d.e+-]+ s/run, (\d+) model calls, "
+               r"own efficiency gap ([\d.e+-]+), \+-2 std coverage (\S+)$")
+    rows = {m.group(1).strip(): m.groups()[1:] for m in re.finditer(pattern, out, re.MULTILINE)}
+    assert set(rows) == {"shapleig", "kernelshap (paired)", "permutation"}, out
+    for name, (budget, mse, calls, gap, cover) in rows.items():
+        assert int(budget) == 20 and int(calls) >= 1
+        assert math.isfinite(float(mse)) and float(mse) > 0, name
+    assert float(rows["kernelshap (paired)"][3]) < 1e-8 and float(rows["permutation"][3]) < 1e-8
+    assert 0 <= float(rows["shapleig"][4]) <= 1
+    assert rows["permutation"][4] == "-"
+
+
+def test_bench_timeout_overhead_accounting() -> None:
+    out = run_script("bench/bench_timeout.py", "--evaluations", "5", "--repeats", "1", "--timeout", "5")
+    start = float(re.search(r"worker start .*?:\s+([\d.]+) ms", out).group(1))
+    steady = float(re.search(r"steady overhead per timed evaluation \(median\):\s+([\d.]+) ms", out).group(1))
+    whole = float(re.search(r"overhead per evaluation over the run, start included:\s+([\d.]+) ms", out).group(1))
+    assert start > 0 and steady > 0
+    # the run's overhead includes the one worker start, spread over the 5 evaluations
+    assert whole >= start / 5 - 0.1, (whole, start)
+    assert "timed values equal the untimed ones: yes" in out
+
+
+def test_svarm_airport_draws_within_budget() -> None:
+    out = run_script("repro/svarm_airport.py", "--budgets", "2000", "--seeds", "1")
+    rows = table(out, "method")
+    names = [" ".join(r[:-5]) for r in rows]
+    assert {"permutation", "svarm", "stratified-svarm", "svarm-plus (warmup)"} <= set(names), names
+    for name, r in zip(names, rows):
+        T, mse, draws = int(r[-5]), float(r[-4]), int(r[-2])
+        assert T == 2000
+        assert math.isfinite(mse) and mse > 0, name
+        assert 0 < draws <= T + 100, name  # a "draw" is a sample of >= 1 evaluation (+ warm-up)
+
+
+def test_bench_large_p_per_acquisition_times_are_the_ratio() -> None:
+    out = run_script("bench/bench_large_p.py", "--players", "30", "--budget", "40")
+    (r,) = table(out, "p ")
+    p, budget, wall, acq, sel_per, wall_per, refits = (float(v) for v in r[:7])
+    assert (p, budget) == (30, 40)
+    assert 0 < acq <= budget - (p + 1) + 1  # acquisitions after the (p + 1)-coalition design
+    assert refits >= 1
+    assert close(wall_per, wall / acq, rel=0.2, abs_=0.01), r  # wall printed to 0.1 s
+    assert 0 < sel_per <= wall_per + 0.01
+
+
+def test_bench_fit_warm_start_reaches_the_cold_optimum() -> None:
+    out = run_script("bench/bench_fit.py", "--sizes", "8:20", "--no-gpytorch")
+    rows = table(out, "p ")
+    assert [(r[0], r[1], r[2]) for r in rows] == [("8", "20", "shared"), ("8", "20", "ARD")]
+    for r in rows:
+        numpy_s, numpy_obj, warm_s, warm_dobj = float(r[8]), float(r[9]), float(r[14]), float(r[15])
+        assert r[4] == "nan"  # no gpytorch column with --no-gpytorch
+        assert numpy_s > 0 and warm_s > 0 and math.isfinite(numpy_obj)
+        assert abs(warm_dobj) < 1e-3  # warm start from t-1's optimum finds the same objective
+
+
+def test_bench_async_utilisation_is_busy_over_capacity() -> None:
+    out = run_script("bench/bench_async.py", "--players", "6", "--budget", "20", "--q", "4",
+                     "--median", "0.05")
+    assert "p = 6, budget 20, q = 4" in out
+    rows = [r for r in table(out, "mode") if r[1].isdigit()]
+    assert {r[0] for r in rows} == {"async", "sync"}
+    for mode, _seed, wall, busy, util, ideal, select, mse in rows:
+        wall_f, busy_f, util_f = float(wall), float(busy), float(util)
+        assert close(util_f, busy_f / (4 * wall_f), rel=0.05, abs_=0.01), (util, busy, wall)
+        assert 0 < util_f <= 1 and 0 < float(ideal) <= 1
+        assert math.isfinite(float(mse)) and float(mse) > 0
+    means = dict(re.findall(r"^\s*(\w+)\s+mean utilisation ([\d.]+)", out, re.MULTILINE))
+    for mode, _seed, _wall, _busy, util, *_ in rows:
+        assert close(float(means[mode]), float(util), rel=0, abs_=0.006)  # one seed: mean = its row
+
+
+def test_bench_budget_ranges_tile_the_run() -> None:
+    out = run_script("bench/bench_budget.py", "--settings", "6:30")
+    m = re.search(r"p = 6, t = 30, refit \S+: selection ([\d.]+) s, wall ([\d.]+) s, game [\d.]+ s, (\d+) refits",
+                  out)
+    assert m, out
+    assert float(m.group(1)) <= float(m.group(2)) + 0.05
+    rows = table(out, "t range")
+    spans = [tuple(int(v) for v in r[0].split("-")) for r in rows]
+    assert spans[-1][1] == 30
+    assert all(a < b for a, b in spans) and all(prev[1] == nxt[0] for prev, nxt in zip(spans, spans[1:]))
+    assert all(float(r[1]) > 0 for r in rows)
+
+
+def test_bench_overhead_total_is_selection_plus_update() -> None:
+    out = run_script("bench/bench_overhead.py", "--players", "8", "--steps", "1", "--pool-size", "64")
+    rows = table(out, "p ")
+    assert [r[3] for r in rows] == ["every", "frozen"]
+    for r in rows:
+        p, t, pool = int(r[0]), int(r[1]), int(r[2])
+        sel, fit, eig, upd, total = (float(v) for v in r[4:9])
+        assert (p, t) == (8, 32) and 0 < pool <= 64
+        assert close(total, sel + upd, rel=0, abs_=2e-4), r
+        assert fit <= sel + 1e-4 and eig <= sel + 1e-4  # both are parts of the selection
+    assert float(rows[1][5]) == 0.0  # frozen: no refit in the timed steps
+
+
+def test_bench_scale_one_row_per_p() -> None:
+    out = run_script("bench/bench_scale.py", "--players", "16", "--window", "1", "--pool-size", "64",
+                     "--full-run-max-p", "16")
+    lines = [line for line in out.splitlines() if re.match(r"^\s*16\s", line)]
+    assert len(lines) == 1, out
+    cells = lines[0].replace("|", " ").split()
+    p, t, pool = (int(v) for v in cells[:3])
+    assert p == 16 and t >= p + 1 and 0 < pool <= 64
+    numbers = [float(v) for v in cells[3:]]
+    assert all(math.isfinite(v) and v >= 0 for v in numbers)
+    every, frozen = numbers[0], numbers[1]
+    assert every > 0 and frozen > 0
+
+
+@pytest.mark.slow
+def test_bench_exact_if_cheap_enumeration_is_exact() -> None:
+    out = run_script("bench/bench_exact_if_cheap.py")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()
+            if line.startswith("| numpy") or line.startswith("| LightGBM")]
+    assert len(rows) == 4, out
+    for game, decision, _on_s, mse_on, _off_s, mse_off in rows:
+        if decision.startswith("enumerate"):
+            assert float(mse_on) == 0.0, game  # enumeration is the exact value
+            assert 0 <= float(mse_off) < 1e-6, game  # the GP run on a cheap additive game is close
+        else:
+            assert decision.startswith("GP") and float(mse_on) == pytest.approx(float(mse_off), rel=0.05)
+
+
+def test_bench_vs_shapiq_summary_matches_the_runs() -> None:
+    from shapleig_tasks.tables import default_tables_dir
+
+    root = default_tables_dir()
+    if root is None or not (root / "ImageClassifier_Game" / "16").is_dir():
+        pytest.skip("shared table suite not present")
+    out = run_script("bench/bench_vs_shapiq.py", "--seeds", "1", "--budget", "40", "--methods", "shapleig")
+    run_mse = float(re.search(r"shapleig seed 0: [\d.]+ s, mse ([\d.e+-]+)", out).group(1))
+    gm = float(re.search(r"shapleig\s+[\d.]+ s per run\s+gm-MSE ([\d.e+-]+)", out).group(1))
+    assert "budget 40 (p = 16)" in out
+    assert math.isfinite(run_mse) and run_mse > 0
+    assert gm == pytest.approx(run_mse, rel=1e-3)  # one seed: the geometric mean is that run's MSE
