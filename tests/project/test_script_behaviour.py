@@ -9,13 +9,16 @@ the budget, efficient estimators have a zero efficiency gap). Timings are never 
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -217,3 +220,77 @@ def test_bench_vs_shapiq_summary_matches_the_runs() -> None:
     assert "budget 40 (p = 16)" in out
     assert math.isfinite(run_mse) and run_mse > 0
     assert gm == pytest.approx(run_mse, rel=1e-3)  # one seed: the geometric mean is that run's MSE
+
+
+def load_script(relpath: str) -> ModuleType:
+    """A script imported as a module (its ``main`` not run), to test its helper functions."""
+    path = REPO / "scripts" / relpath
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))  # scripts import their sibling scripts
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def test_bench_breakeven_budget_for_interpolates_log_log() -> None:
+    be = load_script("bench/bench_breakeven.py")
+    res = {("b", 2): {"mse": 1e-1}, ("b", 4): {"mse": 1e-2}, ("b", 8): {"mse": 1e-4}}
+    assert be.budget_for(res, "b", [2, 4, 8], 1.0) == 2.0  # reached at the first budget
+    # 1e-3 is half-way (in log) between 1e-2 at 4 and 1e-4 at 8: the geometric mean of 4 and 8
+    assert be.budget_for(res, "b", [2, 4, 8], 1e-3) == pytest.approx(math.sqrt(32), rel=1e-12)
+    assert be.budget_for(res, "b", [2, 4, 8], 1e-2) == pytest.approx(4.0)
+    assert be.budget_for(res, "b", [2, 4, 8], 1e-5) is None  # never reached
+    over = {("b", 2): {"overhead": 1.0}, ("b", 4): {"overhead": 3.0}}
+    assert be.overhead_at(over, "b", [2, 4], 3.0) == pytest.approx(2.0)
+
+
+def test_bench_breakeven_lookup_reads_the_table_in_bit_order() -> None:
+    be = load_script("bench/bench_breakeven.py")
+    table = np.arange(8.0) * 10  # value of the coalition with bit code c is 10 c
+    game = be.Lookup(table, "t")
+    Z = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 0, 1], [1, 1, 1]], dtype=bool)
+    np.testing.assert_array_equal(game(Z), [0, 10, 20, 50, 70])
+    assert game.n_players == 3 and game.seconds >= 0
+
+
+def test_bench_breakeven_report_wall_and_break_even_from_its_parts(capsys: pytest.CaptureFixture) -> None:
+    be = load_script("bench/bench_breakeven.py")
+    p = 10
+    multiples = {"shapleig": [2], "kernelshap-paired": [2, 4, 8], "leverage-shap": [2, 4]}
+    res = {("shapleig", 2): {"overhead": 0.5, "mse": 1e-3},
+           ("kernelshap-paired", 2): {"overhead": 0.0, "mse": 1e-1},
+           ("kernelshap-paired", 4): {"overhead": 0.0, "mse": 1e-2},
+           ("kernelshap-paired", 8): {"overhead": 0.0, "mse": 1e-4},
+           ("leverage-shap", 2): {"overhead": 0.1, "mse": 1e-1},
+           ("leverage-shap", 4): {"overhead": 0.1, "mse": 1e-2}}
+    be.report("g", res, multiples, p)
+    out = capsys.readouterr().out
+    # wall at 10 ms per evaluation, budget 2p = 20: 0.5 + 0.2, 0 + 0.2, 0.1 + 0.2
+    assert "| 10 ms | 0.7 / 0.2 / 0.3 |" in out
+    # KernelSHAP reaches 1e-3 at sqrt(32) p: c = (0.5 - 0) / ((sqrt(32) - 2) * 10) s
+    c = 0.5 / ((math.sqrt(32) - 2) * p)
+    assert f"{math.sqrt(32):.2g}p, {c * 1000:.2g} ms" in out
+    # Leverage SHAP never reaches it within 4p: bound (0.5 - 0.1) / ((4 - 2) * 10) s = 20 ms
+    assert "> 4p, < 20 ms" in out
+
+
+@pytest.mark.slow
+def test_bench_breakeven_quick_wall_table_is_overhead_plus_budget_cost() -> None:
+    out = run_script("bench/bench_breakeven.py", "--quick")
+    for game, p in (("diabetes-explain", 10), ("bike-dv-10", 10)):
+        section = out.split(f"### {game} (p = {p})")[1].split("###")[0]
+        rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
+                if re.match(r"^\| \dp \|", line)]
+        overheads = {r[0]: (float(r[1]), float(r[3].split("/")[0]), float(r[4].split("/")[0])) for r in rows[:3]}
+        assert set(overheads) == {"2p", "4p", "8p"}
+        for r in rows[:3]:
+            assert float(r[2]) > 0 and float(r[3].split("/")[1]) > 0  # MSEs
+        walls = [line for line in section.splitlines() if line.startswith("| 1000 ms |")]
+        cells = [c.strip() for c in walls[0].strip().strip("|").split("|")[1:]]
+        for (budget, parts), cell in zip(overheads.items(), cells):
+            b = int(budget[:-1]) * p
+            for o, w in zip(parts, cell.split("/")):
+                assert float(w) == pytest.approx(o + b * 1.0, rel=2e-3, abs=6e-3), (game, budget, cell)
