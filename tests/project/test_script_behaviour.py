@@ -294,3 +294,60 @@ def test_bench_breakeven_quick_wall_table_is_overhead_plus_budget_cost() -> None
             b = int(budget[:-1]) * p
             for o, w in zip(parts, cell.split("/")):
                 assert float(w) == pytest.approx(o + b * 1.0, rel=2e-3, abs=6e-3), (game, budget, cell)
+
+
+def skip_without_tables(sub: str = "ImageClassifier_Game/16") -> None:
+    from shapleig_tasks.tables import default_tables_dir
+
+    root = default_tables_dir()
+    if root is None or not (root / sub).is_dir():
+        pytest.skip("shared table suite not present")
+
+
+@pytest.mark.slow
+def test_bench_dask_utilisation_and_wall_ratio_are_reciprocal() -> None:
+    pytest.importorskip("distributed")
+    skip_without_tables()
+    out = run_script("bench/bench_dask.py", "--tables", "1", "--seeds", "1", "--median", "0.05",
+                     "--workers", "2", "--budget", "2p")
+    assert "p = 16, budget 32" in out and "LocalCluster 2 workers" in out
+    runs = {r[0]: r for r in table(out, "mode table")}
+    summary = {r[0]: r for r in table(out, "mode   util")}
+    assert set(runs) == {"async", "sync"} and set(summary) == {"seq", "async", "sync"}
+    seq_mse = float(summary["seq"][4])
+    for mode, r in runs.items():
+        wall, busy, util, ideal, ratio, mse = (float(v) for v in r[3:9])
+        # wall ratio = wall / (busy / workers) = 1 / util (both printed to 2 decimals)
+        assert util * ratio == pytest.approx(1.0, abs=0.02), r
+        assert 0 < util <= 1 and 0 < ideal <= 1 and busy > 0 and wall > 0
+        s = summary[mode]  # one table, one seed: the summary is this run
+        assert float(s[1]) == util and float(s[3]) == ratio and float(s[4]) == pytest.approx(mse, rel=1e-3)
+        assert float(s[5]) == pytest.approx(mse / seq_mse, rel=2e-3, abs=1e-3)
+    assert float(summary["seq"][5]) == 1.0
+
+
+def test_bench_indices_cells_are_geometric_means_and_ratios() -> None:
+    ind = load_script("bench/bench_indices.py")
+    if not ind.ANCHORS.is_file() or not (ind.GAMES / "CaliforniaHousing_LocalExplanation_Game").is_dir():
+        pytest.skip("shared anchors/tables not present (set SHAPLEIG_SHARED)")
+    out = run_script("bench/bench_indices.py", "--indices", "BV", "--seeds", "0", "1",
+                     "--games", "CaliforniaHousing_LocalExplanation_Game")
+    runs = re.findall(r"^BV CaliforniaHousing_LocalExplanation_Game (\d+)p seed (\d): mse (\S+) cover (\d+)/(\d+)",
+                      out, re.MULTILINE)
+    assert len(runs) == 6  # 3 budgets x 2 seeds
+    cells = {}
+    for line in out.split("per cell")[1].split("per index")[0].splitlines():
+        m = re.search(r"(\d+)p\s+(\S+)\s+(\S+)\s+(\w+)\s+(\S+)\s+(True|False)$", line)
+        if m:
+            cells[m.group(1)] = [float(m.group(i)) for i in (2, 3, 5)]
+    assert set(cells) == {"2", "4", "8"}
+    for budget, (ours, best, ratio) in cells.items():
+        mses = [float(r[2]) for r in runs if r[0] == budget]
+        assert ours == pytest.approx(math.sqrt(mses[0] * mses[1]), rel=1e-2)  # geometric mean over seeds
+        assert ratio == pytest.approx(ours / best, rel=1e-2)  # each printed to 3 digits
+    geo = float(re.search(r"BV\s+geomean ([\d.]+)", out).group(1))
+    ratios = [c[2] for c in cells.values()]
+    assert geo == pytest.approx(math.prod(ratios) ** (1 / 3), rel=0.05, abs=1.5e-3)
+    pooled = float(re.search(r"BV\s+min [\d.]+\s+pooled ([\d.]+)", out).group(1))
+    covered = sum(int(r[3]) for r in runs) / sum(int(r[4]) for r in runs)
+    assert pooled == pytest.approx(covered, abs=6e-4)
