@@ -351,3 +351,23 @@ def test_bench_indices_cells_are_geometric_means_and_ratios() -> None:
     pooled = float(re.search(r"BV\s+min [\d.]+\s+pooled ([\d.]+)", out).group(1))
     covered = sum(int(r[3]) for r in runs) / sum(int(r[4]) for r in runs)
     assert pooled == pytest.approx(covered, abs=6e-4)
+
+
+def test_bench_install_du_counts_regular_files_once(tmp_path: Path) -> None:
+    inst = load_script("bench/bench_install.py")
+    (tmp_path / "a").write_bytes(b"x" * 100)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b").write_bytes(b"y" * 23)
+    (tmp_path / "link").symlink_to(tmp_path / "a")  # a venv's symlinked interpreter is not counted
+    assert inst.du(tmp_path) == 123
+
+
+def test_bench_install_best_of_is_the_minimum_of_the_printed_times(tmp_path: Path) -> None:
+    inst = load_script("bench/bench_install.py")
+    counter = tmp_path / "n"
+    counter.write_text("0")
+    # each fresh interpreter prints a different number: 3, 2, 1 -> the best of 3 is 1
+    code = (f"import pathlib; p = pathlib.Path({str(counter)!r}); n = int(p.read_text()) + 1; "
+            "p.write_text(str(n)); print('noise'); print(4 - n)")
+    assert inst.best_of(Path(sys.executable), code, n=3) == 1.0
+    assert counter.read_text() == "3"
