@@ -188,10 +188,24 @@ def test_bench_scale_one_row_per_p() -> None:
     cells = lines[0].replace("|", " ").split()
     p, t, pool = (int(v) for v in cells[:3])
     assert p == 16 and t >= p + 1 and 0 < pool <= 64
-    numbers = [float(v) for v in cells[3:]]
-    assert all(math.isfinite(v) and v >= 0 for v in numbers)
-    every, frozen = numbers[0], numbers[1]
-    assert every > 0 and frozen > 0
+    every, frozen, policy, run_per_it, fit_cold, fit_warm, rebuild, fits, trig, peak = (float(v) for v in cells[3:])
+    assert min(every, frozen, policy, run_per_it, peak) > 0 and min(fit_cold, rebuild, fit_warm) >= 0
+    assert 0 <= trig <= 1
+    # every = fit cold + rebuild + frozen (fit and rebuild printed to 0.01 s)
+    assert every == pytest.approx(fit_cold + rebuild + frozen, abs=0.011)
+    # policy = (fits (fit cold + rebuild) + T frozen) / T over T = t - (p + 1) acquisitions
+    T = t - (p + 1)
+    assert policy == pytest.approx((fits * (fit_cold + rebuild) + T * frozen) / T, abs=fits * 0.01 / T + 0.002)
+    assert fits >= 1
+
+
+def test_bench_scale_backstop_fits_count_the_geometric_schedule() -> None:
+    from shapleig.design.refit import AdaptiveRefit
+
+    scale = load_script("bench/bench_scale.py")
+    backstop = AdaptiveRefit()  # unbound: the geometric backstop alone
+    for iterations in (2, 3, 5, 10, 17, 47, 100, 1000):
+        assert scale.backstop_fits(iterations) == sum(bool(backstop(it)) for it in range(iterations)), iterations
 
 
 @pytest.mark.slow
