@@ -199,6 +199,13 @@ def test_bench_scale_one_row_per_p() -> None:
     assert fits >= 1
 
 
+def test_bench_scale_per_iteration_costs() -> None:
+    scale = load_script("bench/bench_scale.py")
+    # 3 refits of 2 s + 0.5 s rebuild and 10 frozen steps of 0.1 s: (3 * 2.5 + 10 * 0.1) / 10 = 0.85 s
+    costs = scale.per_iteration(fit_cold_s=2.0, rebuild_s=0.5, frozen_s=0.1, n_fits=3, iterations=10)
+    assert costs["every_s"] == pytest.approx(2.6) and costs["policy_s"] == pytest.approx(0.85)
+
+
 def test_bench_scale_backstop_fits_count_the_geometric_schedule() -> None:
     from shapleig.design.refit import AdaptiveRefit
 
