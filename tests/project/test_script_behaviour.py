@@ -78,6 +78,12 @@ def test_bench_esp_prints_one_positive_time_per_routine() -> None:
     assert len(times) == 5 and all(math.isfinite(v) and v > 0 for v in times)
 
 
+def test_bench_esp_too_few_coalitions_is_a_clear_error() -> None:
+    run = subprocess.run([sys.executable, str(REPO / "scripts/bench/bench_esp.py"), "--coalitions", "16"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "--coalitions must exceed the 20 timed" in run.stderr, run.stderr[-2000:]
+
+
 def test_bench_explain_exact_reference_and_efficient_baselines() -> None:
     out = run_script("bench/bench_explain.py", "--budget", "20", "--background", "10", "--seeds", "1")
     assert re.search(r"exact: 1024 coalitions", out)  # diabetes: p = 10
