@@ -398,3 +398,16 @@ def test_bench_install_best_of_is_the_minimum_of_the_printed_times(tmp_path: Pat
             "p.write_text(str(n)); print('noise'); print(4 - n)")
     assert inst.best_of(Path(sys.executable), code, n=3) == 1.0
     assert counter.read_text() == "3"
+
+
+@pytest.mark.slow
+def test_bench_install_default_install_has_no_torch() -> None:
+    out = run_script("bench/bench_install.py", "--extras", "", timeout=1200)  # minutes: a fresh venv + pip install
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in out.splitlines()
+            if line.startswith("| `pip install")]
+    assert len(rows) == 1, out
+    name, size, packages, torch, install, imp, first = rows[0]
+    assert name == "`pip install .`" and torch == "no"  # the default install leaves the torch stack out
+    assert float(size.split()[0]) > 0 and int(packages) > 1
+    assert all(float(v.split()[0]) > 0 for v in (install, imp, first))
+    assert float(first.split()[0]) >= float(imp.split()[0])  # a first run includes the import
