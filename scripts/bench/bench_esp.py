@@ -40,6 +40,9 @@ def main() -> None:
     parser.add_argument("--coalitions", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    steps = max(args.repeats, 20)  # eig+condition steps are short: more repeats vs noise
+    if args.coalitions <= steps:  # each timed step conditions on a candidate not conditioned on before
+        parser.error(f"--coalitions must exceed the {steps} timed eig+condition steps, got {args.coalitions}")
     rng = np.random.default_rng(0)
     m = args.coalitions
     print(f"{'p':>4} {'columns(m=%d)' % m:>16} {'integral':>10} {'M parity':>10} {'M bivariate':>12} {'eig+condition':>14}  (seconds)")
@@ -58,7 +61,7 @@ def main() -> None:
         def step() -> None:
             cand.condition(int(np.argmax(cand.eig())))
 
-        t_step = best_time(step, max(args.repeats, 20))  # steps are short: more repeats vs noise
+        t_step = best_time(step, steps)
         print(f"{p:>4} {t_cols:>16.4f} {t_int:>10.4f} {t_par:>10.4f} {t_biv:>12.4f} {t_step:>14.4f}")
 
 

@@ -66,6 +66,23 @@ def backstop_fits(iterations: int) -> int:
     return int(math.floor(math.log2(max(iterations - 1, 1)))) + 2
 
 
+def per_iteration(fit_cold_s: float, rebuild_s: float, frozen_s: float, n_fits: int, iterations: int) -> dict:
+    """Seconds per iteration of a cold refit at every step and of a schedule with ``n_fits`` refits.
+
+    Args:
+        fit_cold_s: seconds of one cold MAP fit.
+        rebuild_s: seconds to rebuild the posterior and candidate state after a fit.
+        frozen_s: seconds of one iteration with frozen hyperparameters.
+        n_fits: refits of the schedule over the run.
+        iterations: acquisitions of the run.
+
+    Returns:
+        ``{"every_s": fit + rebuild + frozen, "policy_s": (n_fits (fit + rebuild) + iterations frozen) / iterations}``.
+    """
+    return {"every_s": fit_cold_s + rebuild_s + frozen_s,
+            "policy_s": (n_fits * (fit_cold_s + rebuild_s) + iterations * frozen_s) / iterations}
+
+
 def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_p: int, ard: bool = False,
             seed: int = 0) -> dict:
     t = 4 * p
@@ -101,7 +118,6 @@ def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_
         warm = fit_hyperparameters(post.X, post.y, Hamming(ard=ard), GPOptions(size_trend=False), seed=seed,
                                    init=h)
         out["fit_warm_s"] = warm.seconds
-    out["every_s"] = out["fit_cold_s"] + out["rebuild_s"] + out["frozen_s"]
     if p <= full_run_max_p:
         game = FunctionGame(fn, p)
         loop = DesignLoop(game, t, refit=AdaptiveRefit(threshold=threshold), fit_engine="numpy", ard=ard,
@@ -112,7 +128,7 @@ def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_
     else:
         out["n_fits"] = backstop_fits(T) + int(round(out["trigger_rate"] * T))
         out["run_s_per_it"] = float("nan")
-    out["policy_s"] = (out["n_fits"] * (out["fit_cold_s"] + out["rebuild_s"]) + T * out["frozen_s"]) / T
+    out.update(per_iteration(out["fit_cold_s"], out["rebuild_s"], out["frozen_s"], out["n_fits"], T))
     out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
