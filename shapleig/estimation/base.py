@@ -142,6 +142,23 @@ class BaseEstimator(abc.ABC):
         """
         return 2
 
+    def require_budget(self, n_players: int, budget: int) -> None:
+        """Refuse a budget below :meth:`min_budget` (a budget covering all 2^p coalitions always does).
+
+        Args:
+            n_players: p.
+            budget: the requested number of distinct coalitions.
+
+        Raises:
+            BudgetError: naming the method, its minimum for p and why.
+        """
+        minimum = self.min_budget(n_players)
+        if budget < minimum and not covers_game(n_players, budget):
+            raise BudgetError(
+                f"{self.name} needs budget >= {minimum} for p = {n_players} "
+                f"({self.min_budget_reason(n_players)}); got budget {budget}"
+            )
+
     def min_budget_reason(self, n_players: int) -> str:
         """Why :meth:`min_budget` is what it is (one phrase, for the error message).
 
@@ -211,12 +228,7 @@ class BaseEstimator(abc.ABC):
         budget = check_budget(budget, minimum=None)  # the method's own minimum is stated below
         seed = resolve_seed(seed, random_state)
         exact = covers_game(p, budget)
-        minimum = self.min_budget(p)
-        if budget < minimum and not exact:
-            raise BudgetError(
-                f"{self.name} needs budget >= {minimum} for p = {p} "
-                f"({self.min_budget_reason(p)}); got budget {budget}"
-            )
+        self.require_budget(p, budget)
         owned = None
         if isinstance(game, BudgetedGame):
             if check_timeout(timeout) is not None:

@@ -275,6 +275,10 @@ def explain_game(game: ImputerGame, estimator: Any, budget: int, seed: Any, *, s
         ``feature_names``, ``model_calls`` and the imputer in ``info``.
     """
     p = game.n_players
+    if callable(getattr(estimator, "require_budget", None)):
+        # a budget too small for the method is an input error whatever exact_if_cheap decides below
+        # (a timing would otherwise decide whether the user hears of it)
+        estimator.require_budget(p, budget)
     # v(empty) and v(N): one model call on 1 + n_bg rows (about one coalition's work: timed for exact_if_cheap)
     start = time.perf_counter()
     ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))

@@ -90,8 +90,9 @@ def test_lightgbm_shapleig_efficient_and_exact_at_full_budget(lgbm6):
     model, bg, x = lgbm6
     p = 6
     reference = exact_shapley(ImputerGame(model_predict(model), bg, x))
-    # a small budget: efficient to 1e-6 whatever the GP's interpolation error
-    est = shapleig.explain(model, bg, x, budget=12, seed=0)
+    # a small budget: efficient to 1e-6 whatever the GP's interpolation error (exact_if_cheap=False:
+    # this 6-feature model is near the timing boundary where enumeration would be chosen instead)
+    est = shapleig.explain(model, bg, x, budget=12, seed=0, exact_if_cheap=False)
     assert est.evaluations == 12 and est.method == "shapleig"
     assert _efficiency_gap(est) < 1e-6
     assert est.std.shape == (p,) and np.all(est.std >= 0)
@@ -387,3 +388,17 @@ def test_a_budget_above_two_to_the_d_returns_the_exact_values_and_says_so():
     np.testing.assert_allclose(est.values, w * (x - bg.mean(axis=0)), atol=1e-12)
     assert est.info["exact"] and est.evaluations == 1024 and np.all(est.std == 0)
     assert est.info["message"] == "budget 5000 > 2^10 = 1024 coalitions: all evaluated, exact values"
+
+
+def test_a_budget_too_small_is_refused_even_where_enumeration_would_be_chosen(lgbm6, monkeypatch):
+    """exact_if_cheap decides on a measured time; whether a too-small budget is an error must not."""
+    import shapleig.explanation.explain as explain_module
+
+    def always_enumerate(n_players, budget, seconds, gp_method):
+        return {"enumerate": True, "reason": "forced by the test", "seconds_per_coalition": seconds}
+
+    monkeypatch.setattr(explain_module, "enumeration_decision", always_enumerate)
+    model, bg, x = lgbm6
+    with pytest.raises(shapleig.BudgetError, match="shapleig needs budget >= 8"):
+        shapleig.explain(model, bg, x, budget=5)
+    assert shapleig.explain(model, bg, x, budget=12).evaluations == 2 ** 6  # the forced decision holds
