@@ -183,8 +183,11 @@ def test_killed_async_run_resumes_with_no_evaluation_lost(tmp_path, k, overlap, 
                                   evaluator=ExecutorEvaluator(pool))
         replay = replay_loop.run()
     assert replay_loop.game.n_store_hits == BUDGET
-    np.testing.assert_array_equal(replay_loop.X, loop.X)
-    np.testing.assert_array_equal(replay.values, resumed.values)
+    np.testing.assert_array_equal(replay_loop.X, loop.X)  # the same decisions, in the same order
+    # the same estimate to rounding: with multithreaded BLAS, a background refit running beside the
+    # driver's selection changes the last bits of some products (measured 8e-13 relative; exact
+    # with OMP_NUM_THREADS=1)
+    np.testing.assert_allclose(replay.values, resumed.values, rtol=1e-9, atol=1e-12)
 
 
 def test_killed_dask_worker_loses_nothing(tmp_path):
