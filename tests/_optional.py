@@ -30,3 +30,17 @@ def import_or_skip(module: str) -> ModuleType:
         pytest.skip(f"needs {', '.join(missing)} (the extra shapleig[{extra}]); {required}=1 makes this a failure",
                     allow_module_level=True)
     return importlib.import_module(module)
+
+
+def import_shapiq_bridge() -> ModuleType:
+    """shapleig's shapiq bridge, or the calling test module skipped where shapiq (>= 1.8) is missing.
+
+    With ``SHAPLEIG_REQUIRE_SHAPIQ=1`` (CI's Python 3.12 leg) the import error is raised instead; its
+    message names the extra.
+    """
+    try:
+        return importlib.import_module("shapleig.interop.shapiq_bridge")
+    except ImportError as exc:
+        if os.environ.get("SHAPLEIG_REQUIRE_SHAPIQ"):
+            raise
+        pytest.skip(str(exc), allow_module_level=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _optional import import_shapiq_bridge
 
 import shapleig
 import shapleig_baselines as baselines
@@ -23,12 +24,7 @@ from shapleig_tasks.tables import SHIPPED_TABLES_DIR, TableGame
 
 pytestmark = pytest.mark.shapiq
 
-try:
-    import shapleig.interop.shapiq_bridge as bridge
-except ImportError as exc:  # the message names the extra (shapiq missing or older than 1.8)
-    if os.environ.get("SHAPLEIG_REQUIRE_SHAPIQ"):
-        raise
-    pytest.skip(str(exc), allow_module_level=True)
+bridge = import_shapiq_bridge()  # skips the module without shapiq >= 1.8, unless CI requires it
 import shapiq  # noqa: E402  (after the skip: only reached with shapiq >= 1.8)
 
 ROOT = Path(__file__).resolve().parents[2]

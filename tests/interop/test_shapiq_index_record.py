@@ -6,22 +6,17 @@ one without a shapiq counterpart is refused naming the record's field."""
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
 import pytest
+from _optional import import_shapiq_bridge
 
 import shapleig
 from shapleig.games.indices import get_index, register_index, unregister_index
 
 pytestmark = pytest.mark.shapiq
 
-try:
-    import shapleig.interop.shapiq_bridge as bridge
-except ImportError as exc:  # the message names the extra (shapiq missing or older than 1.8)
-    if os.environ.get("SHAPLEIG_REQUIRE_SHAPIQ"):
-        raise
-    pytest.skip(str(exc), allow_module_level=True)
+bridge = import_shapiq_bridge()  # skips the module without shapiq >= 1.8, unless CI requires it
 
 
 @pytest.fixture

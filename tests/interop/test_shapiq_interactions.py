@@ -10,22 +10,17 @@ Skipped without shapiq >= 1.8 unless ``SHAPLEIG_REQUIRE_SHAPIQ=1``.
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
 import pytest
+from _optional import import_shapiq_bridge
 
 import shapleig
 
 pytestmark = pytest.mark.shapiq
 
-try:
-    import shapleig.interop.shapiq_bridge as bridge
-except ImportError as exc:  # the message names the extra (shapiq missing or older than 1.8)
-    if os.environ.get("SHAPLEIG_REQUIRE_SHAPIQ"):
-        raise
-    pytest.skip(str(exc), allow_module_level=True)
+bridge = import_shapiq_bridge()  # skips the module without shapiq >= 1.8, unless CI requires it
 import shapiq  # noqa: E402  (after the skip: only reached with shapiq >= 1.8)
 
 from shapleig.games.indices import exact_index_values, index_terms, is_efficient  # noqa: E402

@@ -33,6 +33,7 @@ from shapleig.errors import NonFiniteValueError, StoreError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _games_for_parallel import QuadraticGame  # noqa: E402
+from _store_sql import run_sql as _sql  # noqa: E402
 
 P = 5
 ROWS = np.tril(np.ones((P, P), dtype=bool))
@@ -42,14 +43,6 @@ REPO = Path(__file__).resolve().parents[2]
 def _stored(path: Path, n: int = 4) -> None:
     with EvaluationStore(path) as store:
         BudgetedGame(QuadraticGame(P, seed=0), 2**P, store=store)(ROWS[:n])
-
-
-def _sql(path: Path, *statements: str) -> None:
-    con = sqlite3.connect(path)
-    for s in statements:
-        con.execute(s)
-    con.commit()
-    con.close()
 
 
 def _within(seconds: float, call: Callable[[], Any]) -> Any:

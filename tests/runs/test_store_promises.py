@@ -24,17 +24,10 @@ from shapleig.runs.evaluators import SerialEvaluator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _games_for_parallel import QuadraticGame  # noqa: E402
+from _store_sql import run_sql as _sql  # noqa: E402
 
 P = 5
 ROWS = np.tril(np.ones((P, P), dtype=bool))
-
-
-def _sql(path: Path, *statements: str) -> None:
-    con = sqlite3.connect(path)
-    for s in statements:
-        con.execute(s)
-    con.commit()
-    con.close()
 
 
 def test_verify_refuses_a_value_changed_in_its_sixth_significant_digit(tmp_path):

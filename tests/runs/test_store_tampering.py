@@ -21,6 +21,7 @@ from shapleig.errors import GameError, StoreError, StoreMismatchError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _games_for_parallel import QuadraticGame  # noqa: E402
+from _store_sql import run_sql as _sql  # noqa: E402
 
 P = 5
 ROWS = np.tril(np.ones((P, P), dtype=bool))
@@ -28,14 +29,6 @@ ROWS = np.tril(np.ones((P, P), dtype=bool))
 
 def _stored(path: Path, game=None, n: int = 4) -> None:
     BudgetedGame(game or QuadraticGame(P, seed=0), 2 ** P, store=path)(ROWS[:n])
-
-
-def _sql(path: Path, *statements: str) -> None:
-    con = sqlite3.connect(path)
-    for s in statements:
-        con.execute(s)
-    con.commit()
-    con.close()
 
 
 def test_a_store_with_a_trigger_is_refused(tmp_path):
