@@ -42,6 +42,7 @@ import pandas as pd  # noqa: E402
 from shapleig_tasks import harness  # noqa: E402
 from shapleig_tasks.generality import FAMILIES, family_tasks  # noqa: E402
 from shapleig_tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
+from shapleig_tasks.paired import paired_report, with_previous  # noqa: E402
 
 BUDGETS = ("2p", "4p", "8p")
 DEFAULT = "shapleig"
@@ -75,6 +76,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--merge", default=None,
                     help="add the rows of an earlier results table (same tasks and seeds) for methods not run now, "
                          "e.g. the baselines, which no change of the GP arms affects")
+    ap.add_argument("--compare", default=None,
+                    help="a method compared with the default run for run (e.g. previous:shapleig with --previous)")
+    ap.add_argument("--previous", default=None, metavar="TABLE",
+                    help="a results table this script wrote on another checkout: its methods join as "
+                         "'previous:<method>'")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.quick:
@@ -128,7 +134,8 @@ def cell_table(df: pd.DataFrame, default: str, components: list[str]) -> pd.Data
     return out
 
 
-def report(df: pd.DataFrame, default: str = DEFAULT, components: list[str] | None = None) -> pd.DataFrame:
+def report(df: pd.DataFrame, default: str = DEFAULT, components: list[str] | None = None,
+           compare: str | None = None) -> pd.DataFrame:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 40)
     pd.set_option("display.max_rows", 500)
@@ -160,6 +167,8 @@ def report(df: pd.DataFrame, default: str = DEFAULT, components: list[str] | Non
         print(f"  coverage: pooled {pooled:.3f}, lowest cell {table.cover.min():.2f}; RMS(error/std) in "
               f"[0.5, 1.5] in {inside:.0%} of cells, range {table.rms_z.min():.2f}-{table.rms_z.max():.2f}, "
               f"pooled {np.sqrt(cal.z2.sum() / cal.players.sum()):.2f}")
+    if compare:
+        paired_report(ok, default, compare)
     runs = ok.groupby("method").wall_s.mean()
     print("  mean seconds per (run, budget): " + ", ".join(f"{m} {runs[m]:.2f}" for m in [default, *components]
                                                             if m in runs))
@@ -169,7 +178,8 @@ def report(df: pd.DataFrame, default: str = DEFAULT, components: list[str] | Non
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reuse:
-        report(merged(pd.read_parquet(args.reuse), args.merge), args.default, args.components)
+        report(with_previous(merged(pd.read_parquet(args.reuse), args.merge), args.previous), args.default,
+               args.components, args.compare)
         return 0
     seeds = [int(s) for s in args.seeds.split(",") if s] if "," in args.seeds else int(args.seeds)
     sizes = tuple(args.sizes) if args.sizes else None
@@ -192,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = df[df["error"] != ""]
     if len(bad):
         print(f"{len(bad)} rows failed, first: {bad.error.iloc[0].splitlines()[0]}")
-    report(merged(df, args.merge), args.default, args.components)
+    report(with_previous(merged(df, args.merge), args.previous), args.default, args.components, args.compare)
     return 0
 
 

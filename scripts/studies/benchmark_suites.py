@@ -43,6 +43,7 @@ import pandas as pd  # noqa: E402
 
 from shapleig_tasks import harness  # noqa: E402
 from shapleig_tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
+from shapleig_tasks.paired import paired_report, with_previous  # noqa: E402
 
 SUITES = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "california-dv-10",
           "california-le-8", "bike-ge-12", "adult-fs-14")
@@ -79,6 +80,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="shapiq anchor CSV (default: $SHAPLEIG_SHARED or ../shared, data/anchors)")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--default", default=DEFAULT, help="the method label reported as the default")
+    ap.add_argument("--previous", default=None, metavar="TABLE",
+                    help="a results table this script wrote on another checkout: its methods join as "
+                         "'previous:<method>' (e.g. --compare previous:shapleig)")
     ap.add_argument("--compare", default=PREVIOUS,
                     help="a method compared with the default run for run (default: the previous default)")
     return ap.parse_args(argv)
@@ -152,32 +156,6 @@ def anchor_report(df: pd.DataFrame, path: Path, default: str = DEFAULT) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def paired_report(ok: pd.DataFrame, default: str, other: str) -> None:
-    """The default against ``other`` run for run (same task, seed, budget): per cell the ratio of
-    gm-MSEs, the paired difference of log10 MSE (mean, sd, range of each side) and a paired t-test;
-    then the geometric mean of the ratios per suite."""
-    from scipy.stats import ttest_rel
-
-    key = ["group", "budget_spec", "task", "seed"]
-    a = ok[ok.method == default].set_index(key).mse
-    b = ok[ok.method == other].set_index(key).mse
-    both = pd.concat({"a": np.log10(a), "b": np.log10(b)}, axis=1).dropna()
-    rows = []
-    for (suite, spec), cell in both.groupby(level=["group", "budget_spec"]):
-        d = cell.a - cell.b
-        p = ttest_rel(cell.a, cell.b).pvalue if len(d) > 1 and d.std() > 0 else np.nan
-        rows.append({"suite": suite, "budget": spec, "ratio": 10 ** d.mean(), "log10 diff": d.mean(),
-                     "sd": d.std(), "paired p": p, "default log10 range": f"{cell.a.min():.1f}..{cell.a.max():.1f}",
-                     "other log10 range": f"{cell.b.min():.1f}..{cell.b.max():.1f}"})
-    table = pd.DataFrame(rows)
-    print(f"\nthe default against {other}, run for run (ratio = 10^mean paired log10 difference = ratio of gm-MSEs)")
-    print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
-    per_suite = table.groupby("suite")["log10 diff"].mean().rpow(10)
-    print("  geometric mean of the ratios per suite: "
-          + ", ".join(f"{k} {v:.3g}" for k, v in per_suite.items())
-          + f"; over all cells {10 ** table['log10 diff'].mean():.3g}")
-
-
 def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT, compare: str = PREVIOUS) -> None:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 40)
@@ -247,7 +225,8 @@ def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT, compare: str
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reuse:
-        report(pd.read_parquet(args.reuse), Path(args.anchors), args.default, args.compare)
+        report(with_previous(pd.read_parquet(args.reuse), args.previous), Path(args.anchors), args.default,
+               args.compare)
         return 0
     seeds = [int(s) for s in args.seeds.split(",")] if "," in args.seeds else int(args.seeds)
     tasks = [f"{s}/seed={k}" for s in args.suites for k in TABLE_SEEDS[: args.tables]]
@@ -264,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     df = harness.execute_plan(plan, out=out, n_jobs=args.jobs, progress=not args.quiet, errors="record")
     print(f"{len(df)} rows in {time.perf_counter() - start:.0f} s; wrote {out}")
-    report(df, Path(args.anchors), args.default, args.compare)
+    report(with_previous(df, args.previous), Path(args.anchors), args.default, args.compare)
     return 0
 
 
