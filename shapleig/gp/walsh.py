@@ -583,10 +583,9 @@ def graded_index_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: f
             cols = cols + (g[k - 1] - g_tail) * order_index_columns(Z, rho, kappa, k, base)
     if operator.hold_out_empty:
         empty = np.zeros((1, operator.n_players), dtype=bool)
-        cols = cols - np.outer(operator.empty_column(), graded_kernel(empty, Z, ls, outputscale, g, g_tail)[0])
+        cols = operator.held_out_columns(cols, graded_kernel(empty, Z, ls, outputscale, g, g_tail)[0])
     if size_kernel is not None:
-        sizes = _as_bool(Z, operator.n_players).sum(axis=1)
-        cols = cols + (operator.size_coefficients() @ size_kernel)[:, sizes]
+        cols = cols + operator.size_columns(Z, size_kernel)
     return cols
 
 
@@ -625,8 +624,7 @@ def graded_index_covariance(lengthscales: np.ndarray, outputscale: float, g,
         u = graded_index_columns(empty, ls, outputscale, g, base, g_tail)[:, 0]
         M = M - np.outer(e, u) - np.outer(u, e) + graded_diagonal(ls, outputscale, g, g_tail) * np.outer(e, e)
     if size_kernel is not None:
-        beta = operator.size_coefficients()
-        M = M + beta @ size_kernel @ beta.T
+        M = M + operator.size_covariance(size_kernel)
     return 0.5 * (M + M.T)
 
 
