@@ -118,6 +118,18 @@ def _as_bool(Z: np.ndarray, p: int, name: str = "Z") -> np.ndarray:
     return z
 
 
+def _positive_esp_rows(x: np.ndarray, kmax: int) -> np.ndarray:
+    """``e_0..e_kmax`` of every row of non-negative ``x`` (float64[n, p]): float64[n, kmax+1].
+
+    Folded player by player (positive terms only, no cancellation).
+    """
+    E = np.zeros((x.shape[0], kmax + 1))
+    E[:, 0] = 1.0
+    for r in range(x.shape[1]):
+        E[:, 1:] = E[:, 1:] + x[:, r, None] * E[:, :-1]
+    return E
+
+
 def hamming_kernel(Z1: np.ndarray, Z2: np.ndarray, lengthscales: np.ndarray, outputscale: float) -> np.ndarray:
     """Kernel matrix ``float64[m1, m2]``, ``k(z, z') = s exp(-(1/p) sum_j [z_j != z'_j] / l_j)``.
 

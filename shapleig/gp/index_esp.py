@@ -33,6 +33,7 @@ import numpy as np
 from shapleig.games.indices import Index, check_index, get_index, index_terms
 from shapleig.gp.esp import (
     _as_bool,
+    _positive_esp_rows,
     hamming_kernel,
     is_shared,
     kernel_factors,
@@ -491,10 +492,7 @@ def generic_prior_covariance(lengthscales: np.ndarray, outputscale: float, index
     nv = inV.sum(axis=1)
     # ESP of rho outside V, all V at once (positive terms only)
     rho_out = np.where(inV, 0.0, kf.rho[None, :])
-    E = np.zeros((uniq.size, p + 1))
-    E[:, 0] = 1.0
-    for r in range(p):
-        E[:, 1:] = E[:, 1:] + rho_out[:, r, None] * E[:, :-1]
+    E = _positive_esp_rows(rho_out, p)
     log_rho_V = np.where(inV, np.log(kf.rho)[None, :], 0.0).sum(axis=1)
     # per unique V and order combination (t1 + t2 - 2 in {0, 1, 2}, c is symmetric in the pair):
     # sum_k e_k c_t1(|V|+k) c_t2(|V|+k); coefficient vectors depend on (t1, t2, |V|) only

@@ -172,10 +172,7 @@ def fit_kernels(
         if plan.cold_check and plan.warm and prev.get(name) is not None and not lazy:
             cold = fit_hyperparameters(X, y, spec, options, seed=int(seed) + i, init=None,
                                        fallback=prev.get(name), optimizer_options=None)
-            if cold.success and (not fit.success or cold.neg_mll < fit.neg_mll):
-                fit = replace(cold, seconds=cold.seconds + fit.seconds)
-            else:
-                fit = replace(fit, seconds=cold.seconds + fit.seconds)
+            fit = _better_fit(fit, cold)
         # with the cold fits only (a warm fit starts from the last refit's graded MAP already)
         start_from = _graded_start(spec, name, specs[:i], fits) if (plan.cold_check or not plan.warm) and not lazy \
             else None
@@ -185,10 +182,7 @@ def fit_kernels(
             # mode with a long lengthscale and the free orders absorbing the rest)
             alt = fit_hyperparameters(X, y, spec, options, seed=int(seed) + i, init=start_from,
                                       fallback=prev.get(name), optimizer_options=None)
-            if alt.success and (not fit.success or alt.neg_mll < fit.neg_mll):
-                fit = replace(alt, seconds=alt.seconds + fit.seconds)
-            else:
-                fit = replace(fit, seconds=alt.seconds + fit.seconds)
+            fit = _better_fit(fit, alt)
         fits.append(fit)
         if options.evidence == "laplace" and fit.success and np.isfinite(fit.neg_mll):
             evidence.append(laplace_log_evidence(X, y, fit.hyper))
@@ -197,6 +191,16 @@ def fit_kernels(
             evidence.append(bic_log_evidence(fit, t, 1 + spec.n_params(X)))
     weights = evidence_weights(np.asarray(evidence)) if len(fits) > 1 else np.ones(1)
     return [KernelFit(spec.name, fit, float(ev), float(w)) for spec, fit, ev, w in zip(specs, fits, evidence, weights)]
+
+
+def _better_fit(fit: FitResult, other: FitResult) -> FitResult:
+    """The better of ``fit`` and a second fit ``other`` of the same kernel, timed as both together.
+
+    ``other`` wins when it succeeded and ``fit`` failed or has the larger objective; the result's
+    ``seconds`` is the sum of both fits' seconds.
+    """
+    best = other if other.success and (not fit.success or other.neg_mll < fit.neg_mll) else fit
+    return replace(best, seconds=other.seconds + fit.seconds)
 
 
 def _graded_start(spec: KernelSpec, name: str, fitted_specs: list[KernelSpec],

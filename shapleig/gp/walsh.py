@@ -45,7 +45,7 @@ from math import comb
 
 import numpy as np
 
-from shapleig.gp.esp import _as_bool, hamming_kernel, kernel_factors
+from shapleig.gp.esp import _as_bool, _positive_esp_rows, hamming_kernel, kernel_factors
 from shapleig.gp.index_esp import IndexOperator, parity_coefficients
 
 MAX_ORDER = 3
@@ -313,15 +313,6 @@ def order_kernel_rho_vjp(W: np.ndarray, Z1: np.ndarray, Z2: np.ndarray, rho: np.
     return kappa * out
 
 
-def _positive_esp(rho: np.ndarray, kmax: int) -> np.ndarray:
-    """``e_0..e_kmax`` of non-negative ``rho`` (float64[kmax+1]), folded (positive terms only)."""
-    e = np.zeros(kmax + 1)
-    e[0] = 1.0
-    for r in rho:
-        e[1:] = e[1:] + r * e[:-1]
-    return e
-
-
 def graded_kernel(Z1: np.ndarray, Z2: np.ndarray, lengthscales: np.ndarray, outputscale: float, g,
                   g_tail: float = 1.0) -> np.ndarray:
     """The graded kernel ``K_g(Z1, Z2)``: float64[m1, m2].
@@ -421,7 +412,7 @@ def graded_diagonal(lengthscales: np.ndarray, outputscale: float, g, g_tail: flo
     """
     g, g_tail = _check_g(g, g_tail)
     rho, kappa = walsh_coordinates(lengthscales, outputscale)
-    e = _positive_esp(rho, g.shape[0])
+    e = _positive_esp_rows(rho[None, :], g.shape[0])[0]
     return float(g_tail * float(outputscale) + (1.0 - g_tail) * kappa + kappa * np.dot(g - g_tail, e[1:]))
 
 
@@ -539,10 +530,7 @@ def order_index_covariance(rho: np.ndarray, kappa: float, order: int,
     usize = inV.sum(axis=1)
     # rho^V e_{k-|V|}(rho outside V): the ESP of the non-negative rho outside V, folded (no cancellation)
     rho_out = np.where(inV, 0.0, rho[None, :])
-    E = np.zeros((uniq.shape[0], k + 1))
-    E[:, 0] = 1.0
-    for r in range(p):
-        E[:, 1:] = E[:, 1:] + rho_out[:, r, None] * E[:, :-1]
+    E = _positive_esp_rows(rho_out, k)
     weight = np.prod(np.where(inV, rho[None, :], 1.0), axis=1) * E[np.arange(uniq.shape[0]), k - usize]
     vals = kappa * cu[iu] * cu[ju] * weight[inv.reshape(-1)]
     out[iu, ju] = vals
@@ -583,10 +571,9 @@ def graded_index_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: f
             cols = cols + (g[k - 1] - g_tail) * order_index_columns(Z, rho, kappa, k, base)
     if operator.hold_out_empty:
         empty = np.zeros((1, operator.n_players), dtype=bool)
-        cols = cols - np.outer(operator.empty_column(), graded_kernel(empty, Z, ls, outputscale, g, g_tail)[0])
+        cols = operator.held_out_columns(cols, graded_kernel(empty, Z, ls, outputscale, g, g_tail)[0])
     if size_kernel is not None:
-        sizes = _as_bool(Z, operator.n_players).sum(axis=1)
-        cols = cols + (operator.size_coefficients() @ size_kernel)[:, sizes]
+        cols = cols + operator.size_columns(Z, size_kernel)
     return cols
 
 
@@ -625,8 +612,7 @@ def graded_index_covariance(lengthscales: np.ndarray, outputscale: float, g,
         u = graded_index_columns(empty, ls, outputscale, g, base, g_tail)[:, 0]
         M = M - np.outer(e, u) - np.outer(u, e) + graded_diagonal(ls, outputscale, g, g_tail) * np.outer(e, e)
     if size_kernel is not None:
-        beta = operator.size_coefficients()
-        M = M + beta @ size_kernel @ beta.T
+        M = M + operator.size_covariance(size_kernel)
     return 0.5 * (M + M.T)
 
 
