@@ -124,7 +124,7 @@ def integrated_kernels(X: np.ndarray, y: np.ndarray, fits: list[KernelFit], n_dr
 
     Args:
         X: ``float64[t, p]`` of 0/1, the archive.
-        y: ``float64[t]`` standardised values.
+        y: ``float64[t]`` raw values (standardised by :func:`hyperparameter_draws`, as the fits were).
         fits: the kernels' MAP fits.
         n_draws: hyperparameter draws per kernel.
         seed: seeds the draws (kernel i: ``seed + i``).
