@@ -351,12 +351,7 @@ class AsyncDesignLoop(DesignLoop):
         start = time.perf_counter()
         with compute_threads(self.options.threads):
             self._refresh_noise()
-            acquisition = self.acquisition_function
-            if acquisition.uses_posterior:
-                cand = self._candidate_state()
-                picks = self._cand_index[acquisition.select(cand, room, self._select_rng)]
-            else:  # no candidate state needed (random): the pool's availability is the same mask
-                picks = acquisition.select(PoolView(self.pool.W, self.available), room, self._select_rng)
+            picks = self._select(room)
         self.timings["selection_s"] += time.perf_counter() - start
         self._start(picks)
 
