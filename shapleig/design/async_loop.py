@@ -276,15 +276,14 @@ class AsyncDesignLoop(DesignLoop):
         try:
             if self._design is not None:
                 self._design_step()
-            elif flight.n_pending:
-                start = time.perf_counter()
-                arrival = flight.next()
-                self.timings["game_s"] += time.perf_counter() - start  # waiting for the workers
-                self._absorb(arrival)
-                if self._refit is not None and self.X.shape[0] >= self._refit[3]:
-                    self._adopt_refit()  # before selecting: this pick already uses the new kernels
-                self._submit(self._room())
             else:
+                if flight.n_pending:
+                    start = time.perf_counter()
+                    arrival = flight.next()
+                    self.timings["game_s"] += time.perf_counter() - start  # waiting for the workers
+                    self._absorb(arrival)
+                    if self._refit is not None and self.X.shape[0] >= self._refit[3]:
+                        self._adopt_refit()  # before selecting: this pick already uses the new kernels
                 self._submit(self._room())
             if self._design is None and self.n_pending and self._async_refit_due():
                 self._launch_refit()
@@ -351,12 +350,7 @@ class AsyncDesignLoop(DesignLoop):
         start = time.perf_counter()
         with compute_threads(self.options.threads):
             self._refresh_noise()
-            acquisition = self.acquisition_function
-            if acquisition.uses_posterior:
-                cand = self._candidate_state()
-                picks = self._cand_index[acquisition.select(cand, room, self._select_rng)]
-            else:  # no candidate state needed (random): the pool's availability is the same mask
-                picks = acquisition.select(PoolView(self.pool.W, self.available), room, self._select_rng)
+            picks = self._select(room)
         self.timings["selection_s"] += time.perf_counter() - start
         self._start(picks)
 

@@ -418,6 +418,15 @@ class DesignLoop:
                                                          operator=self.acquisition_operator)
         return self._candidates
 
+    def _select(self, q: int) -> np.ndarray:
+        """The acquisition's next ``q`` pool indices, conditioned on in the candidate state."""
+        acquisition = self.acquisition_function
+        if acquisition.uses_posterior:
+            cand = self._candidate_state()  # sets _cand_index
+            return self._cand_index[acquisition.select(cand, q, self._select_rng)]
+        # no candidate state needed (random): the pool's availability is the same mask
+        return acquisition.select(PoolView(self.pool.W, self.available), q, self._select_rng)
+
     def _refresh_noise(self) -> None:
         """Under the raw-units convention the standardised noise follows s_y; rebuild if it moved."""
         if self.options.noise_convention != "raw" or self.hyper is None or self.fixed_hyperparameters is not None:
@@ -510,12 +519,7 @@ class DesignLoop:
                 self._fit()
             else:
                 self._refresh_noise()
-            acquisition = self.acquisition_function
-            if acquisition.uses_posterior:
-                cand = self._candidate_state()
-                picks = self._cand_index[acquisition.select(cand, q, self._select_rng)]
-            else:  # no candidate state needed (random): the pool's availability is the same mask
-                picks = acquisition.select(PoolView(self.pool.W, self.available), q, self._select_rng)
+            picks = self._select(q)
         self.timings["selection_s"] += time.perf_counter() - start
         Z = self.pool.W[picks]
         values = self._evaluate(Z)
