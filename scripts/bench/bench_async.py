@@ -11,6 +11,7 @@ the MSE against the exact Shapley values.
 
     OMP_NUM_THREADS=1 python scripts/bench/bench_async.py                      # p = 8, budget 64, q = 8
     OMP_NUM_THREADS=1 python scripts/bench/bench_async.py --seeds 0 1 2 --modes async
+    python scripts/bench/bench_async.py --simulate 2000 --q 16 --budget 128 --median 1   # the ideal alone
 """
 
 from __future__ import annotations
@@ -54,6 +55,26 @@ class LognormalSleepGame:
         return self.inner(coalitions)
 
 
+def list_schedule_utilisation(durations, workers: int) -> float:
+    """Busy time / (workers x makespan) when ``durations``, in this order, each go to the first free worker."""
+    free = [0.0] * workers
+    for d in durations:
+        heapq.heappush(free, heapq.heappop(free) + float(d))
+    return float(sum(durations)) / (workers * max(free))
+
+
+def simulated_ideal_utilisation(workers: int, evaluations: int, median: float, sigma: float, reps: int,
+                                seed: int = 0) -> float:
+    """The mean utilisation of a zero-overhead scheduler over ``reps`` fresh lognormal budgets.
+
+    What any driver could get at best with a fixed budget: the straggling last evaluations leave
+    workers idle (issue 30's utilisation bars are read against it).
+    """
+    rng = np.random.default_rng(seed)
+    return float(np.mean([list_schedule_utilisation(median * np.exp(sigma * rng.standard_normal(evaluations)),
+                                                    workers) for _ in range(reps)]))
+
+
 class BusyEvaluator(ExecutorEvaluator):
     """``ExecutorEvaluator`` adding up the game seconds of every attempt (``busy``)."""
 
@@ -69,13 +90,9 @@ class BusyEvaluator(ExecutorEvaluator):
         would put the long ones last). The straggler tail of a fixed budget bounds it below 1."""
         if not self.durations:
             return float("nan")
-        rng, total, out = np.random.default_rng(0), sum(self.durations), []
-        for _ in range(orders):
-            free = [0.0] * workers
-            for d in rng.permutation(self.durations):
-                heapq.heappush(free, heapq.heappop(free) + d)
-            out.append(total / (workers * max(free)))
-        return float(np.mean(out))
+        rng = np.random.default_rng(0)
+        return float(np.mean([list_schedule_utilisation(rng.permutation(self.durations), workers)
+                              for _ in range(orders)]))
 
     def evaluate(self, game, coalitions, *, max_retries=1, on_result=None):
         def counted(record):
@@ -114,9 +131,17 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--modes", nargs="+", default=["async", "sync"], choices=["async", "sync", "seq"],
                     help="seq: batch_size 1 (one evaluation at a time: the accuracy reference)")
+    ap.add_argument("--simulate", type=int, default=0, metavar="REPS",
+                    help="only print the zero-overhead scheduler's mean utilisation over REPS simulated budgets "
+                         "(q workers, budget evaluations, fresh lognormal times)")
     ap.add_argument("--overlap", action="store_true",
                     help="async with the design overlap (AsyncDesignLoop.overlap_design = True)")
     args = ap.parse_args()
+    if args.simulate:
+        ideal = simulated_ideal_utilisation(args.q, args.budget, args.median, args.sigma, args.simulate)
+        print(f"zero-overhead list schedule, {args.q} workers x {args.budget} evaluations, {args.simulate} draws: "
+              f"mean utilisation {ideal:.3f}")
+        return 0
     if args.overlap:
         from shapleig.design.async_loop import AsyncDesignLoop
 

@@ -160,6 +160,22 @@ def test_bench_async_utilisation_is_busy_over_capacity() -> None:
         assert close(float(means[mode]), float(util), rel=0, abs_=0.006)  # one seed: mean = its row
 
 
+def test_bench_async_list_schedule_and_its_simulated_ideal() -> None:
+    spec = importlib.util.spec_from_file_location("bench_async_mod", REPO / "scripts" / "bench" / "bench_async.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    # by hand: 1, 1 then 2 on two workers ends at 3 (busy 4 of 6); 2 first ends at 2 (busy 4 of 4)
+    assert mod.list_schedule_utilisation([1.0, 1.0, 2.0], 2) == pytest.approx(4 / 6)
+    assert mod.list_schedule_utilisation([2.0, 1.0, 1.0], 2) == pytest.approx(1.0)
+    # equal times fill every worker; one worker is always busy
+    assert mod.simulated_ideal_utilisation(4, 8, 1.0, 0.0, reps=3) == pytest.approx(1.0)
+    assert mod.simulated_ideal_utilisation(1, 10, 1.0, 0.7, reps=3) == pytest.approx(1.0)
+    ideal = mod.simulated_ideal_utilisation(8, 64, 0.2, 0.7, reps=200)
+    assert 0.5 < ideal < 1.0
+    out = run_script("bench/bench_async.py", "--simulate", "200", "--q", "8", "--budget", "64")
+    assert f"mean utilisation {ideal:.3f}" in out
+
+
 def test_bench_budget_ranges_tile_the_run() -> None:
     out = run_script("bench/bench_budget.py", "--settings", "6:30")
     m = re.search(r"p = 6, t = 30, refit \S+: selection ([\d.]+) s, wall ([\d.]+) s, game [\d.]+ s, (\d+) refits",
