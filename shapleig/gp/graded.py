@@ -32,6 +32,7 @@ from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.kernel_spec import FitTerms, KernelSpec
 from shapleig.gp.priors import (
     MIN_LENGTHSCALE,
+    MIN_OUTPUTSCALE,
     initial_lengthscale,
     inverse_softplus,
     lengthscale_prior_params,
@@ -252,7 +253,7 @@ class GradedFit(FitTerms):
 
     def _values(self, raw: np.ndarray) -> tuple[float, float, np.ndarray]:
         log_g = np.clip(raw[2:], -_LOG_G_BOUND, _LOG_G_BOUND)
-        return float(softplus(raw[0])), float(MIN_LENGTHSCALE + softplus(raw[1])), np.exp(log_g)
+        return max(float(softplus(raw[0])), MIN_OUTPUTSCALE), float(MIN_LENGTHSCALE + softplus(raw[1])), np.exp(log_g)
 
     def unpack(self, raw: np.ndarray) -> GradedParams:
         """The params at ``raw`` (the shared lengthscale repeated p times)."""

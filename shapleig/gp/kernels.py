@@ -43,6 +43,7 @@ from shapleig.gp.priors import (
     INITIAL_SIZE_LENGTHSCALE,
     INITIAL_SIZE_VARIANCE,
     MIN_LENGTHSCALE,
+    MIN_OUTPUTSCALE,
     SIZE_LENGTHSCALE_PRIOR,
     initial_lengthscale,
     inverse_softplus,
@@ -234,7 +235,7 @@ class HammingFit(FitTerms):
         return np.concatenate([[float(inverse_softplus(params.outputscale))], raw_l])
 
     def _values(self, raw: np.ndarray) -> tuple[float, np.ndarray]:
-        return float(softplus(raw[0])), MIN_LENGTHSCALE + softplus(raw[1:])
+        return max(float(softplus(raw[0])), MIN_OUTPUTSCALE), MIN_LENGTHSCALE + softplus(raw[1:])
 
     def unpack(self, raw: np.ndarray) -> HammingParams:
         """The params at ``raw`` (a shared lengthscale repeated p times)."""

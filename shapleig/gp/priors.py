@@ -26,6 +26,9 @@ DEFAULT_FIT_ENGINE = "numpy"
 
 # Lengthscales are 1e-6 + softplus(raw) (gpytorch's GreaterThan(1e-6)).
 MIN_LENGTHSCALE = 1e-6
+# An outputscale is softplus(raw) floored here (standardised units): far below 0, softplus underflows
+# to exactly 0 and a MAP fit that drove raw there would unpack to an invalid (zero-variance) kernel.
+MIN_OUTPUTSCALE = 1e-12
 # The size kernel (docs/math.md §15) starts here, in standardised units: jumps of about one standard
 # deviation of the values, from which the likelihood moves them either way (their profile is
 # unimodal), and a size trend of half the values' variance over half the size range.

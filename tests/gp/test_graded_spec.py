@@ -233,11 +233,13 @@ def test_graded_start_is_the_shared_twin_with_g_one():
     assert _graded_start(spec, "graded+size", [], []) is None
 
 
-def test_an_outputscale_that_underflows_gives_a_zero_kernel_not_an_error():
+def test_an_outputscale_that_underflows_gives_a_floored_kernel_not_an_error():
     X = np.random.default_rng(10).random((8, P)) < 0.5
     terms = Graded().fit_terms(X)
     raw = terms.pack(GradedParams(np.full(P, 0.5), 1.0, np.ones(3)))
     raw[0] = -800.0  # softplus(-800) = 0 in float64
     K, _, state = terms.evaluate(raw)
-    assert np.array_equal(K, np.zeros((8, 8)))
+    # floored at MIN_OUTPUTSCALE (1e-12): a kernel of that size, finite, and one that unpacks
+    assert np.all(np.isfinite(K)) and 0 < np.abs(K).max() <= 1e-11
     assert np.all(np.isfinite(terms.gradient(raw, np.ones((8, 8)), state)))
+    assert terms.unpack(raw).outputscale == 1e-12
