@@ -64,6 +64,22 @@ TABLE_SUITES: dict[str, tuple[str, str, str]] = {
         "Bike sharing global explanation (R2), 12 features",
     ),
 }
+# suite B (docs/games.md §7): other kinds of games, three tables each, in the shared folder only
+SUITE_B: dict[str, tuple[str, str, str]] = {
+    "sentiment-14": ("SentimentAnalysis_Game/14", "mask_strategy=", "Sentiment analysis, 14 tokens"),
+    "soum-15": ("SOUM_Game/15", "n=15", "Sum of 150 unanimity games, 15 players"),
+    "adult-dv-15": ("AdultCensus_DataValuation_Game/15", "model_name=", "Adult census data valuation, 15 points"),
+    "adult-dsv-10-rf": ("AdultCensus_DatasetValuation_Game/10", "model_name=random_forest",
+                        "Adult census dataset valuation, random forest, 10 chunks"),
+    "california-es-10": ("CaliforniaHousing_EnsembleSelection_Game/10", "loss_function=",
+                         "California housing ensemble selection, 10 members"),
+    "bike-fs-12": ("BikeSharing_FeatureSelection_Game/12", "model_name=", "Bike sharing feature selection, 12 features"),
+    "adult-le-14": ("AdultCensus_LocalExplanation_Game/14", "model_name=",
+                    "Adult census local explanation, conditional imputer, 14 features"),
+    "adult-ue-14": ("AdultCensus_UncertaintyExplanation_Game/14", "uncertainty_to_explain=",
+                    "Adult census uncertainty explanation, 14 features"),
+}
+TABLE_SUITES.update(SUITE_B)
 
 
 
@@ -309,6 +325,7 @@ def describe_tasks() -> list[dict[str, Any]]:
 
 
 __all__ = [
+    "SUITE_B",
     "TABLE_SUITES",
     "Task",
     "describe_table_search",

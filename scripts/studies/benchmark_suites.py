@@ -54,14 +54,20 @@ COMPONENTS = KERNEL_ARMS  # the default's four kernels alone
 PREVIOUS = "shapleig:calibrate=jackknife,refit=auto-cold,size_trend=False"
 GP_METHODS = ("shapleig", *COMPONENTS, PREVIOUS, "shapleig:refit=adaptive", "shapleig-published")
 # the shared data folder: SHAPLEIG_SHARED, else ../shared beside the checkout (as the tables)
-ANCHORS = (Path(os.environ.get("SHAPLEIG_SHARED") or ROOT.parent / "shared")
-           / "data" / "anchors" / "shapiq-1.8.0_public.csv")
+ANCHOR_DIR = Path(os.environ.get("SHAPLEIG_SHARED") or ROOT.parent / "shared") / "data" / "anchors"
+ANCHORS = [ANCHOR_DIR / "shapiq-1.8.0_public.csv", ANCHOR_DIR / "shapiq-1.8.0_suites_b.csv"]
 # anchor (game_type, p, model family) -> suite
 ANCHOR_SUITES = {
     ("ImageClassifier_Game", 9): "vit-9", ("ImageClassifier_Game", 14): "resnet-14",
     ("ImageClassifier_Game", 16): "vit-16", ("CaliforniaHousing_DatasetValuation_Game", 10): "california-dv-10",
     ("CaliforniaHousing_LocalExplanation_Game", 8): "california-le-8",
     ("BikeSharing_GlobalExplanation_Game", 12): "bike-ge-12", ("AdultCensus_FeatureSelection_Game", 14): "adult-fs-14",
+    # suite B (--suites with the names of SUITE_B; its anchors are in shapiq-1.8.0_suites_b.csv)
+    ("SentimentAnalysis_Game", 14): "sentiment-14", ("SOUM_Game", 15): "soum-15",
+    ("AdultCensus_DataValuation_Game", 15): "adult-dv-15", ("AdultCensus_DatasetValuation_Game", 10): "adult-dsv-10-rf",
+    ("CaliforniaHousing_EnsembleSelection_Game", 10): "california-es-10",
+    ("BikeSharing_FeatureSelection_Game", 12): "bike-fs-12", ("AdultCensus_LocalExplanation_Game", 14): "adult-le-14",
+    ("AdultCensus_UncertaintyExplanation_Game", 14): "adult-ue-14",
 }
 
 
@@ -76,8 +82,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", default="benchmark_suites.parquet")
     ap.add_argument("--from", dest="reuse", default=None, help="print the report of an existing results table")
-    ap.add_argument("--anchors", default=str(ANCHORS),
-                    help="shapiq anchor CSV (default: $SHAPLEIG_SHARED or ../shared, data/anchors)")
+    ap.add_argument("--anchors", nargs="+", default=[str(a) for a in ANCHORS],
+                    help="shapiq anchor CSVs (default: the public and suite-B files of $SHAPLEIG_SHARED or "
+                         "../shared, data/anchors)")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--default", default=DEFAULT, help="the method label reported as the default")
     ap.add_argument("--previous", default=None, metavar="TABLE",
@@ -123,12 +130,14 @@ def coverage_rows(df: pd.DataFrame, level_z: float = 1.959963984540054) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def anchor_report(df: pd.DataFrame, path: Path, default: str = DEFAULT) -> pd.DataFrame | None:
+def anchor_report(df: pd.DataFrame, paths: list[Path], default: str = DEFAULT) -> pd.DataFrame | None:
     """Default vs best shapiq method, and published vs shapiq ShaplEIG, on the anchors' tables and seeds."""
-    if not path.is_file():
-        print(f"\n(anchor file {path} not found: no comparison with shapiq)")
+    found = [Path(p) for p in paths if Path(p).is_file()]
+    for path in set(map(Path, paths)) - set(found):
+        print(f"\n(anchor file {path} not found: no comparison with shapiq there)")
+    if not found:
         return None
-    a = pd.read_csv(path)
+    a = pd.concat([pd.read_csv(p) for p in found], ignore_index=True)
     a = a[a["error"].isna() | (a["error"] == "")] if "error" in a else a
     a["suite"] = [ANCHOR_SUITES.get((g, p)) for g, p in zip(a.game_type, a.p)]
     bike = a.game_type.eq("BikeSharing_DatasetValuation_Game")
@@ -156,7 +165,7 @@ def anchor_report(df: pd.DataFrame, path: Path, default: str = DEFAULT) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT, compare: str = PREVIOUS) -> None:
+def report(df: pd.DataFrame, anchors: list[Path], default: str = DEFAULT, compare: str = PREVIOUS) -> None:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 40)
     pd.set_option("display.max_rows", 500)
@@ -205,7 +214,7 @@ def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT, compare: str
     print("\nseconds per run (anytime GP arms: one run at the largest budget)")
     print(timing.to_string(float_format=fmt))
 
-    anchor = anchor_report(ok, Path(anchors), default)
+    anchor = anchor_report(ok, [Path(a) for a in anchors], default)
     if anchor is not None and len(anchor):
         print("\nagainst shapiq 1.8.0 (anchor tables and seeds; gm-MSE)")
         print(anchor.to_string(index=False, float_format=fmt))
@@ -225,7 +234,7 @@ def report(df: pd.DataFrame, anchors: Path, default: str = DEFAULT, compare: str
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reuse:
-        report(with_previous(pd.read_parquet(args.reuse), args.previous), Path(args.anchors), args.default,
+        report(with_previous(pd.read_parquet(args.reuse), args.previous), args.anchors, args.default,
                args.compare)
         return 0
     seeds = [int(s) for s in args.seeds.split(",")] if "," in args.seeds else int(args.seeds)
@@ -243,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     df = harness.execute_plan(plan, out=out, n_jobs=args.jobs, progress=not args.quiet, errors="record")
     print(f"{len(df)} rows in {time.perf_counter() - start:.0f} s; wrote {out}")
-    report(with_previous(df, args.previous), Path(args.anchors), args.default, args.compare)
+    report(with_previous(df, args.previous), args.anchors, args.default, args.compare)
     return 0
 
 

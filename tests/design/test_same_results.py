@@ -82,6 +82,21 @@ def test_the_replay_tolerance_is_tight_where_the_fixture_was_recorded() -> None:
     assert SCRIPT.replay_rtol({"environment": here}) == 1e-12
     assert SCRIPT.replay_rtol({"environment": {**here, "numpy": "0.0"}}) == SCRIPT.FOREIGN_RTOL
     assert SCRIPT.replay_rtol({}) == SCRIPT.FOREIGN_RTOL
+    # a machine of the same kind whose CPU or BLAS rounds differently (issue 34: the same versions,
+    # values 3e-8 apart): another CPU feature set, BLAS kernel or thread count, or reference digest
+    for field in ("cpu", "blas", "reference"):
+        assert SCRIPT.replay_rtol({"environment": {**here, field: "another"}}) == SCRIPT.FOREIGN_RTOL, field
+    # a key recorded before the CPU, BLAS and digest fields existed is foreign too
+    old = {k: here[k] for k in ("python", "numpy", "scipy", "machine")}
+    assert SCRIPT.replay_rtol({"environment": old}) == SCRIPT.FOREIGN_RTOL
+
+
+def test_the_reference_digest_sees_a_rounding_change(monkeypatch) -> None:
+    """The digest moves when one of its computations rounds differently (here: one ulp of exp)."""
+    before = SCRIPT._reference_checksum()
+    exp = SCRIPT.np.exp
+    monkeypatch.setattr(SCRIPT.np, "exp", lambda x, *a, **k: SCRIPT.np.nextafter(exp(x, *a, **k), SCRIPT.np.inf))
+    assert SCRIPT._reference_checksum() != before
     # a drift as large as the Python 3.12 leg's (3e-8) passes only under the foreign bound
     case = CASES[0]
     moved = {**case, "values": [v * (1 + 3e-8) for v in case["values"]]}

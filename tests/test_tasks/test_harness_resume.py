@@ -88,24 +88,52 @@ def test_the_journal_ignores_other_plans_errors_and_a_torn_line(tmp_path):
     assert InterruptedPermutation.calls == 8  # 2 of 10 were kept
 
 
+# The command as a user runs it, except that the journal's append announces the second finished run
+# (a file) and then waits for the signal: the test sends SIGINT on that state, never after a time,
+# so a fast machine cannot finish every run before the interrupt arrives.
+_PAUSING_CLI = """
+import sys, time
+from pathlib import Path
+from shapleig_tasks import cli, harness
+
+sentinel = Path(sys.argv[1])
+append = harness.RunJournal.append
+
+
+def append_then_wait(self, rows):
+    append(self, rows)
+    if self.n_kept == 2:
+        sentinel.touch()
+        while True:  # interrupted by the test's SIGINT (KeyboardInterrupt here, in the main thread)
+            time.sleep(0.05)
+
+
+harness.RunJournal.append = append_then_wait
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
 def test_ctrl_c_during_shapleig_run_then_the_same_command_resumes(tmp_path):
     """The command itself, interrupted with SIGINT once two of its runs are journaled."""
     out = tmp_path / "r.parquet"
-    args = [sys.executable, "-m", "shapleig_tasks.cli", "run", "--tasks", "wvg-7", "--methods", "shapleig",
-            "--budgets", "2p", "--seeds", "6", "--out", str(out), "--quiet"]
+    cli_args = ["run", "--tasks", "wvg-7", "--methods", "shapleig", "--budgets", "2p", "--seeds", "6",
+                "--out", str(out), "--quiet"]
+    args = [sys.executable, "-m", "shapleig_tasks.cli", *cli_args]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver, sentinel = tmp_path / "pausing_cli.py", tmp_path / "two-runs-journaled"
+    driver.write_text(_PAUSING_CLI)
+    proc = subprocess.Popen([sys.executable, str(driver), str(sentinel), *cli_args], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     journal = harness.journal_path(out)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if journal.is_file() and len(journal.read_text().splitlines()) >= 2:
-            break
+    deadline = time.monotonic() + 600  # a safety net for a broken run only: the signal waits for the state
+    while not sentinel.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert sentinel.exists(), proc.communicate(timeout=60)[1] if proc.poll() is not None else "no run journaled"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     n_kept = len(journal.read_text().splitlines())
-    assert 2 <= n_kept < 6 and not out.exists()
+    assert n_kept == 2 and not out.exists()
     done = subprocess.run(args[:-1], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert f"resuming: {n_kept} of 6 runs" in done.stderr

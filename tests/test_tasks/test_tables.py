@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from conftest import find_shared_games_dir as _shared_games_dir
 from shapleig.errors import GameError
 from shapleig.games.coalitions import all_coalitions
 from shapleig.games.exact import exact_shapley, shapley_from_table
+from shapleig_tasks.catalog import SUITE_B, suite_files
 from shapleig_tasks.synthetic import SumOfUnanimityGame
 from shapleig_tasks.tables import TableGame, default_tables_dir, discover_tables, save_table, size_major_order
 
@@ -115,7 +117,12 @@ def test_shared_suite_loads_with_documented_ranges():
     if os.environ.get("SHAPLEIG_TABLES") is None:
         assert default_tables_dir() == root
     specs = discover_tables(root)
-    assert len(specs) == 270
+    # docs/games.md §7: the public suites' 270 files, and three tables per suite-B folder where present
+    suite_b = {sub for sub, _, _ in SUITE_B.values()}
+    public = [s for s in specs if s.group not in suite_b]
+    assert len(public) == 270
+    by_group = Counter(s.group for s in specs if s.group in suite_b)
+    assert all(n == 3 for n in by_group.values()), by_group
     by_name = {s.name: s for s in specs}
     vit9 = by_name["ImageClassifier_Game/9/model_name=vit_9_patches_1"]
     assert vit9.group == "ImageClassifier_Game/9" and vit9.seed == 1
@@ -132,6 +139,18 @@ def test_shared_suite_loads_with_documented_ranges():
     assert glob.grand_value == pytest.approx(1.0) and -15.6 <= glob.empty_value <= 0.42
     # row order in the suite is size-major (docs/games.md §7)
     np.testing.assert_array_equal(size_major_order(game.coalitions), np.arange(512))
+
+
+def test_every_suite_b_suite_names_its_three_tables() -> None:
+    root = _shared_games_dir()
+    if root is None or not (root / "SOUM_Game").is_dir():
+        pytest.skip("suite B not present")
+    for suite, (sub, _, _) in SUITE_B.items():
+        files = suite_files(suite, root)
+        assert len(files) == 3, suite
+        assert all(f.path.parent == root / sub for f in files)
+        game = files[0].load()
+        assert game.n_players == int(sub.rsplit("/", 1)[1])
 
 
 def test_marginal_profile_script_matches_brute_force() -> None:
