@@ -20,6 +20,10 @@ cover structures the public suites do not isolate:
   b_ij ~ N(0, 1): the Shapley values are ``w_i + sum_j b_ij / 2``;
 - ``soum``:       sparse unanimity sums of any order as in shapiq's SOUM: 3..8 unanimity games on
   coalitions of 1..p players (sizes uniform), coefficients in [-1, 1];
+- ``threshold``:  weighted majority with real-valued weights, ``1[sum_{i in S} w_i > q]`` with
+  w_i lognormal (median 1, log-sd 1) and the quota q uniform between 30% and 70% of the total
+  weight: a game that agrees with one smooth structure on most coalitions and departs from it
+  on a few that carry much Shapley weight (a singleton, its complement);
 - ``noisy``:      a deterministic additive-plus-pairwise game (w_i ~ N(0, 1), p // 2 pairs
   b_ij ~ N(0, 0.5^2)) observed with fresh Gaussian noise on every call, sd 0.1 x the std of its
   values over all coalitions (:class:`NoisyGame`); the exact values are the noiseless game's;
@@ -97,6 +101,12 @@ def _soum(p: int, rng: np.random.Generator) -> Callable[[np.ndarray], np.ndarray
     n_terms = int(rng.integers(3, 9))
     return SumOfUnanimityGame(p, n_terms=n_terms, seed=int(rng.integers(2**31)), variant="shapiq",
                               min_size=1, max_size=p)
+
+
+def _threshold(p: int, rng: np.random.Generator) -> Callable[[np.ndarray], np.ndarray]:
+    w = rng.lognormal(0.0, 1.0, p)
+    quota = rng.uniform(0.3, 0.7) * w.sum()
+    return lambda Z: (Z @ w > quota).astype(np.float64)
 
 
 def _noisy_base(p: int, rng: np.random.Generator) -> Callable[[np.ndarray], np.ndarray]:
@@ -238,6 +248,7 @@ FAMILIES: dict[str, Callable[[int, np.random.Generator], Callable[[np.ndarray], 
     "soum": _soum,
     "noisy": _noisy_base,
     "ensemble": _ensemble,
+    "threshold": _threshold,
 }
 
 
