@@ -165,7 +165,8 @@ def anchor_report(df: pd.DataFrame, paths: list[Path], default: str = DEFAULT) -
     return pd.DataFrame(rows)
 
 
-def report(df: pd.DataFrame, anchors: list[Path], default: str = DEFAULT, compare: str = PREVIOUS) -> None:
+def report(df: pd.DataFrame, anchors: Path | list[Path], default: str = DEFAULT, compare: str = PREVIOUS) -> None:
+    anchors = [anchors] if isinstance(anchors, (str, Path)) else list(anchors)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 40)
     pd.set_option("display.max_rows", 500)
