@@ -692,10 +692,12 @@ def test_a_name_injected_into_builtins_in_another_process_is_another_game(tmp_pa
 
 
 def test_a_name_in_builtins_counts_read_bare_or_through_the_module(tmp_path, monkeypatch):
-    """The same door in one process, both ways of reading it: ``K`` and ``builtins.K``."""
+    """The same door in one process, every way of reading it: ``K``, ``builtins.K`` and
+    ``getattr(builtins, "K")`` (the name only in a string constant)."""
     bare = lambda Z: np.asarray(Z, float).sum(axis=1) * SHAPLEIG_ADV_K  # noqa: E731, F821 - found in builtins
     through = lambda Z: np.asarray(Z, float).sum(axis=1) * builtins.SHAPLEIG_ADV_K  # noqa: E731
-    for k, fn in enumerate((bare, through)):
+    by_name = lambda Z: np.asarray(Z, float).sum(axis=1) * getattr(builtins, "SHAPLEIG_ADV_K")  # noqa: E731, B009
+    for k, fn in enumerate((bare, through, by_name)):
         path = tmp_path / f"{k}.sqlite"
         monkeypatch.setattr(builtins, "SHAPLEIG_ADV_K", 1.0, raising=False)
         _write(FunctionGame(fn, P), path)

@@ -225,6 +225,19 @@ def test_the_tuner_class_tells_installed_tuners_apart(tmp_path, installed):
     assert "tuner.class: shapleig.hpo.tuners.RandomSearch vs" in message and "OtherSearch" in message, message
 
 
+class Declared(Scored):
+    """Another objective class declaring the same parameters as ``Scored``."""
+
+    def __call__(self, cfg: dict) -> float:
+        return -self.alpha * score(cfg)
+
+
+def test_the_objective_class_tells_installed_objectives_apart(tmp_path, installed):
+    """Installed, two objective classes with the same parameters differ by their names."""
+    message = _refusal(tunability(objective=Scored(1.0)), lambda: tunability(objective=Declared(1.0)), tmp_path / "s.sqlite")
+    assert re.search(r"objective\.class: \S+\.Scored vs \S+\.Declared", message), message
+
+
 def test_the_same_study_is_served_after_it_ran(tmp_path):
     """The controls: the same settings rebuilt are served, also after evaluations (the objective's
     counters and the game's call count are not part of the identity)."""
