@@ -228,12 +228,19 @@ class CVObjective:
         return float(np.mean(scores))
 
     def params(self) -> dict[str, Any]:
-        model = self.model if isinstance(self.model, str) else {
-            "class": f"{type(self.model).__module__}.{type(self.model).__qualname__}",
-            "params": {k: repr(v) for k, v in sorted(self.model.get_params().items())},
-        }
-        return {"model": model, "data": self.data.__dict__, "metric": self.metric,
-                "n_folds": self.n_folds, "seed": self.seed}
+        """What determines the scores (the objective's identity for evaluation stores): the model (a family
+        name, or the estimator, read by its parameters and state), the data (a bundled dataset's name, a
+        CSV file's path and digest), the metric, the folds, the seed, and the versions of the libraries
+        that fit and score (an upgraded LightGBM or scikit-learn gives other scores)."""
+        return {"model": self.model, "data": self.data.__dict__, "metric": self.metric,
+                "n_folds": self.n_folds, "seed": self.seed, "versions": self.versions()}
+
+    def versions(self) -> dict[str, str]:
+        """``{package: "<distribution> <version>"}`` of the libraries the scores come from."""
+        from shapleig.games.identity import package_version
+
+        packages = ["numpy", "sklearn"] + (["lightgbm"] if self.model == "lightgbm" else [])
+        return {p: package_version(p) for p in packages}
 
 
 # --------------------------------------------------------------------------------------------

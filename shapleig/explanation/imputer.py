@@ -40,7 +40,8 @@ def model_predict(model: Any, output: int | None = None, predict: Callable | Non
         return model.predict_proba
     if hasattr(model, "predict"):
         return model.predict
-    from shapleig.explanation.torch_predict import TorchPredict, is_torch_module
+    from shapleig.explanation.torch_predict import TorchPredict
+    from shapleig.games.model_identity import is_torch_module
 
     if is_torch_module(model):
         return TorchPredict(model)

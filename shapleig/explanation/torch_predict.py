@@ -1,6 +1,7 @@
 """A torch ``nn.Module`` as the prediction function of :func:`~shapleig.explanation.explain`.
 
-torch is imported only when the object explained comes from torch (:func:`is_torch_module`).
+torch is imported only when the object explained comes from torch
+(:func:`shapleig.games.model_identity.is_torch_module`).
 """
 
 from __future__ import annotations
@@ -8,35 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
-
-def from_package(obj: Any, package: str) -> bool:
-    """Whether a class of ``package`` is in ``obj``'s MRO (its module is ``package`` or below).
-
-    Args:
-        obj: any object.
-        package: a top-level package name, e.g. ``"torch"``.
-
-    Returns:
-        whether a class of its MRO comes from ``package``.
-    """
-    return any((k.__module__ or "").split(".")[0] == package for k in type(obj).__mro__)
-
-
-def is_torch_module(obj: Any) -> bool:
-    """True for a ``torch.nn.Module`` (torch is imported only if the object comes from torch).
-
-    Args:
-        obj: any object.
-
-    Returns:
-        whether ``obj`` is a ``torch.nn.Module``.
-    """
-    if not from_package(obj, "torch"):
-        return False
-    import torch
-
-    return isinstance(obj, torch.nn.Module)
 
 
 class TorchPredict:

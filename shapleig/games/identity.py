@@ -20,7 +20,8 @@ Unless the game defines ``identity()`` or ``fingerprint()``, a user-defined game
 Values are digested by content: numpy arrays in full, random generators by their state, dicts by
 keys and values, functions by their code object (bytes, constants, names), closure cells,
 defaults and the module globals they read (:func:`global_values`: also ``module.attr`` read
-through a user module, and every global when the code calls ``globals()``), ``functools.partial``
+through a user module, every global when the code calls ``globals()``, and names injected into
+``builtins``), ``functools.partial``
 by its function and arguments, user classes by their body, instances by their class and state.
 Functions and classes of installed packages are identified by qualified name and the package's
 version (:func:`package_version`). What cannot be digested (an object with no state that refuses
@@ -31,6 +32,7 @@ docs/guide.md §2). Nothing here unpickles anything.
 
 from __future__ import annotations
 
+import builtins
 import dis
 import functools
 import hashlib
@@ -466,7 +468,9 @@ def global_values(fn: types.FunctionType) -> dict[str, Any]:
     Reads through a user module count too, as ``"module.attr"`` (``config.W``, a helper called as
     ``helpers.h``; the attribute names are those in the code and its string constants, so
     ``getattr(config, "W")`` counts). A function that calls ``globals()``/``vars()``/``eval``/``exec``
-    reads every global of its module.
+    reads every global of its module. A name resolved through builtins that the interpreter did not
+    put there (``builtins.K = 1.0``, a built-in replaced) counts as ``"builtins.K"``, read directly or
+    as ``builtins.K``.
 
     Args:
         fn: a Python function.
@@ -477,7 +481,8 @@ def global_values(fn: types.FunctionType) -> dict[str, Any]:
     g = fn.__globals__
     names = _code_names(fn.__code__)
     strings = _code_strings(fn.__code__)
-    if names & _READS_ALL_GLOBALS and not names & _READS_ALL_GLOBALS & set(g):
+    reads_all = bool(names & _READS_ALL_GLOBALS and not names & _READS_ALL_GLOBALS & set(g))
+    if reads_all:
         names |= {k for k in g if not (k.startswith("__") and k.endswith("__"))}
     # an attribute name built at run time cannot be read from the code: every attribute counts
     any_attribute = bool(names & _READS_ANY_ATTRIBUTE)
@@ -485,10 +490,46 @@ def global_values(fn: types.FunctionType) -> dict[str, Any]:
     for name in sorted(n for n in names if n in g):
         value = g[name]
         out[name] = value
-        if isinstance(value, types.ModuleType) and not _is_library_module(value.__name__):
+        if isinstance(value, types.ModuleType) and value.__name__ == "builtins":  # ``builtins.K``
+            for attr, inner in _injected_builtins(vars(value), None if any_attribute else names | strings).items():
+                out[f"{name}.{attr}"] = inner
+        elif isinstance(value, types.ModuleType) and not _is_library_module(value.__name__):
             for attr, inner in _module_values(value, None if any_attribute else names | strings).items():
                 out[f"{name}.{attr}"] = inner
+    # a name that is no module global resolves through builtins: one injected there (``builtins.K = 1.0``
+    # in another module) or a built-in replaced is read like a global, so another process's K counts
+    found = _builtins_of(fn)
+    for name, value in _injected_builtins(found, None if reads_all else {n for n in names if n not in g}).items():
+        out[f"builtins.{name}"] = value
     return out
+
+
+# built-ins known under a second name (``IOError is OSError``)
+_BUILTIN_ALIASES = {"EnvironmentError": "OSError", "IOError": "OSError", "WindowsError": "OSError"}
+
+
+def _is_standard_builtin(name: str, value: Any) -> bool:
+    """Whether builtins' ``name`` holds the interpreter's own object, not one injected or replaced."""
+    if name.startswith("__") and name.endswith("__"):  # interpreter bookkeeping: __import__, __debug__, ...
+        return True
+    if name in ("Ellipsis", "NotImplemented"):
+        return value is (Ellipsis if name == "Ellipsis" else NotImplemented)
+    if type(value).__module__ == "_sitebuiltins":  # exit, quit, help, license: the site module's helpers
+        return True
+    return getattr(value, "__module__", None) == "builtins" and getattr(value, "__name__", None) == \
+        _BUILTIN_ALIASES.get(name, name)
+
+
+def _builtins_of(fn: types.FunctionType) -> dict[str, Any]:
+    """The namespace ``fn`` resolves built-in names in (its ``__builtins__``)."""
+    space = getattr(fn, "__builtins__", None) or fn.__globals__.get("__builtins__", builtins)
+    return vars(space) if isinstance(space, types.ModuleType) else dict(space)
+
+
+def _injected_builtins(space: dict[str, Any], names: Any) -> dict[str, Any]:
+    """``{name: value}`` of the names in ``names`` (None: all) that builtins holds but the interpreter did not put there."""
+    keys = space if names is None else [n for n in names if n in space]
+    return {n: space[n] for n in sorted(keys) if not _is_standard_builtin(n, space[n])}
 
 
 def cache_names(fn: types.FunctionType) -> set[str]:

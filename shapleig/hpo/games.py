@@ -17,7 +17,8 @@ Each v(S) is a deterministic function of the study seed and S: inner runs are se
 study seed (shared draws) or with a hash of the seed and S's bits (adaptive tuners), never with a
 counter, so a coalition has one value whichever process or order evaluates it. The games are
 plain picklable objects (given a picklable objective), so an ``ExecutorEvaluator`` runs one tuning
-run per worker, and their ``params()`` identify them to evaluation stores.
+run per worker, and their ``identity()`` (:mod:`shapleig.hpo.identity`: the seed, the space, the
+objective by content, each tuner, the game's options and code) binds them to evaluation stores.
 """
 
 from __future__ import annotations
@@ -29,33 +30,13 @@ import numpy as np
 
 from shapleig.errors import GameError
 from shapleig.games.coalitions import as_coalition_matrix
+from shapleig.games.identity import class_code_identity, show_value
 
+from .identity import merge_identity, objective_identity, space_identity, tuner_identity
 from .space import HPSpace, coalition_seed
 from .tuners import Objective, RandomSearch, ScoreCache
 
 STUDIES = ("ablation", "tunability", "sensitivity", "optimizer-bias")
-
-
-def objective_identity(objective: Any, objective_id: str | None = None) -> Any:
-    """What identifies an objective.
-
-    ``objective_id`` if given, else its ``params()`` when it has them, else its module and qualified
-    name (a function's code is not hashed: give an id when a changed function must not reuse a
-    store).
-
-    Args:
-        objective: the objective (a callable, or an object with ``params()``).
-        objective_id: an explicit identity of the objective; None: derived from the objective.
-
-    Returns:
-        ``objective_id``, the objective's ``params()`` with its class, or its dotted name.
-    """
-    if objective_id is not None:
-        return str(objective_id)
-    if callable(getattr(objective, "params", None)):
-        return {"class": f"{type(objective).__module__}.{type(objective).__qualname__}", **objective.params()}
-    target = objective if hasattr(objective, "__qualname__") else type(objective)
-    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
 
 
 def inner_seed(seed: int, row: np.ndarray, scope: str, stream: int = 0) -> int:
@@ -94,8 +75,9 @@ class HPOGame:
         baseline: the configuration of players outside a coalition (default: the space's defaults); give it
             here or to the :class:`HPSpace`, not both.
         seed: the study seed, in [0, 2^32).
-        objective_id: an explicit identity of the objective for evaluation stores (see
-            :func:`objective_identity`).
+        objective_id: a label added to the objective's identity for evaluation stores, naming what the
+            identity cannot see (the version of a file it reads; see
+            :func:`~shapleig.hpo.identity.objective_identity`).
     """
 
     study: ClassVar[str] = ""
@@ -157,14 +139,37 @@ class HPOGame:
         return {}
 
     def params(self) -> dict[str, Any]:
-        """Everything that determines the values (hashed into evaluation-store fingerprints).
+        """The study's settings, readable (evaluation stores use :meth:`identity`).
 
         Returns:
-            ``{name: value}``: the study, its definition version, the seed, the space, the objective and the
-            game's own options.
+            ``{name: value}``: the study, its definition version, the seed, the space, the objective's
+            ``objective_id`` and the game's own options.
         """
         return {"study": self.study, "definition": self.definition, "seed": self.seed, **self.space.params(),
-                "objective": objective_identity(self.objective, self.objective_id), **self._game_params()}
+                "objective_id": self.objective_id, **self._game_params()}
+
+    def _game_identity(self) -> dict[str, str]:
+        return {}
+
+    def identity(self) -> dict[str, str]:
+        """Everything that determines the values, as identity components for evaluation stores.
+
+        The definition version and the seed (``param.*``), the space, its baseline and ConfigSpace's
+        version, the objective (``objective.*``), the game's own options (``tuner.*``, ``param.n_samples``,
+        ``param.target``, ...) and the code of the game's class.
+
+        Returns:
+            ``{component: text}`` (see :mod:`shapleig.hpo.identity`); ``opaque`` lists what could not be read.
+        """
+        opaque: list[str] = []
+        out = {"param.definition": str(self.definition), "param.seed": str(self.seed)}
+        merge_identity(out, space_identity(self.space), opaque)
+        merge_identity(out, objective_identity(self.objective, self.objective_id), opaque)
+        merge_identity(out, self._game_identity(), opaque)
+        out.update(class_code_identity(type(self), "", opaque))  # the code that turns runs into v(S)
+        if opaque:
+            out["opaque"] = "; ".join(opaque)
+        return out
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.names}, seed={self.seed})"
@@ -204,6 +209,9 @@ class AblationGame(HPOGame):
     def _game_params(self) -> dict[str, Any]:
         return {"target": self.target}
 
+    def _game_identity(self) -> dict[str, str]:
+        return {"param.target": show_value(self.target, "target")}
+
 
 class TunabilityGame(HPOGame):
     """v(S) = best score of one run of ``tuner`` over S (default: ``RandomSearch(20)``).
@@ -228,6 +236,9 @@ class TunabilityGame(HPOGame):
     def _game_params(self) -> dict[str, Any]:
         return {"tuner": self.tuner.params()}
 
+    def _game_identity(self) -> dict[str, str]:
+        return tuner_identity(self.tuner, "tuner.")
+
 
 class SensitivityGame(HPOGame):
     """v(S) = variance (ddof 0) of the score over ``n_samples`` seeded draws varying only S.
@@ -251,6 +262,9 @@ class SensitivityGame(HPOGame):
 
     def _game_params(self) -> dict[str, Any]:
         return {"n_samples": self.sampler.n_trials}
+
+    def _game_identity(self) -> dict[str, str]:
+        return {"param.n_samples": str(self.sampler.n_trials)}
 
 
 class OptimizerBiasGame(HPOGame):
@@ -287,3 +301,11 @@ class OptimizerBiasGame(HPOGame):
 
     def _game_params(self) -> dict[str, Any]:
         return {"optimizer": self.optimizer.params(), "ensemble": [t.params() for t in self.ensemble]}
+
+    def _game_identity(self) -> dict[str, str]:
+        opaque: list[str] = []
+        out: dict[str, str] = {}  # each member under ensemble.<k>.: another size shows as a member only in one
+        merge_identity(out, tuner_identity(self.optimizer, "optimizer."), opaque)
+        for k, tuner in enumerate(self.ensemble):
+            merge_identity(out, tuner_identity(tuner, f"ensemble.{k}."), opaque)
+        return {**out, "opaque": "; ".join(opaque)} if opaque else out

@@ -17,6 +17,7 @@ from shapleig.errors import GameError
 from shapleig.games.coalitions import as_coalition_matrix
 
 from .games import STUDIES
+from .identity import hypershap_identity
 
 
 def require_hypershap() -> Any:
@@ -38,10 +39,16 @@ class HyperSHAPGame:
     Values are HyperSHAP's raw coalition values (``value_function``, before shapiq's
     normalisation by v(empty), which shifts every value equally and leaves Shapley values alone).
 
+    Its identity for evaluation stores (:meth:`identity`) covers everything the HyperSHAP game holds
+    that changes a value: the configuration space, the baseline and target configurations, the
+    surrogate model's fitted state, the searcher's sample (its seed and size) and aggregation, and
+    HyperSHAP's version (:func:`~shapleig.hpo.identity.hypershap_identity`).
+
     Args:
         game: a HyperSHAP game (``hypershap.games.AbstractHPIGame``).
-        game_id: identity for evaluation stores (a surrogate model cannot be hashed reliably, so a store
-            used with two different surrogates of one space needs two ids).
+        game_id: a label added to the identity for evaluation stores; needed only when part of the game
+            cannot be read (a surrogate of a library other than scikit-learn, LightGBM or torch): it then
+            names that part's version, and the store accepts the game.
     """
 
     def __init__(self, game: Any, game_id: str | None = None):
@@ -58,13 +65,17 @@ class HyperSHAPGame:
         z = as_coalition_matrix(coalitions, self.n_players)
         return np.asarray(self.game.value_function(z), dtype=np.float64)
 
-    def params(self) -> dict[str, Any]:
-        """What identifies the game for evaluation stores: its HyperSHAP class, the names and ``game_id``.
+    def identity(self) -> dict[str, str]:
+        """Identity components for evaluation stores: the HyperSHAP game read by kind, and ``game_id``.
 
         Returns:
-            ``{"hypershap": class name, "names": [...], "game_id": id}``.
+            ``{component: text}`` (:func:`~shapleig.hpo.identity.hypershap_identity`); ``opaque`` lists
+            what could not be read.
         """
-        return {"hypershap": type(self.game).__name__, "names": self.names, "game_id": self.game_id}
+        out = hypershap_identity(self.game)
+        if self.game_id is not None:
+            out["game_id"] = self.game_id
+        return out
 
     def __repr__(self) -> str:
         return f"HyperSHAPGame({type(self.game).__name__}, {self.names})"
@@ -94,7 +105,7 @@ def hypershap_game(  # noqa: PLR0913
         seed: the seed of HyperSHAP's searcher.
         optimizer: a HyperSHAP ``ConfigSpaceSearcher`` (optimizer bias only).
         ensemble: HyperSHAP ``ConfigSpaceSearcher`` objects to compare with (optimizer bias only).
-        game_id: identity for evaluation stores (see :class:`HyperSHAPGame`).
+        game_id: a label added to the game's identity for evaluation stores (see :class:`HyperSHAPGame`).
 
     Returns:
         the :class:`HyperSHAPGame`.

@@ -56,6 +56,20 @@ def coalition_seed(seed: int, row: np.ndarray) -> int:
     return int.from_bytes(digest[:4], "little")
 
 
+def space_json(space: Any) -> str:
+    """ConfigSpace's JSON serialisation of a ``ConfigurationSpace`` (its hyperparameters, not its random state).
+
+    Args:
+        space: a ``ConfigSpace.ConfigurationSpace``.
+
+    Returns:
+        the JSON text.
+    """
+    buffer = io.StringIO()
+    space.to_json(buffer)
+    return buffer.getvalue()
+
+
 def _plain(value: Any) -> Any:
     """Numpy scalars -> Python scalars (JSON, LightGBM and fingerprints want plain values)."""
     return value.item() if isinstance(value, np.generic) else value
@@ -177,9 +191,7 @@ class HPSpace:
         Returns:
             the JSON text.
         """
-        buffer = io.StringIO()
-        self.space.to_json(buffer)
-        return buffer.getvalue()
+        return space_json(self.space)
 
     def params(self) -> dict[str, Any]:
         """What identifies the space for evaluation stores: its JSON and the baseline.

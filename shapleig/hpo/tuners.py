@@ -73,6 +73,7 @@ class RandomSearch:
 
     name: ClassVar[str] = "random"
     seed_scope: ClassVar[str] = "study"  # the same draws for every coalition
+    packages: ClassVar[tuple[str, ...]] = ()  # ConfigSpace's sampler: its version is in every game's identity
 
     def __init__(self, n_trials: int = 20):
         self.n_trials = _check_trials(n_trials)
@@ -176,6 +177,7 @@ class OptunaSearch:
     """
 
     seed_scope: ClassVar[str] = "coalition"  # an adaptive run: its own seed per coalition
+    packages: ClassVar[tuple[str, ...]] = ("optuna",)  # its samplers draw the trials: a new version, new runs
 
     def __init__(self, n_trials: int = 20, sampler: str = "tpe"):
         self.n_trials = _check_trials(n_trials)

@@ -12,6 +12,7 @@ needing ``game_id`` (or ``verify=True``); the last tests pin that documented beh
 
 from __future__ import annotations
 
+import builtins
 import functools
 import importlib
 import os
@@ -29,6 +30,7 @@ import pytest
 
 from shapleig import BudgetedGame, EvaluationStore, FunctionGame
 from shapleig.errors import StoreMismatchError
+from shapleig.games.identity import function_identity
 
 P = 4
 FIRST = np.tril(np.ones((P, P), dtype=bool))[:3]  # sizes 1, 2, 3
@@ -651,6 +653,80 @@ def test_an_upgraded_installed_package_is_another_game(tmp_path):
     _install_fake(site, "2.0", 2.0)
     out = run()
     assert out.startswith("REFUSED") and "fakepkg-shapleig 1.0 vs fakepkg-shapleig 2.0" in out, out
+
+
+# -- names injected into builtins (issue 34, item 4) ----------------------------------------------
+
+def test_a_name_injected_into_builtins_in_another_process_is_another_game(tmp_path):
+    """``builtins.K = 1.0`` in one process and ``3.0`` in the next (start-up code of a notebook or a
+    framework), a game ``lambda Z: Z.sum(1) * K``: the name is no module global, Python finds it in
+    builtins. The second process must be refused naming it (it used to be served the first one's
+    values); a third process with K = 1.0 again is served (the identity is the same across processes)."""
+    code = textwrap.dedent("""
+        import builtins, sys
+        builtins.K = float(sys.argv[2])
+        import numpy as np
+        from shapleig import BudgetedGame, FunctionGame
+        from shapleig.errors import StoreMismatchError
+        game = FunctionGame(lambda Z: np.asarray(Z, float).sum(axis=1) * K, 4)
+        try:
+            bg = BudgetedGame(game, 5, store=sys.argv[1])
+            values = bg(np.tril(np.ones((4, 4), dtype=bool))[:3])
+        except StoreMismatchError as exc:
+            print("REFUSED", exc)
+        else:
+            print("SERVED", bg.accounting()["n_store_hits"], values.tolist())
+        """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(k: str) -> str:
+        out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s.sqlite"), k], check=False, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert run("1.0") == "SERVED 0 [1.0, 2.0, 3.0]"
+    refused = run("3.0")
+    assert refused.startswith("REFUSED") and "global builtins.K: 1.0 vs 3.0" in refused, refused
+    assert run("1.0") == "SERVED 3 [1.0, 2.0, 3.0]"
+
+
+def test_a_name_in_builtins_counts_read_bare_or_through_the_module(tmp_path, monkeypatch):
+    """The same door in one process, every way of reading it: ``K``, ``builtins.K`` and
+    ``getattr(builtins, "K")`` (the name only in a string constant)."""
+    bare = lambda Z: np.asarray(Z, float).sum(axis=1) * SHAPLEIG_ADV_K  # noqa: E731, F821 - found in builtins
+    through = lambda Z: np.asarray(Z, float).sum(axis=1) * builtins.SHAPLEIG_ADV_K  # noqa: E731
+    by_name = lambda Z: np.asarray(Z, float).sum(axis=1) * getattr(builtins, "SHAPLEIG_ADV_K")  # noqa: E731, B009
+    for k, fn in enumerate((bare, through, by_name)):
+        path = tmp_path / f"{k}.sqlite"
+        monkeypatch.setattr(builtins, "SHAPLEIG_ADV_K", 1.0, raising=False)
+        _write(FunctionGame(fn, P), path)
+        _accepted(FunctionGame(fn, P), path)
+        monkeypatch.setattr(builtins, "SHAPLEIG_ADV_K", 3.0)
+        assert "global builtins.SHAPLEIG_ADV_K: 1.0 vs 3.0" in _refused(FunctionGame(fn, P), path)
+
+
+def test_a_replaced_builtin_counts(tmp_path):
+    """A function whose ``abs`` is not the interpreter's (its ``__builtins__`` replaces it)."""
+    def compiled(scale: float) -> Callable:
+        namespace = {"__builtins__": {**vars(builtins), "abs": lambda x: scale * x}, "np": np}
+        exec("def fn(Z):\n    return abs(np.asarray(Z, float).sum(axis=1))\n", namespace)
+        return namespace["fn"]
+
+    _write(FunctionGame(compiled(1.0), P), tmp_path / "s.sqlite")
+    assert not np.array_equal(_values(FunctionGame(compiled(1.0), P)), _values(FunctionGame(compiled(2.0), P)))
+    assert "global builtins.abs" in _refused(FunctionGame(compiled(2.0), P), tmp_path / "s.sqlite")
+
+
+def test_the_interpreters_own_builtins_are_not_listed():
+    """Built-ins the interpreter put there (functions, types, an alias like ``IOError``, the site
+    module's ``exit``) are not identity components: ordinary code keeps the identity it had."""
+    def fn(Z):
+        if not len(Z):
+            raise IOError(repr(exit))
+        return np.asarray([float(sum(r)) for r in Z]) * abs(round(1.0)) + (Ellipsis is not None)
+
+    assert not [k for k in function_identity(fn) if "builtins" in k], function_identity(fn)
 
 
 # -- outside the process: documented as needing game_id or verify (docs/guide.md §2) -------------
