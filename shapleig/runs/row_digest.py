@@ -1,9 +1,10 @@
 """Per-row digests of the SQLite evaluation store: an edited, copied or moved row is refused when read.
 
 Each store has its own random key (``meta`` row ``row_key``, 32 bytes as hex), created with the
-game's identity when the store is bound. Each row of ``evaluations`` carries ``digest``, the first
-16 bytes of HMAC-SHA256 under that key of every column of the row, the row's ``id`` and the game's
-fingerprint included, each value encoded with its type (a REAL value as its exact float64 bytes).
+game's identity when the store is bound. Each row of ``evaluations`` carries ``digest``: a 16-byte
+keyed BLAKE2b (``hashlib.blake2b(key=...)``, BLAKE2's own MAC mode) under that key of every column
+of the row, the row's ``id`` and the game's fingerprint included, each value encoded with its type
+(a REAL value as its exact float64 bytes).
 A row changed by any means (``UPDATE ... SET value = value + 1``; ``SET value = '1.5'``, which SQLite
 stores as REAL 1.5; a row copied from another store, or moved to another ``id``) no longer matches
 its digest, and the store refuses to serve it.
@@ -16,7 +17,9 @@ a deliberate forgery. docs/integrity.md section 2.1 says more.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import re
 import secrets
 import sqlite3
 import struct
@@ -25,9 +28,12 @@ from typing import Any, Sequence
 # every column of ``evaluations`` in the order they are digested (the digest itself last)
 ROW_COLUMNS = ("id", "fingerprint", "coalition", "value", "seconds", "time", "status", "attempt", "error")
 SELECT_ROW = ", ".join(ROW_COLUMNS) + ", digest"
-DIGEST_BYTES = 16  # HMAC-SHA256 truncated to 128 bits
+DIGEST_BYTES = 16  # 128 bits
 KEY_BYTES = 32
-_DOMAIN = b"shapleig evaluation row v1\x00"
+_PERSON = b"shapleig-row-v1"  # BLAKE2's personalisation: these digests mean nothing elsewhere
+_DOUBLE = struct.Struct(">d").pack
+_INT64 = struct.Struct(">q").pack
+_KEY_TEXT = re.compile(f"[0-9a-f]{{{2 * KEY_BYTES}}}")
 
 
 def new_row_key() -> str:
@@ -48,21 +54,28 @@ def parse_row_key(text: Any) -> bytes | None:
     Returns:
         the key, or None if ``text`` is not a key.
     """
-    if not (isinstance(text, str) and len(text) == 2 * KEY_BYTES and all(c in "0123456789abcdef" for c in text)):
+    if not (isinstance(text, str) and _KEY_TEXT.fullmatch(text)):
         return None
     return bytes.fromhex(text)
 
 
 def _encode(value: Any) -> bytes:
-    """One column's value with its type, so that no two different rows encode the same way."""
+    """One column's value with its type and length, so that no two different rows encode the same way."""
+    kind = type(value)  # exact types first: what SQLite returns and append writes
+    if kind is float:  # + 0.0: SQLite reads a stored -0.0 back as 0.0
+        return b"f" + _DOUBLE(value + 0.0)
+    if kind is str:
+        raw = value.encode("utf-8", "surrogatepass")
+        return b"s%d:" % len(raw) + raw
+    if kind is int:
+        return b"i" + _INT64(value)
     if value is None:
         return b"n"
-    if isinstance(value, float):  # + 0.0: SQLite reads a stored -0.0 back as 0.0
-        return b"f" + struct.pack(">d", value + 0.0)
-    if isinstance(value, int):
-        return b"i" + struct.pack(">q", value)
-    raw = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
-    return (b"s" if isinstance(value, str) else b"b") + struct.pack(">I", len(raw)) + raw
+    if isinstance(value, (float, int, str)):  # a subclass (bool, a str subclass) is digested as SQLite stores it
+        return _encode(float(value) if isinstance(value, float) else int(value) if isinstance(value, int) else
+                       str(value))
+    raw = bytes(value)
+    return b"b%d:" % len(raw) + raw
 
 
 def row_digest(key: bytes, row: Sequence[Any]) -> bytes:
@@ -75,8 +88,8 @@ def row_digest(key: bytes, row: Sequence[Any]) -> bytes:
     Returns:
         :data:`DIGEST_BYTES` bytes.
     """
-    message = _DOMAIN + b"".join(_encode(v) for v in row)
-    return hmac.digest(key, message, "sha256")[:DIGEST_BYTES]
+    message = b"".join([_encode(v) for v in row])
+    return hashlib.blake2b(message, key=key, digest_size=DIGEST_BYTES, person=_PERSON).digest()
 
 
 def row_matches(key: bytes | None, row: Sequence[Any]) -> bool:

@@ -75,6 +75,7 @@ import json
 import logging
 import math
 import os
+import re
 import sqlite3
 import stat
 import threading
@@ -140,6 +141,7 @@ _TYPES = {"evaluations": {"value": "REAL", "coalition": "TEXT", "status": "TEXT"
 _ADDED_LATER = {"digest"}  # columns a store written by an earlier version lacks (added when it is opened)
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
+_FINGERPRINT = re.compile("[0-9a-f]{32}")
 _LOOKUP_CHUNK = 500  # SQLite limits the number of bound parameters per statement
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 
@@ -182,7 +184,7 @@ def check_meta(path: str, meta: dict[str, str]) -> dict[str, str]:
         return meta
     problems = []
     fp = meta.get("fingerprint")
-    if not (isinstance(fp, str) and len(fp) == 32 and all(c in "0123456789abcdef" for c in fp)):
+    if not (isinstance(fp, str) and _FINGERPRINT.fullmatch(fp)):
         problems.append(f"fingerprint {fp!r} is not 32 hex digits")
     n = meta.get("n_players")
     if not (_is_digits(n) and int(n) >= 1):  # not '³' or '٣'
