@@ -43,11 +43,14 @@ Two more campaigns (issue 20), run with ``--creation-trials`` and ``--hang-trial
 Issue 27 added five store-edge campaigns (``--link-trials``, ``--skew-trials``,
 ``--interrupt-trials``, ``--tamper``): a store written through two hard links by two processes, a
 claim left by a dead process whose wall clock runs an hour ahead, ``shapleig run`` interrupted with
-SIGINT and run again, and stores doctored with triggers, views and infinite values.
+SIGINT and run again, and stores doctored with triggers, views and infinite values. Issue 34 added
+``--edit``: stores whose finite values were edited by hand (``value + 1``, ``'1.5'``), a row deleted
+and a row copied in from another game's store.
 
 Run: ``PYTHONPATH=. python scripts/studies/fault_injection.py --trials 60`` (about a minute on 2 cores);
 ``--trials 0 --creation-trials 50 --hang-trials 10`` runs only the two new campaigns;
-``--trials 0 --link-trials 5 --skew-trials 5 --interrupt-trials 3 --tamper`` the issue-27 ones.
+``--trials 0 --link-trials 5 --skew-trials 5 --interrupt-trials 3 --tamper`` the issue-27 ones;
+``--trials 0 --edit`` issue 34's.
 
 *Model swaps* (issue 27), run with ``--swap-trials``: ``explain(A, store=s)`` then
 ``explain(B, store=s)`` where B is another LightGBM, scikit-learn or torch model, another
@@ -841,9 +844,67 @@ def run_tamper_campaign() -> dict[str, Any]:
     return out
 
 
+# Issue 34: finite values edited by hand were served (the type and finiteness checks cannot see them).
+_EDITS = (
+    ("value + 1", "before open", "UPDATE evaluations SET value = value + 1 WHERE id = 3"),
+    ("value = '1.5' (stored as REAL)", "before open", "UPDATE evaluations SET value = '1.5' WHERE id = 3"),
+    ("value * (1 + 1e-15)", "before open", "UPDATE evaluations SET value = value * (1 + 1e-15) WHERE id = 3"),
+    ("value + 1", "after open", "UPDATE evaluations SET value = value + 1 WHERE id = 3"),
+    ("row deleted", "before open", "DELETE FROM evaluations WHERE id = 3"),
+    ("row copied from another game's store, relabelled", "before open",
+     "INSERT INTO evaluations (fingerprint, coalition, value, seconds, time, status, attempt, error{digest}) SELECT "
+     "(SELECT value FROM main.meta WHERE key = 'fingerprint'), coalition, value, seconds, time, status, attempt, "
+     "error{digest} FROM other.evaluations WHERE coalition = '111110'"),
+)
+
+
+def run_edit_campaign() -> dict[str, Any]:
+    """Stores whose rows were edited by hand: a finite value changed (``+ 1``, the text ``'1.5'``,
+    which SQLite stores as REAL 1.5, one unit in the last place), before opening and after opening
+    (read back through a running store), a row deleted, and a row copied in from the store of
+    another game with its fingerprint relabelled. Each store holds 4 values; the run asks for 5.
+    Counted: edited stores refused (StoreError) and wrong values served."""
+    import sqlite3
+
+    from _games_for_parallel import QuadraticGame
+
+    from shapleig import BudgetedGame, EvaluationStore
+    from shapleig.errors import StoreError
+
+    rows = np.tril(np.ones((6, 6), dtype=bool))[:5]
+    game, other_game = QuadraticGame(6, seed=0), QuadraticGame(6, seed=1)
+    out = {"edited stores": len(_EDITS), "refused": 0, "wrong values served": 0, "served": []}
+    for what, when, statement in _EDITS:
+        with tempfile.TemporaryDirectory() as folder:
+            path, other = Path(folder) / "s.sqlite", Path(folder) / "other.sqlite"
+            for where, g in ((path, game), (other, other_game)):
+                with EvaluationStore(where) as store:
+                    BudgetedGame(g, 64, store=store)(rows[: 4 if where == path else 5])
+            store = EvaluationStore(path) if when == "after open" else None
+            con = sqlite3.connect(path)
+            columns = {r[1] for r in con.execute("PRAGMA table_info(evaluations)")}
+            con.execute("ATTACH DATABASE ? AS other", (str(other),))
+            con.execute(statement.format(digest=", digest" if "digest" in columns else ""))
+            con.commit()
+            con.close()
+            try:
+                store = store or EvaluationStore(path)
+                values = BudgetedGame(game, 64, store=store)(rows)
+            except StoreError:
+                out["refused"] += 1
+                continue
+            finally:
+                if store is not None:
+                    store.close()
+            wrong = int(np.sum(values != game.values(rows)))
+            out["wrong values served"] += wrong
+            out["served"].append(f"{what} ({when}): {wrong} wrong")
+    return out
+
+
 def run_store_edge_campaigns(link_trials: int, skew_trials: int, interrupt_trials: int, tamper: bool,
-                             seed: int = 0, log: Any = None) -> dict[str, Any]:
-    """The issue-27 campaigns that were asked for (a count of 0 skips one)."""
+                             seed: int = 0, log: Any = None, edit: bool = False) -> dict[str, Any]:
+    """The issue-27 campaigns that were asked for (a count of 0 skips one), and issue 34's ``edit``."""
     found: dict[str, Any] = {}
     if link_trials > 0:
         found["hard links"] = run_hard_link_campaign(link_trials)
@@ -853,6 +914,8 @@ def run_store_edge_campaigns(link_trials: int, skew_trials: int, interrupt_trial
         found["Ctrl-C of shapleig run"] = run_interrupt_campaign(interrupt_trials, seed, log=log)
     if tamper:
         found["tampered stores"] = run_tamper_campaign()
+    if edit:
+        found["edited values"] = run_edit_campaign()
     return found
 
 
@@ -874,6 +937,8 @@ def main() -> None:
                         help="also: this many `shapleig run` commands interrupted with SIGINT and run again")
     parser.add_argument("--tamper", action="store_true",
                         help="also: stores with triggers/views (internal-looking names) and +-inf values")
+    parser.add_argument("--edit", action="store_true",
+                        help="also: stores with a finite value edited by hand, a row deleted, a row copied in")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--configs", nargs="+", default=None, choices=sorted(CONFIGS))
     parser.add_argument("--json", default=None, help="also write the summary and every trial to this file")
@@ -904,7 +969,7 @@ def main() -> None:
         for key, value in summary["model swaps"].items():
             print(f"  {key}: {value}")
     edges = run_store_edge_campaigns(args.link_trials, args.skew_trials, args.interrupt_trials, args.tamper,
-                                     args.seed, log=print)
+                                     args.seed, log=print, edit=args.edit)
     for name, figures in edges.items():
         summary[name] = figures
         print(f"\n{name}:")

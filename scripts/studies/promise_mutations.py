@@ -21,6 +21,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
+_DIGESTS = "tests/runs/test_store_row_digests.py"
+
 # (name, file, text to replace, replacement, tests that must fail)
 MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
     ("synchronous FULL -> OFF", "shapleig/runs/store.py", 'PRAGMA synchronous = FULL"', 'PRAGMA synchronous = OFF"',
@@ -382,6 +384,37 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
      '    space = getattr(fn, "__builtins__", None) or fn.__globals__.get("__builtins__", builtins)',
      '    space = builtins',
      ['tests/games/test_identity_adversarial.py::test_a_replaced_builtin_counts']),
+    # -- issue 34: row digests of the evaluation store (an edited finite value was served) --------------
+    ("row digest: not checked on lookup", "shapleig/runs/store.py", "self._check_row(key, row[:-1])  # the value is",
+     "pass  # the value is", [f"{_DIGESTS} -k edited_row_is_refused"]),
+    ("row digest: not checked by records()", "shapleig/runs/store.py",
+     "        for row in rows:\n            self._check_row(key, row)\n", "",
+     [f"{_DIGESTS} -k 'every_way and (records or history)'"]),
+    ("row digest: verify's sample not checked", "shapleig/runs/store.py",
+     "        for row in chosen:  # an edited value", "        for row in []:  # an edited value",
+     [f"{_DIGESTS} -k 'every_way and verify'"]),
+    ("row digest: leaves out the value", "shapleig/runs/row_digest.py", 'b"".join([_encode(v) for v in row])',
+     'b"".join([_encode(v) for i, v in enumerate(row) if i != 3])', [f"{_DIGESTS} -k edited_row_is_refused"]),
+    ("row digest: leaves out the row id", "shapleig/runs/row_digest.py", 'b"".join([_encode(v) for v in row])',
+     'b"".join([_encode(v) for v in row[1:]])', [f"{_DIGESTS} -k moved_to_another_id"]),
+    ("row digest: one key for every store", "shapleig/runs/row_digest.py", "return secrets.token_hex(KEY_BYTES)",
+     'return "ab" * KEY_BYTES', [f"{_DIGESTS} -k row_copied_from_another_store"]),
+    ("row digest: rows without a digest accepted", "shapleig/runs/row_digest.py",
+     "not isinstance(stored, bytes):\n        return False", "not isinstance(stored, bytes):\n        return True",
+     [f"{_DIGESTS} -k without_digest"]),
+    ("row digest: -0.0 digested as written", "shapleig/runs/row_digest.py", '_DOUBLE(value + 0.0)',
+     '_DOUBLE(value)', [f"{_DIGESTS} -k signed_zero"]),
+    ("row digest: deleted rows accepted", "shapleig/runs/store.py", "        if missing != expected:",
+     "        if False:", [f"{_DIGESTS} -k deleted_row"]),
+    ("row digest: earlier-version stores not digested", "shapleig/runs/store.py",
+     "[(row_digest(key, r), r[0]) for r in rows]", "[]", [f"{_DIGESTS} -k earlier_version_gets"]),
+    ("row digest: earlier-version stores digested after the schema transaction", "shapleig/runs/store.py",
+     '            self._add_digests(conn)\n            self._check_rows_complete(conn)\n            conn.execute("COMMIT")\n',
+     '            self._check_rows_complete(conn)\n            conn.execute("COMMIT")\n            self._add_digests(conn)\n',
+     [f"{_DIGESTS} -k earlier_version_at_once"]),
+    ("row digest: rebuild copies rows that fail", "shapleig/runs/store_rebuild.py",
+     "keep = [row for row in rows if _why_left_out(key, row) is None]", "keep = list(rows)",
+     [f"{_DIGESTS} -k rebuild_keeps"]),
 ]
 
 

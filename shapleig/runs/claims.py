@@ -64,6 +64,20 @@ def decode_coalition(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("ascii"), dtype=np.uint8) == ord("1")
 
 
+def readable_code(code: object) -> str:
+    """A stored coalition code as ``{0, 2}`` for messages, or as stored (``repr``) if it is not a code.
+
+    Args:
+        code: the ``coalition`` column of a row, possibly edited into something else.
+
+    Returns:
+        the coalition's members, or the ``repr`` of what is stored.
+    """
+    if isinstance(code, str) and code and set(code) <= {"0", "1"}:
+        return format_coalition(decode_coalition(code))
+    return repr(code)
+
+
 _HOST = socket.gethostname()
 _OWNERS: dict[int, str] = {}
 

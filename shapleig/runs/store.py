@@ -27,7 +27,7 @@ evaluator) and is refreshed only within its hold (an evaluation timeout's worst 
 
 **Files.** A file that is not an SQLite database, is damaged, is a database of something else,
 or holds what a store never has (a trigger or a view, whatever its name; a value that is not
-REAL or not finite; a damaged ``meta`` row) is refused with :class:`~shapleig.errors.StoreError`,
+REAL or not finite; a damaged ``meta`` row; deleted rows) is refused with :class:`~shapleig.errors.StoreError`,
 and so are paths that would lose values or block: an empty path, an SQLite URI (``file:...``), a
 FIFO or other non-regular file, a file with several hard links (SQLite's write-ahead log and locks
 live beside each name). A value made non-finite after opening is refused when read, naming its
@@ -35,6 +35,15 @@ coalition. The store implements :class:`~shapleig.runs.store_protocol.Store`; th
 in one transaction, so processes creating it at once all succeed; so is a store that cannot be written
 (read-only) when it is opened, and a write that fails (disk full) stops the run with an error
 naming the value that was not stored. Rows are only ever inserted; nothing is unpickled.
+
+**Row digests.** Every row carries a keyed digest of all its columns, its id and the game's
+fingerprint included (:mod:`shapleig.runs.row_digest`; the key is in ``meta``), written in the
+transaction that inserts it and checked on every read: a value edited after it was written, a row
+copied from another store or moved to another id is refused, naming the row and its coalition, and
+nothing in the store is changed; :func:`shapleig.runs.store_rebuild.rebuild_store` copies the rows
+that still check into a new store. The key lives in the file: this catches edits by people and
+programs that do not apply the scheme, not a deliberate forgery. A store written by an earlier
+version (no ``digest`` column) gets its digests when it is first opened, once.
 
 Table ``evaluations`` (one row per attempt):
 
@@ -48,10 +57,14 @@ time           Unix time (seconds) when the row was written
 status         ``'ok'``, ``'error'`` (the game raised) or ``'nonfinite'`` (NaN or inf)
 attempt        1 for the first try of the coalition in that run, 2 for its first retry, ...
 error          what went wrong, for failed attempts
+digest         16 bytes: keyed digest of the row's other columns (see above)
 =============  =====================================================================
 
 Table ``meta`` holds ``fingerprint``, ``identity`` (JSON of the identity components), ``game`` (a
-readable description), ``n_players``, ``game_id`` and ``created``. Table ``claims`` holds the
+readable description), ``n_players``, ``game_id``, ``created`` and ``row_key`` (the key of the
+digests, 64 hex digits); a store given its digests when opened by this version also holds
+``digests_added`` (when) and ``deleted_before_digests`` (ids already missing then), a rebuilt one
+``rebuilt_from``. Table ``claims`` holds the
 coalitions being evaluated right now: ``coalition``, ``owner``, ``host``, ``pid``, ``heartbeat``.
 """
 
@@ -62,6 +75,7 @@ import json
 import logging
 import math
 import os
+import re
 import sqlite3
 import stat
 import threading
@@ -80,7 +94,17 @@ from shapleig.games.identity import (
     identity_digest,
     opaque_parts,
 )
-from shapleig.runs.claims import ClaimTable, claim_owner, decode_coalition, encode_coalition
+from shapleig.runs.claims import ClaimTable, claim_owner, decode_coalition, encode_coalition, readable_code
+from shapleig.runs.row_digest import (
+    ROW_COLUMNS,
+    SELECT_ROW,
+    insert_row,
+    new_row_key,
+    parse_row_key,
+    row_digest,
+    row_matches,
+    rows_missing,
+)
 from shapleig.runs.store_protocol import Store, missing_store_methods
 
 logger = logging.getLogger(__name__)
@@ -96,7 +120,8 @@ CREATE TABLE IF NOT EXISTS evaluations (
     time REAL NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('ok', 'error', 'nonfinite')),
     attempt INTEGER NOT NULL,
-    error TEXT
+    error TEXT,
+    digest BLOB
 );
 CREATE INDEX IF NOT EXISTS evaluations_ok ON evaluations (coalition) WHERE status = 'ok';
 CREATE TABLE IF NOT EXISTS claims (
@@ -111,18 +136,70 @@ _TABLES = {
     "meta": {"key", "value"},
     "evaluations": {"id", "fingerprint", "coalition", "value", "seconds", "time", "status", "attempt", "error"},
 }
-_TYPES = {"evaluations": {"value": "REAL", "coalition": "TEXT", "status": "TEXT", "fingerprint": "TEXT"}}
+_TYPES = {"evaluations": {"value": "REAL", "coalition": "TEXT", "status": "TEXT", "fingerprint": "TEXT",
+                          "digest": "BLOB"}}
+_ADDED_LATER = {"digest"}  # columns a store written by an earlier version lacks (added when it is opened)
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
+_FINGERPRINT = re.compile("[0-9a-f]{32}")
 _LOOKUP_CHUNK = 500  # SQLite limits the number of bound parameters per statement
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 
 
-def _readable(code: Any) -> str:
-    """A stored coalition code as ``{0, 2}``, or as stored if it is not a code."""
-    if isinstance(code, str) and code and set(code) <= {"0", "1"}:
-        return format_coalition(decode_coalition(code))
-    return repr(code)
+_REBUILD_HINT = ("To keep its other values, copy them into a new store with "
+                 "shapleig.runs.store_rebuild.rebuild_store({path!r}, new_path) and resume from that one (what was "
+                 "left out is evaluated again), or use a new store path.")
+
+
+def _is_digits(text: Any) -> bool:
+    """Whether ``text`` is ASCII digits (``'³'`` and ``'٣'`` are digits to ``str.isdigit``)."""
+    return isinstance(text, str) and text.isascii() and text.isdigit()
+
+
+def _identity_problems(text: Any) -> list[str]:
+    """What is wrong with the ``identity`` row of ``meta`` (empty: nothing)."""
+    try:
+        identity = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        return [f"identity is not valid JSON ({exc})"]
+    if not (isinstance(identity, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in identity.items())):
+        return ["identity is not a mapping of texts"]
+    return []
+
+
+def check_meta(path: str, meta: dict[str, str]) -> dict[str, str]:
+    """``meta`` (a store's ``meta`` table as a dict) after checking the rows a bound store must have.
+
+    Args:
+        path: the store's path, for the message.
+        meta: the ``meta`` table's ``{key: value}`` (empty while no game is bound).
+
+    Returns:
+        ``meta``, with ``game`` set to ``"?"`` when missing.
+
+    Raises:
+        StoreError: naming each damaged row (edited by hand or by a foreign program).
+    """
+    if not meta:
+        return meta
+    problems = []
+    fp = meta.get("fingerprint")
+    if not (isinstance(fp, str) and _FINGERPRINT.fullmatch(fp)):
+        problems.append(f"fingerprint {fp!r} is not 32 hex digits")
+    n = meta.get("n_players")
+    if not (_is_digits(n) and int(n) >= 1):  # not '³' or '٣'
+        problems.append(f"n_players {n!r} is not a positive integer")
+    if "identity" in meta:
+        problems += _identity_problems(meta["identity"])
+    if "row_key" in meta and parse_row_key(meta["row_key"]) is None:
+        problems.append("row_key is not 64 hex digits")
+    if not _is_digits(meta.get("deleted_before_digests", "0")):
+        problems.append(f"deleted_before_digests {meta['deleted_before_digests']!r} is not a count")
+    if problems:
+        raise StoreError(f"evaluation store {path} has a damaged meta table: {'; '.join(problems)}; "
+                         f"refusing to use it (give a new file name)")
+    meta.setdefault("game", "?")
+    return meta
 
 
 @dataclass(frozen=True)
@@ -253,6 +330,7 @@ class EvaluationStore:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._verified = False
+        self._row_key: bytes | None = None  # the key of the row digests, read from meta once bound
         self._claims = ClaimTable(self, wait=self.wait, lease_seconds=self.lease_seconds,
                                   max_claim_seconds=self.max_claim_seconds)
         self._connect()
@@ -308,11 +386,47 @@ class EvaluationStore:
             self._check_contents(conn)  # again, under the lock: another process may have won
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 conn.execute(statement)
+            self._add_digests(conn)
+            self._check_rows_complete(conn)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.rollback()
             raise
+
+    def _add_digests(self, conn: sqlite3.Connection) -> None:
+        """Give the rows of a store written by an earlier version (no ``digest`` column) their digests, once.
+
+        Runs inside the schema transaction, so processes opening the store at once add them once. What
+        was edited before this point cannot be told apart from what was written: the warning says so.
+        """
+        if "digest" in {r[1] for r in conn.execute("PRAGMA table_info(evaluations)")}:
+            return
+        conn.execute("ALTER TABLE evaluations ADD COLUMN digest BLOB")
+        if not check_meta(self.path, dict(conn.execute("SELECT key, value FROM meta").fetchall())):
+            return  # not bound to a game yet: its key comes with the game (bind)
+        text = new_row_key()
+        key = bytes.fromhex(text)
+        rows = conn.execute(f"SELECT {', '.join(ROW_COLUMNS)} FROM evaluations ORDER BY id").fetchall()
+        conn.executemany("UPDATE evaluations SET digest = ? WHERE id = ?", [(row_digest(key, r), r[0]) for r in rows])
+        conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
+            ("row_key", text), ("deleted_before_digests", str(rows_missing(conn))), ("digests_added", repr(time.time()))])
+        logger.warning("evaluation store %s was written by an earlier version of shapleig, without per-row digests: "
+                       "digests were added to its %d rows now; a value edited before this point cannot be detected",
+                       self.path, len(rows))
+
+    def _check_rows_complete(self, conn: sqlite3.Connection) -> None:
+        """Refuse a store from which rows were deleted (a store only ever inserts; row ids are handed out in order)."""
+        meta = check_meta(self.path, dict(conn.execute("SELECT key, value FROM meta").fetchall()))
+        expected = int(meta.get("deleted_before_digests", "0"))  # gaps an earlier version's store already had
+        missing = rows_missing(conn)
+        if missing != expected:
+            deleted = missing - expected
+            what = (f"{deleted} row{' was' if deleted == 1 else 's were'} deleted" if deleted > 0 else
+                    "SQLite's record of the row ids handed out (sqlite_sequence) was edited")
+            raise StoreError(f"evaluation store {self.path}: {what}; a store only ever inserts rows, so it was edited "
+                             f"by another program; refusing to use it. Nothing in it was changed. "
+                             f"{_REBUILD_HINT.format(path=self.path)}")
 
     def _when_unlocked(self, action: Any) -> None:
         """Run ``action``, retrying for up to ``timeout`` seconds while SQLite reports the file locked.
@@ -408,7 +522,8 @@ class EvaluationStore:
                     f"{sorted(tables)}); refusing to write into it. Give a new file name."
                 )
             types = {r[1]: str(r[2]).upper() for r in info}
-            wrong = {c: t for c, t in _TYPES.get(name, {}).items() if types.get(c) != t}
+            wrong = {c: t for c, t in _TYPES.get(name, {}).items()
+                     if types.get(c) != t and (c in types or c not in _ADDED_LATER)}
             if wrong:
                 raise StoreError(f"evaluation store {self.path}: table {name} declares "
                                  f"{', '.join(f'{c} {types.get(c)}' for c in wrong)} instead of "
@@ -424,7 +539,7 @@ class EvaluationStore:
                                "abs(value) > ? ORDER BY id LIMIT 1", (_FLOAT_MAX,)).fetchone()
             if bad is not None:
                 raise StoreError(f"evaluation store {self.path} holds a non-finite value {bad[2]!r} in row {bad[0]} "
-                                 f"(coalition {_readable(bad[1])}); a store only ever writes finite values, "
+                                 f"(coalition {readable_code(bad[1])}); a store only ever writes finite values, "
                                  f"refusing to use it")
 
     def _explain(self, exc: sqlite3.Error, doing: str) -> str:
@@ -489,35 +604,6 @@ class EvaluationStore:
         with self._lock:
             return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
 
-    def _checked_meta(self, meta: dict[str, str]) -> dict[str, str]:
-        """``meta`` after checking the rows a bound store must have.
-
-        :class:`StoreError` naming the first damaged one (edited by hand or by a foreign program).
-        """
-        if not meta:
-            return meta
-        problems = []
-        fp = meta.get("fingerprint")
-        if not (isinstance(fp, str) and len(fp) == 32 and all(c in "0123456789abcdef" for c in fp)):
-            problems.append(f"fingerprint {fp!r} is not 32 hex digits")
-        n = meta.get("n_players")
-        if not (isinstance(n, str) and n.isascii() and n.isdigit() and int(n) >= 1):  # not '³' or '٣'
-            problems.append(f"n_players {n!r} is not a positive integer")
-        if "identity" in meta:
-            try:
-                identity = json.loads(meta["identity"])
-            except (TypeError, ValueError) as exc:
-                problems.append(f"identity is not valid JSON ({exc})")
-            else:
-                if not (isinstance(identity, dict) and all(isinstance(k, str) and isinstance(v, str)
-                                                           for k, v in identity.items())):
-                    problems.append("identity is not a mapping of texts")
-        if problems:
-            raise StoreError(f"evaluation store {self.path} has a damaged meta table: {'; '.join(problems)}; "
-                             f"refusing to use it (give a new file name)")
-        meta.setdefault("game", "?")
-        return meta
-
     @property
     def fingerprint(self) -> str | None:
         """Fingerprint of the game this store belongs to, or None if none is bound yet."""
@@ -555,7 +641,7 @@ class EvaluationStore:
             try:
                 with self.conn:
                     self.conn.execute("BEGIN IMMEDIATE")  # two processes binding at once: one wins
-                    meta = self._checked_meta(dict(self.conn.execute("SELECT key, value FROM meta").fetchall()))
+                    meta = check_meta(self.path, dict(self.conn.execute("SELECT key, value FROM meta").fetchall()))
                     if not meta:
                         self.conn.executemany(
                             "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -566,6 +652,7 @@ class EvaluationStore:
                                 ("n_players", str(p)),
                                 ("game_id", self.game_id or ""),
                                 ("created", repr(time.time())),
+                                ("row_key", new_row_key()),  # with the game: every row is digested
                             ],
                         )
                         return fingerprint
@@ -602,8 +689,9 @@ class EvaluationStore:
         :class:`StoreMismatchError` lists every coalition whose value changed.
         """
         with self._lock:
+            key = self._key()
             rows = self.conn.execute(
-                "SELECT coalition, value FROM evaluations WHERE status = 'ok' AND id IN (SELECT MIN(id) "
+                f"SELECT {SELECT_ROW} FROM evaluations WHERE status = 'ok' AND id IN (SELECT MIN(id) "
                 "FROM evaluations WHERE status = 'ok' GROUP BY coalition) ORDER BY id").fetchall()
         if not rows:
             self._verified = True
@@ -611,11 +699,13 @@ class EvaluationStore:
         # fresh entropy: which rows are checked must not be predictable from the run's seed
         pick = np.random.default_rng().choice(len(rows), size=min(self.verify_count, len(rows)), replace=False)
         chosen = [rows[i] for i in sorted(pick)]
-        Z = np.stack([decode_coalition(code) for code, _ in chosen])
+        for row in chosen:  # an edited value is refused as such, not reported as a changed game
+            self._check_row(key, row)
+        Z = np.stack([decode_coalition(row[2]) for row in chosen])
         now = as_value_vector((evaluate or game)(Z.copy()), len(chosen))
-        differ = [f"{format_coalition(Z[k])}: stored {float(stored)!r}, now {float(now[k])!r}"
-                  for k, (_, stored) in enumerate(chosen)
-                  if not np.isclose(now[k], float(stored), rtol=self.verify_rtol, atol=self.verify_rtol * 1e-3)]
+        differ = [f"{format_coalition(Z[k])}: stored {float(row[3])!r}, now {float(now[k])!r}"
+                  for k, row in enumerate(chosen)
+                  if not np.isclose(now[k], float(row[3]), rtol=self.verify_rtol, atol=self.verify_rtol * 1e-3)]
         if differ:
             raise StoreMismatchError(
                 f"the evaluation store at {self.path}: {len(differ)} of {len(chosen)} re-evaluated coalitions "
@@ -633,34 +723,69 @@ class EvaluationStore:
         return self._require_bound()
 
     def _require_bound(self) -> tuple[str, int]:
-        meta = self._checked_meta(self.meta())
+        meta = check_meta(self.path, self.meta())
         if not meta:
             raise ValueError(
                 f"the evaluation store at {self.path} is not bound to a game yet (call bind(game))"
             )
         return meta["fingerprint"], int(meta["n_players"])
 
+    # -- row digests (shapleig.runs.row_digest) ---------------------------------------------
+    def _key(self) -> bytes | None:
+        """The key of the row digests (None while no game is bound); :class:`StoreError` if a bound store lost it."""
+        if self._row_key is None:
+            meta = check_meta(self.path, self.meta())
+            if meta:
+                key = parse_row_key(meta.get("row_key"))
+                if key is None:
+                    raise StoreError(f"evaluation store {self.path} is bound to a game but its meta table has no "
+                                     f"row_key, the key its rows are checked with (it was deleted, or a version of "
+                                     f"shapleig without row digests bound this store); its values cannot be checked, "
+                                     f"refusing to use it. Use a new store path.")
+                self._row_key = key
+        return self._row_key
+
+    def _check_row(self, key: bytes | None, row: tuple) -> None:
+        """Refuse a row (read with ``SELECT_ROW``) that does not match its digest, naming it."""
+        if row_matches(key, row):
+            return
+        if key is None:
+            why = "cannot be checked: the store holds rows but is not bound to a game, so it has no key"
+        elif row[len(ROW_COLUMNS)] is None:
+            why = ("has no digest: it was inserted by another program, or by a version of shapleig without row "
+                   "digests writing into this store")
+        else:
+            why = ("does not match its digest: it was changed after it was written (an UPDATE of its value or "
+                   "another column), or copied from another store, or moved to another id")
+        status = "" if row[6] == "ok" else f"{row[6]!r} "
+        raise StoreError(f"evaluation store {self.path}: row {row[0]} ({status}coalition {readable_code(row[2])}, value "
+                         f"{row[3]!r}) {why}; refusing to use it. Nothing in the store was changed. "
+                         f"{_REBUILD_HINT.format(path=self.path)}")
+
     # -- reading ----------------------------------------------------------------------------
     def _stored(self, fingerprint: str, codes: list[str]) -> dict[str, float]:
-        """``{code: value}`` of the stored successful evaluations among ``codes`` (first wins)."""
+        """``{code: value}`` of the stored successful evaluations among ``codes`` (first wins), each checked."""
         stored: dict[str, float] = {}
+        key = self._key()
         for s in range(0, len(codes), _LOOKUP_CHUNK):
             chunk = sorted(set(codes[s : s + _LOOKUP_CHUNK]))
             marks = ",".join("?" * len(chunk))
             rows = self.conn.execute(
-                "SELECT coalition, value, typeof(value) FROM evaluations WHERE status = 'ok' "
+                f"SELECT {SELECT_ROW}, typeof(value) FROM evaluations WHERE status = 'ok' "
                 f"AND fingerprint = ? AND coalition IN ({marks}) ORDER BY id",
                 [fingerprint, *chunk],
             ).fetchall()
-            for code, value, kind in rows:
+            for row in rows:
+                code, value, kind = row[2], row[3], row[-1]
                 # only REAL is ever written: text ('1.5'), integers or blobs were put there by hand
                 if kind != "real" or not isinstance(value, float):  # never decoded, refused
                     raise StoreError(f"evaluation store {self.path} holds a non-numeric value "
-                                     f"({type(value).__name__}, SQLite {kind}) for coalition {_readable(code)}; "
+                                     f"({type(value).__name__}, SQLite {kind}) for coalition {readable_code(code)}; "
                                      f"refusing to use it")
                 if not math.isfinite(value):  # only finite values are ever written: 9e999 by hand
                     raise StoreError(f"evaluation store {self.path} holds a non-finite value {value!r} for "
-                                     f"coalition {_readable(code)}; refusing to use it")
+                                     f"coalition {readable_code(code)}; refusing to use it")
+                self._check_row(key, row[:-1])  # the value is the one written for this game and coalition
                 stored.setdefault(code, float(value))
         return stored
 
@@ -704,10 +829,10 @@ class EvaluationStore:
             one :class:`StoredEvaluation` per row.
         """
         with self._lock:
-            rows = self.conn.execute(
-                "SELECT id, fingerprint, coalition, value, seconds, time, status, attempt, error "
-                "FROM evaluations ORDER BY id"
-            ).fetchall()
+            key = self._key()
+            rows = self.conn.execute(f"SELECT {SELECT_ROW} FROM evaluations ORDER BY id").fetchall()
+        for row in rows:
+            self._check_row(key, row)
         return [
             StoredEvaluation(r[0], r[1], decode_coalition(r[2]), r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows
         ]
@@ -811,15 +936,15 @@ class EvaluationStore:
             value = None  # SQLite cannot hold NaN; the error column says what came back
         code = encode_coalition(row[0])
         with self._lock:
+            key = self._key()
+            if key is None:  # bound (above), and a bound store has its key (or _key raised): only if meta was emptied
+                raise StoreError(f"evaluation store {self.path}: its meta table was emptied while it was open")
             try:
                 with self.conn:
                     self.conn.execute("BEGIN IMMEDIATE")
-                    self.conn.execute(
-                        "INSERT INTO evaluations "
-                        "(fingerprint, coalition, value, seconds, time, status, attempt, error) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (fingerprint, code, value, float(seconds), time.time(), status, int(attempt), error),
-                    )
+                    # the row and its digest in one transaction: no process sees one without the other
+                    insert_row(self.conn, key, (fingerprint, code, value, float(seconds), time.time(), status,
+                                                int(attempt), error))
                     if status == "ok":
                         self.conn.execute("DELETE FROM claims WHERE coalition = ? AND owner = ?", (code, claim_owner()))
             except sqlite3.IntegrityError:

@@ -65,3 +65,13 @@ def test_store_edge_campaigns_of_issue_27():
     assert ctrl_c["tables incomplete"] == 0 and ctrl_c["tables differing from an uninterrupted run"] == 0, ctrl_c
     tampered = found["tampered stores"]
     assert tampered["refused"] == tampered["doctored stores"] and tampered["non-finite values served"] == 0, tampered
+
+
+def test_edited_values_campaign_of_issue_34():
+    """Finite values edited by hand, a deleted row, a row copied in from another game's store: every
+    edited store is refused and no wrong value is served (a few seconds)."""
+    import fault_injection
+
+    edited = fault_injection.run_edit_campaign()
+    print(edited)
+    assert edited["refused"] == edited["edited stores"] == 6 and edited["wrong values served"] == 0, edited

@@ -24,23 +24,31 @@ from shapleig.runs.evaluators import SerialEvaluator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _games_for_parallel import QuadraticGame  # noqa: E402
-from _store_sql import run_sql as _sql  # noqa: E402
 
 P = 5
 ROWS = np.tril(np.ones((P, P), dtype=bool))
 
 
+def _stored_scaling_the_third(path: Path, factor: float) -> None:
+    """ROWS stored through the store's API, the third value multiplied by ``factor``: as if the game
+    had returned it then (an edit by hand is refused by the row digests before verify runs)."""
+    game = QuadraticGame(P, seed=0)
+    values = game.values(ROWS)
+    with EvaluationStore(path) as store:
+        store.bind(game)
+        for k, row in enumerate(ROWS):
+            store.append(row, float(values[k]) * (factor if k == 2 else 1.0), seconds=0.0)
+
+
 def test_verify_refuses_a_value_changed_in_its_sixth_significant_digit(tmp_path):
     path = tmp_path / "s.sqlite"
-    with EvaluationStore(path) as store:
-        BudgetedGame(QuadraticGame(P, seed=0), 2**P, store=store)(ROWS)
-    _sql(path, "UPDATE evaluations SET value = value * (1 + 1e-6) WHERE id = 3")
+    _stored_scaling_the_third(path, 1 + 1e-6)
     assert EvaluationStore(path).verify_rtol == 1e-9
     with pytest.raises(StoreMismatchError, match=r"1 of 5 re-evaluated coalitions differ"):
         BudgetedGame(QuadraticGame(P, seed=0), 8, store=EvaluationStore(path, verify=True, verify_count=5))
     # a value equal up to rounding (relative 1e-12) is the same game
-    _sql(path, "UPDATE evaluations SET value = value / (1 + 1e-6) * (1 + 1e-12) WHERE id = 3")
-    BudgetedGame(QuadraticGame(P, seed=0), 8, store=EvaluationStore(path, verify=True, verify_count=5))
+    _stored_scaling_the_third(tmp_path / "t.sqlite", 1 + 1e-12)
+    BudgetedGame(QuadraticGame(P, seed=0), 8, store=EvaluationStore(tmp_path / "t.sqlite", verify=True, verify_count=5))
 
 
 def test_the_store_is_in_wal_mode_so_a_writer_does_not_block_readers(tmp_path):
