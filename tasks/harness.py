@@ -51,6 +51,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from shapleig.errors import AcquisitionError
 from shapleig.estimation.enumeration import (
     BudgetCoversGameWarning,
     covers_game,
@@ -514,6 +515,8 @@ def run_job(
         return _run(job, game, spec, exact, base, threads, eval_timeout, evaluator)
     except Exception as exc:  # noqa: BLE001 - recorded, or re-raised with context
         if errors != "record":
+            if isinstance(exc, AcquisitionError):  # the method as configured is broken, not this run: bad input
+                raise AcquisitionError(f"{spec.label} on {task.name} (seed {job.seed}): {exc}") from exc
             raise RuntimeError(
                 f"{spec.label} on {task.name} (seed {job.seed}, budgets "
                 f"{[n for _, n in job.budgets]}) failed: {type(exc).__name__}: {exc}"
