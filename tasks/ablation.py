@@ -372,18 +372,33 @@ class Ablation:
         Returns:
             The written paths by kind (``table``, ``markdown``, ``traces``, ``runs``, ``plot``).
         """
-        folder = Path(out_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        paths = {"table": folder / "ablation.csv", "markdown": folder / "ablation.md",
-                 "traces": folder / "traces.csv", "runs": folder / "runs.csv"}
+        paths = output_paths(out_dir, plot=plot)
+        paths["table"].parent.mkdir(parents=True, exist_ok=True)
         self.table().to_csv(paths["table"], index=False)
         paths["markdown"].write_text(self.markdown())
         self.traces().to_csv(paths["traces"], index=False)
         self.runs.to_csv(paths["runs"], index=False)
         if plot:
-            paths["plot"] = folder / "mse.png"
             self.plot(paths["plot"])
         return paths
+
+
+def output_paths(out_dir: str | os.PathLike[str], *, plot: bool = True) -> dict[str, Path]:
+    """The files :meth:`Ablation.write` writes in ``out_dir``, by kind (the command line checks each first).
+
+    Args:
+        out_dir: the output folder.
+        plot: include the figure ``mse.png``.
+
+    Returns:
+        ``{"table": ablation.csv, "markdown": ablation.md, "traces": traces.csv, "runs": runs.csv[, "plot": mse.png]}``.
+    """
+    folder = Path(out_dir)
+    paths = {"table": folder / "ablation.csv", "markdown": folder / "ablation.md",
+             "traces": folder / "traces.csv", "runs": folder / "runs.csv"}
+    if plot:
+        paths["plot"] = folder / "mse.png"
+    return paths
 
 
 def _task_budgets(task: Task, p: int, specs: list[str]) -> list[tuple[str, int]]:
@@ -469,4 +484,5 @@ def run_ablation(
     return Ablation(runs, per_task, arms)
 
 
-__all__ = ["DEFAULT_ACQUISITIONS", "Ablation", "Arm", "load_acquisition", "make_arm", "make_arms", "run_ablation"]
+__all__ = ["DEFAULT_ACQUISITIONS", "Ablation", "Arm", "load_acquisition", "make_arm", "make_arms", "output_paths",
+           "run_ablation"]
