@@ -507,7 +507,7 @@ def _fitting_budgets(
         raise ValueError(f"method {spec.label!r} needs at least {min_players} players; task {task.name!r} has {p}")
     max_players = getattr(est, "max_players", None)
     if max_players is not None and p > max_players:
-        why = f" ({est.min_budget_reason(p)})" if hasattr(est, "min_budget_reason") else ""
+        why = f" ({est.max_players_reason(p)})" if hasattr(est, "max_players_reason") else ""
         raise ValueError(f"method {spec.label!r} handles at most {max_players} players{why}; "
                          f"task {task.name!r} has p = {p}")
     if not hasattr(est, "min_budget"):
