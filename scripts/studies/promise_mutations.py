@@ -1,4 +1,4 @@
-"""Break each integrity promise (issues 20 and 27) once, run the tests that pin it, restore, report.
+"""Break each integrity promise (issues 20, 27 and 34) once, run the tests that pin it, restore, report.
 
 Each mutation is a one-line change to the source (a promise broken on purpose); it is *caught*
 when the named tests fail with it in place. The file is restored byte for byte afterwards (also
@@ -176,6 +176,38 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
      "scale = 1.0", ["tests/estimation/test_scale_equivariance.py -k 'regression-msr and 1e-50'"]),
     ("boolean options not checked", "tasks/methods.py", "        checked[key] = parse_bool(options[key],",
      "        continue\n        checked[key] = parse_bool(options[key],", ["tests/test_tasks/test_cli_edges.py -k strictly"]),
+    # -- issue 34, items 5-7: acquisitions' scores, hangs, raw failures -----------------------------------
+    ("acquisition scores unchecked", "shapleig/design/acquisition.py",
+     "        return check_scores(score(self, candidates), candidates, type(self).__name__)",
+     "        return score(self, candidates)", ["tests/design/test_acquisition.py -k scores_are_checked"]),
+    ("NaN acquisition scores accepted", "shapleig/design/acquisition.py", "    if nan.size:\n        raise AcquisitionError",
+     "    if False:\n        raise AcquisitionError", ["tests/design/test_acquisition.py -k scores_are_checked"]),
+    ("unavailable candidates' scores can win", "shapleig/design/acquisition.py",
+     "j = first_argmax(np.where(candidates.available, self.score(candidates), -np.inf))",
+     "j = first_argmax(self.score(candidates))", ["tests/design/test_acquisition.py -k ignore_unavailable"]),
+    ("a broken acquisition reported as a failed run", "tasks/harness.py", "            if isinstance(exc, AcquisitionError):",
+     "            if False:", ["tests/test_tasks/test_ablation.py -k broken_acquisition"]),
+    ("sys.exit() in an acquisition file ends the command", "tasks/ablation.py",
+     "    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a sys.exit()",
+     "    except Exception as exc:  # noqa: BLE001 - a sys.exit()", ["tests/test_tasks/test_ablation.py -k sys_exit"]),
+    ("output paths may be FIFOs", "tasks/harness.py", '    if kind is not None:\n        raise ValueError(f"output path',
+     '    if False:\n        raise ValueError(f"output path', ["tests/test_tasks/test_cli_output_paths.py"]),
+    ("the run journal's path left to the run", "tasks/cli.py",
+     "        harness.check_output_file(harness.journal_path(out))  # the journal of finished runs beside it\n", "",
+     ["tests/test_tasks/test_cli_output_paths.py -k partial"]),
+    ("uncertainty block read as a dict unchecked", "shapleig/estimation/uncertainty_block.py",
+     '    if not isinstance(block, dict):\n        raise ValueError(f"{name} is a JSON',
+     '    if False:\n        raise ValueError(f"{name} is a JSON', ["tests/estimation/test_uncertainty_block.py"]),
+    ("graded covariance: parity coefficients of every size", "shapleig/gp/walsh.py",
+     "c1, c2 = parity_coefficients(operator.index, p, MAX_ORDER)  # orders <= 3: sizes u <= 3 only\n    coef",
+     "c1, c2 = parity_coefficients(operator.index, p)\n    coef", ["tests/gp/test_walsh.py -k 600_players"]),
+    ("graded covariance: a run holds its own member", "shapleig/gp/walsh.py",
+     "run = runs[np.maximum(bounds[:, a + 1], 0), :, bounds[:, a] + 1]",
+     "run = runs[np.maximum(bounds[:, a + 1], 0), :, np.maximum(bounds[:, a], 0)]",
+     ["tests/gp/test_walsh.py -k '600_players or each_order'"]),
+    ("laplace evidence at any number of players", "shapleig/gp/options.py",
+     'return LAPLACE_MAX_PLAYERS if self.evidence == "laplace" else None', "return None",
+     ["tests/gp/test_kernel_choice.py -k laplace_refuses"]),
 ]
 
 
