@@ -148,7 +148,8 @@ def _run_plan(args: argparse.Namespace, tasks: list[str], methods: list[str], ou
         plan = harness.build_plan(tasks, methods, args.budgets, args.seeds,
                                   method_options=args.option or (), gp_options=_gp_options(args),
                                   skip_small=args.skip_small, index=getattr(args, "index", "SV"))
-        out = harness.check_output_path(out)
+        out = harness.check_results_path(out)
+        harness.check_output_file(harness.journal_path(out))  # the journal of finished runs beside it
         if cache is not None and any(t.expensive for t in plan.tasks):
             harness.check_output_path(cache / "probe.npz")
     except (ValueError, ShapleigError, OSError) as exc:

@@ -51,11 +51,13 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from shapleig.errors import AcquisitionError
 from shapleig.estimation.enumeration import (
     BudgetCoversGameWarning,
     covers_game,
     enumeration_message,
 )
+from shapleig.runs.store import special_file_kind
 from shapleig.seeding import SEED_LIMIT
 from shapleig_tasks.catalog import Task, resolve_tasks
 from shapleig_tasks.methods import MethodSpec, resolve_methods
@@ -162,11 +164,42 @@ def parse_seeds(items: Iterable[str | int] | int) -> list[int]:
     return seeds
 
 
-def check_output_path(path: str | os.PathLike[str]) -> Path:
-    """Make sure ``path`` can be written (creating its folder); ``ValueError`` naming why not."""
+def check_output_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` unless it names a folder or a file that is not a regular one; nothing is created.
+
+    Checked as the evaluation store checks its path (:func:`~shapleig.runs.store.special_file_kind`):
+    a FIFO, socket or device is refused, since writing to a FIFO blocks until some other process
+    reads it (for ever when none does). Every file the command line writes passes here before
+    anything is evaluated (:func:`check_output_path` adds the folder and a write probe).
+
+    Args:
+        path: the file to be written.
+
+    Returns:
+        ``path`` as a ``Path`` (``~`` expanded).
+
+    Raises:
+        ValueError: naming the path and what it is.
+    """
     out = Path(path).expanduser()
-    if out.exists() and out.is_dir():
+    if out.is_dir():
         raise ValueError(f"output path {out} is a folder; give a file name such as results.parquet")
+    try:
+        kind = special_file_kind(out)
+    except OSError as exc:
+        raise ValueError(f"output path {out} is not writable: {exc.strerror or exc}") from exc  # a file as folder
+    if kind is not None:
+        raise ValueError(f"output path {out} is {kind}, not a regular file: writing it could block for ever "
+                         f"(a FIFO waits for a reader) or lose the output; give a regular file name")
+    return out
+
+
+def check_output_path(path: str | os.PathLike[str]) -> Path:
+    """Make sure ``path`` can be written (:func:`check_output_file`, then its folder created and probed).
+
+    ``ValueError`` naming why not.
+    """
+    out = check_output_file(path)
     folder = out.parent if str(out.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -474,7 +507,7 @@ def _fitting_budgets(
         raise ValueError(f"method {spec.label!r} needs at least {min_players} players; task {task.name!r} has {p}")
     max_players = getattr(est, "max_players", None)
     if max_players is not None and p > max_players:
-        why = f" ({est.min_budget_reason(p)})" if hasattr(est, "min_budget_reason") else ""
+        why = f" ({est.max_players_reason(p)})" if hasattr(est, "max_players_reason") else ""
         raise ValueError(f"method {spec.label!r} handles at most {max_players} players{why}; "
                          f"task {task.name!r} has p = {p}")
     if not hasattr(est, "min_budget"):
@@ -514,6 +547,8 @@ def run_job(
         return _run(job, game, spec, exact, base, threads, eval_timeout, evaluator)
     except Exception as exc:  # noqa: BLE001 - recorded, or re-raised with context
         if errors != "record":
+            if isinstance(exc, AcquisitionError):  # the method as configured is broken, not this run: bad input
+                raise AcquisitionError(f"{spec.label} on {task.name} (seed {job.seed}): {exc}") from exc
             raise RuntimeError(
                 f"{spec.label} on {task.name} (seed {job.seed}, budgets "
                 f"{[n for _, n in job.budgets]}) failed: {type(exc).__name__}: {exc}"
@@ -655,6 +690,8 @@ def run_benchmark(
     plan = build_plan(tasks, methods, budgets, seeds, method_options=method_options, gp_options=gp_options,
                       skip_small=skip_small, index=index)
     out_path = check_results_path(out) if out is not None else None
+    if out_path is not None:
+        check_output_file(journal_path(out_path))
     if cache_dir is not None and any(t.expensive for t in plan.tasks):
         check_output_path(Path(cache_dir) / "probe.npz")
     return execute_plan(plan, out=out_path, n_jobs=n_jobs, cache_dir=cache_dir, live=live,
@@ -679,6 +716,8 @@ def execute_plan(
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
+    # the journal's path is checked before any ground truth is computed (a FIFO there blocks its first write)
+    journal = RunJournal(journal_path(out), live=live, eval_timeout=eval_timeout) if out is not None else None
     exacts, served = [], []
     for task, game in zip(plan.tasks, plan.games):
         exact, game_for_methods, notes = ground_truth(task, game, cache_dir=cache_dir, progress=progress, live=live,
@@ -692,7 +731,6 @@ def execute_plan(
                 log(f"ground truth of {task.name}: {1 << int(game.n_players)} coalitions in "
                     f"{notes['enumeration_s']:.1f} s ({notes['s_per_coalition']:.3f} s per coalition)")
     threads = None if int(n_jobs) == 1 else 1
-    journal = RunJournal(journal_path(out), live=live, eval_timeout=eval_timeout) if out is not None else None
     done = journal.read(plan) if journal is not None else {}
     if done and log is not None:
         log(f"resuming: {len(done)} of {len(plan.jobs)} runs read from {journal.path}")
@@ -760,7 +798,7 @@ class RunJournal:
     (``fsync``) before the next run starts, so an interrupted command loses no finished run."""
 
     def __init__(self, path: Path, *, live: bool = False, eval_timeout: float | None = None):
-        self.path = Path(path)
+        self.path = check_output_file(path)  # a FIFO here would block the first append for ever
         self.live = bool(live)
         self.eval_timeout = eval_timeout
         self.n_kept = 0
@@ -843,6 +881,7 @@ __all__ = [
     "RunJournal",
     "TimedGame",
     "build_plan",
+    "check_output_file",
     "check_output_path",
     "package_versions",
     "check_results_path",

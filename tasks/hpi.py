@@ -275,7 +275,7 @@ class Study:
         self.out.mkdir(parents=True, exist_ok=True)
         # the settings first, so a later study on this folder is told what differs even if this run dies
         (self.out / SETTINGS_FILE).write_text(json.dumps(self.settings, indent=2, default=str))
-        store_path = self.out / "evaluations.sqlite"
+        store_path = study_files(self.out, self.settings["index"])["store"]
         resumed = store_path.is_file()
         start = time.perf_counter()
         with EvaluationStore(store_path) as store:
@@ -290,9 +290,7 @@ class Study:
                 est = self.estimator.estimate(self.game, self.budget, seed=self.seed, store=store)
         wall = time.perf_counter() - start
         table = shapley_table(self.game, est)
-        stem = VALUE_NAMES.get(est.index, est.index.lower())
-        files = {"table": self.out / f"{stem}.csv", "parquet": self.out / f"{stem}.parquet",
-                 "plot": self.out / f"{stem}.png", "store": store_path, "summary": self.out / "study.json"}
+        files = {k: v for k, v in study_files(self.out, est.index).items() if k not in ("settings", "target")}
         table.to_csv(files["table"], index=False)
         table.to_parquet(files["parquet"], index=False)
         plot_shapley(table, files["plot"], title=f"{self.settings['study']}: {self.settings['model']} on "
@@ -318,6 +316,24 @@ class Study:
 
 
 SETTINGS_FILE = "settings.json"
+TARGET_FILE = "ablation_target.json"  # the ablation study's target configuration, cached
+
+
+def study_files(out: Path, index: str) -> dict[str, Path]:
+    """Every file a study writes in ``out``, by kind (checked before anything is evaluated).
+
+    Args:
+        out: the output folder.
+        index: the index estimated (``"SV"``: ``shapley.csv`` ...; ``"FSII"``: ``fsii.csv`` ...).
+
+    Returns:
+        ``settings``, ``target`` (the ablation study's cached target), ``store``, ``table``,
+        ``parquet``, ``plot`` and ``summary``.
+    """
+    stem = VALUE_NAMES.get(index, index.lower())
+    return {"settings": out / SETTINGS_FILE, "target": out / TARGET_FILE, "store": out / "evaluations.sqlite",
+            "table": out / f"{stem}.csv", "parquet": out / f"{stem}.parquet", "plot": out / f"{stem}.png",
+            "summary": out / "study.json"}
 # settings keys as the command line names them
 _SETTING_NAMES = {"n_folds": "folds", "inner_budget": "inner budget", "target_config": "target config"}
 
@@ -403,7 +419,7 @@ def _ablation_target(space: Any, objective: CVObjective, n_trials: int, seed: in
 
     key = hashlib.sha256(json.dumps([space.params(), objective.params(), n_trials, seed],
                                     sort_keys=True, default=str).encode()).hexdigest()[:16]
-    cache = out / "ablation_target.json"
+    cache = out / TARGET_FILE
     if cache.is_file():
         saved = json.loads(cache.read_text())
         if saved.get("key") == key:
@@ -463,7 +479,7 @@ def prepare_study(
         make_tuner,
     )
     from shapleig.seeding import resolve_seed
-    from shapleig_tasks.harness import index_method_spec, parse_budgets, resolve_budget
+    from shapleig_tasks.harness import check_output_file, index_method_spec, parse_budgets, resolve_budget
     from shapleig_tasks.methods import parse_method
 
     try:  # the study's seed fixes folds, models and tuning runs: checked before any data is loaded
@@ -510,6 +526,8 @@ def prepare_study(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"output folder {out} exists and is not a folder")
+    for path in study_files(out, spec_m.options.get("index", "SV")).values():
+        check_output_file(path)  # a FIFO among them would block a write after the (costly) evaluations
     common = dict(seed=seed)
     if study == "tunability":
         game = TunabilityGame(hp_space, objective, make_tuner(tuner, inner_budget), **common)

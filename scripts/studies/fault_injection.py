@@ -52,6 +52,10 @@ Run: ``PYTHONPATH=. python scripts/studies/fault_injection.py --trials 60`` (abo
 ``--trials 0 --link-trials 5 --skew-trials 5 --interrupt-trials 3 --tamper`` the issue-27 ones;
 ``--trials 0 --edit`` issue 34's.
 
+Issue 34 added ``--fifo``: ``shapleig run`` with a FIFO (no reader) at its run journal
+``<out>.partial.jsonl`` (the store refused FIFOs, the journal path did not: the command blocked for
+ever) or at the results table; each command must return promptly with exit 2 and one line naming the path.
+
 *Model swaps* (issue 27), run with ``--swap-trials``: ``explain(A, store=s)`` then
 ``explain(B, store=s)`` where B is another LightGBM, scikit-learn or torch model, another
 background or another row (must be refused naming the difference: 0 wrong values served), or A
@@ -899,6 +903,42 @@ def run_edit_campaign() -> dict[str, Any]:
             wrong = int(np.sum(values != game.values(rows)))
             out["wrong values served"] += wrong
             out["served"].append(f"{what} ({when}): {wrong} wrong")
+def run_fifo_campaign(patience: float = 120.0, log: Any = None) -> dict[str, Any]:
+    """``shapleig run`` (a subprocess, as a user runs it) with a FIFO and no reader at one of its outputs:
+    the run journal ``<out>.partial.jsonl`` or the results table. Counted: commands that returned
+    (a command still blocked after ``patience`` seconds is killed and counted as hung: must be 0),
+    that exited 2 with one line naming the FIFO, and FIFOs replaced by a file (must be 0)."""
+    import subprocess
+
+    from shapleig_tasks.harness import journal_path
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    cases = {"journal": journal_path, "results table": lambda out: out}
+    out = {"commands": len(cases), "returned": 0, "hung (killed)": 0, "exited 2 naming the FIFO": 0,
+           "FIFOs replaced": 0}
+    for name, where in cases.items():
+        with tempfile.TemporaryDirectory() as folder:
+            table = Path(folder) / "r.parquet"
+            fifo = where(table)
+            os.mkfifo(fifo)
+            command = [sys.executable, "-m", "shapleig_tasks.cli", "run", "--tasks", "wvg-7", "--methods",
+                       "kernelshap", "--budgets", "2p", "--seeds", "1", "--quiet", "--out", str(table)]
+            proc = subprocess.Popen(command, env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+            try:
+                _, err = proc.communicate(timeout=patience)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                out["hung (killed)"] += 1
+            else:
+                out["returned"] += 1
+                lines = err.strip().splitlines()
+                out["exited 2 naming the FIFO"] += int(proc.returncode == 2 and len(lines) == 1
+                                                       and f"{fifo} is a FIFO" in lines[0])
+            out["FIFOs replaced"] += int(not fifo.is_fifo())
+            if log is not None:
+                log(f"FIFO at the {name}: exit {proc.returncode}; {err.strip()[:160]}")
     return out
 
 
@@ -939,6 +979,8 @@ def main() -> None:
                         help="also: stores with triggers/views (internal-looking names) and +-inf values")
     parser.add_argument("--edit", action="store_true",
                         help="also: stores with a finite value edited by hand, a row deleted, a row copied in")
+    parser.add_argument("--fifo", action="store_true",
+                        help="also: `shapleig run` with a FIFO at its run journal or results table (must exit 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--configs", nargs="+", default=None, choices=sorted(CONFIGS))
     parser.add_argument("--json", default=None, help="also write the summary and every trial to this file")
@@ -970,6 +1012,8 @@ def main() -> None:
             print(f"  {key}: {value}")
     edges = run_store_edge_campaigns(args.link_trials, args.skew_trials, args.interrupt_trials, args.tamper,
                                      args.seed, log=print, edit=args.edit)
+    if args.fifo:
+        edges["FIFO at an output of shapleig run"] = run_fifo_campaign(log=print)
     for name, figures in edges.items():
         summary[name] = figures
         print(f"\n{name}:")

@@ -47,6 +47,22 @@ class OptionsEstimator(BaseEstimator):
         """The validated options object built from the current parameters."""
         return self.options_class(**{name: getattr(self, name) for name in self.options_class.names()})
 
+    @property
+    def max_players(self) -> int | None:  # type: ignore[override]
+        """The most players the configured surrogate takes (:attr:`GPOptions.max_players`; None: no limit)."""
+        return self.options.max_players
+
+    def max_players_reason(self, n_players: int) -> str:
+        """Why a game above :attr:`max_players` is refused (one phrase, for the error message).
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            the phrase.
+        """
+        return self.options.max_players_reason(n_players)
+
 
 class ShaplEIG(OptionsEstimator):
     """Bayesian experimental design for Shapley values (Rundel et al., ICML 2026).

@@ -178,6 +178,9 @@ class DesignLoop:
         fixed = options.hyperparameters
         if fixed is not None and fixed.n_players != p:
             raise ValueError(f"hyperparameters are for p = {fixed.n_players}, the game has p = {p}")
+        if options.max_players is not None and p > options.max_players:  # as ShaplEIG.estimate refuses it
+            raise ValueError(f"the surrogate takes at most {options.max_players} players "
+                             f"({options.max_players_reason(p)}); the game has p = {p}")
         self.options = options
         self.n_players = p
         self.budget = loop_budget(game, budget, p, store, evaluator)

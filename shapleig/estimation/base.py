@@ -170,6 +170,17 @@ class BaseEstimator(abc.ABC):
         """
         return "its fixed phase"
 
+    def max_players_reason(self, n_players: int) -> str:
+        """Why games above ``max_players`` are refused (one phrase, for the error message).
+
+        Args:
+            n_players: the number of players of the game.
+
+        Returns:
+            the phrase (by default :meth:`min_budget_reason`'s: the phase that grows with p).
+        """
+        return self.min_budget_reason(n_players)
+
     # complexity, argument count over budget: the shared public estimate() signature; one argument check per branch
     def estimate(  # noqa: C901, PLR0913
         self,
@@ -224,7 +235,7 @@ class BaseEstimator(abc.ABC):
         p = check_game(game, self.min_players)
         if self.max_players is not None and p > self.max_players:
             raise GameError(f"{self.name} handles at most {self.max_players} players "
-                              f"({self.min_budget_reason(p)}); the game has p = {p}")
+                            f"({self.max_players_reason(p)}); the game has p = {p}")
         budget = check_budget(budget, minimum=None)  # the method's own minimum is stated below
         seed = resolve_seed(seed, random_state)
         exact = covers_game(p, budget)

@@ -422,34 +422,39 @@ def _shared_columns(z: np.ndarray, kf, index: Index) -> np.ndarray:
     return out
 
 
-def parity_coefficients(index: str | Index, n_players: int) -> tuple[np.ndarray, np.ndarray]:
+def parity_coefficients(index: str | Index, n_players: int,
+                        max_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``c_t(u) = (-2)^t sum_{S subset N minus T} w_t(|S|) (-1)^{|S cap U|}`` for |T| = t, T in U, |U| = u.
 
     ``(B chi_U)_T = [T subset U] c_|T|(|U|)`` for the parity function chi_U (docs/math.md §14.3).
     Summed in exact rational arithmetic:
     the alternating sums cancel (for Banzhaf to exactly zero), which floats would not resolve.
+    All sizes u = 0..p cost O(p^3) big-integer products (20 s at p = 400); the graded kernel's
+    parts need u <= 3 only, O(p) each (``max_size``).
 
     Args:
         index: an index name or record.
         n_players: the number of players p.
+        max_size: compute u = 0..max_size only (None: every u up to p).
 
     Returns:
-        ``(c_1, c_2)``, two float64[p+1] indexed by u (zero where u < t).
+        ``(c_1, c_2)``, two float64[m+1] indexed by u (zero where u < t), m = p or ``min(max_size, p)``.
     """
-    return _parity_coefficients(get_index(index), int(n_players))
+    p = int(n_players)
+    return _parity_coefficients(get_index(index), p, p if max_size is None else min(int(max_size), p))
 
 
 @lru_cache(maxsize=64)
-def _parity_coefficients(index: Index, p: int) -> tuple[np.ndarray, np.ndarray]:
+def _parity_coefficients(index: Index, p: int, max_size: int) -> tuple[np.ndarray, np.ndarray]:
     w1, w2 = index.exact_weights(p)
     out = []
     for t, w in ((1, w1), (2, w2)):
-        c = np.zeros(p + 1)
+        c = np.zeros(max_size + 1)
         if w is not None:
             # integer numerators over a common denominator: each g is one exact integer sum
             den = lcm(*(x.denominator for x in w))
             num = [x.numerator * (den // x.denominator) for x in w]
-            for u in range(t, p + 1):
+            for u in range(t, max_size + 1):
                 a, b = u - t, p - u
                 # Krawtchouk values: coefficients of (1 - x)^a (1 + x)^b, exact integers
                 kraw = [0] * (a + b + 1)

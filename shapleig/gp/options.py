@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from shapleig.gp.constraints import Boolean, Checked, Interval, OneOf, option, validate_fields
+from shapleig.gp.evidence import LAPLACE_MAX_PLAYERS, laplace_players_reason
 from shapleig.gp.kernel_spec import KernelSpec
 from shapleig.gp.kernels import (
     check_size_trend,
@@ -162,6 +163,25 @@ class GPOptions:
     def evidence(self) -> str:
         """How the kernels are weighed: ``"bic"`` or ``"laplace"`` (docs/math.md §13)."""
         return surrogate_evidence(self.surrogate)
+
+    @property
+    def max_players(self) -> int | None:
+        """The most players the surrogate takes; None: no limit.
+
+        :data:`~shapleig.gp.evidence.LAPLACE_MAX_PLAYERS` for the Laplace evidence (its cost grows as p^4).
+        """
+        return LAPLACE_MAX_PLAYERS if self.evidence == "laplace" else None
+
+    def max_players_reason(self, n_players: int) -> str:
+        """Why games above :attr:`max_players` are refused (one phrase, for the error message).
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            the phrase.
+        """
+        return laplace_players_reason(n_players)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -202,6 +202,37 @@ def check_meta(path: str, meta: dict[str, str]) -> dict[str, str]:
     return meta
 
 
+# the kinds of path that exist but are neither a regular file nor a folder, as messages name them
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def special_file_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a folder; None otherwise.
+
+    Opening a FIFO blocks until another process opens its other end (for ever when none does),
+    and a socket or device is no file to keep results in. The store refuses such paths, and the
+    command line every file it writes (``shapleig_tasks.harness.check_output_path``).
+
+    Args:
+        path: the path (symbolic links are followed).
+
+    Returns:
+        ``"a FIFO (named pipe)"``, ``"a socket"``, ``"a character device"``, ``"a block device"`` or
+        ``"a special file"``; None for a missing path, a regular file or a folder.
+
+    Raises:
+        OSError: the path cannot be inspected (other than by not existing).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((name for is_kind, name in _SPECIAL_FILES if is_kind(mode)), "a special file")
+
+
 @dataclass(frozen=True)
 class StoredEvaluation:
     """One row of the log (see the module docstring for the columns).
@@ -461,6 +492,7 @@ class EvaluationStore:
                              f"temporary database that loses every value; give a plain file path (or \":memory:\" "
                              f"for a store that lives only in this process, on purpose)")
         try:
+            kind = special_file_kind(self.path)
             info = os.stat(self.path)  # follows symbolic links: the file SQLite will open
         except FileNotFoundError:
             return
@@ -468,8 +500,8 @@ class EvaluationStore:
             raise StoreError(f"cannot read evaluation store {self.path}: {exc}") from exc
         if stat.S_ISDIR(info.st_mode):
             return  # named as a folder just below
-        if not stat.S_ISREG(info.st_mode):
-            raise StoreError(f"evaluation store path {self.path} is not a regular file (a FIFO, socket or device); "
+        if kind is not None:
+            raise StoreError(f"evaluation store path {self.path} is {kind}, not a regular file; "
                              f"SQLite needs a regular file: give a file name such as runs.sqlite")
         if info.st_nlink > 1:
             raise StoreError(

@@ -7,7 +7,7 @@ import copy
 import numpy as np
 import pytest
 
-from shapleig import FunctionGame, ShaplEIG, explain
+from shapleig import AcquisitionError, FunctionGame, ShaplEIG, explain
 from shapleig.design.acquisition import (
     EIG,
     Acquisition,
@@ -18,6 +18,7 @@ from shapleig.design.acquisition import (
     acquisition_name,
     acquisition_names,
     check_acquisition,
+    check_scores,
     make_acquisition,
     method_name,
     register_acquisition,
@@ -298,3 +299,85 @@ def test_the_botorch_face_of_a_user_defined_acquisition():
     np.testing.assert_array_equal(sizes.numpy(), W.sum(axis=1))
     with pytest.raises(ValueError, match="RandomSelection"):
         AcquisitionFace(model, "random", posterior=post)
+
+
+# -- the rules every acquisition's scores obey (issue 34, item 5) --------------------------------
+
+class _Scores(Acquisition):
+    """Returns ``make(candidates)``: a broken (or a rule-testing) acquisition."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def score(self, candidates):
+        return self.make(candidates)
+
+
+class AllNaN(_Scores):
+    """Every score NaN."""
+
+
+class OneShort(_Scores):
+    """One score fewer than the pool."""
+
+
+class _CountingGame(FunctionGame):
+    def __init__(self, p: int):
+        w = np.arange(1.0, p + 1.0)
+        super().__init__(lambda Z: Z @ w, n_players=p)
+        self.rows = 0
+
+    def __call__(self, Z):
+        self.rows += len(Z)
+        return super().__call__(Z)
+
+
+_AVAILABLE_ONE = lambda c: np.where(c.available, 1.0, -np.inf)  # noqa: E731 - a valid score vector
+
+
+@pytest.mark.parametrize(("acquisition", "match"), [
+    (AllNaN(lambda c: np.full(len(c.available), np.nan)), r"AllNaN: score\(\) returned NaN for \d+ of \d+ candidates"),
+    (OneShort(lambda c: _AVAILABLE_ONE(c)[:-1]), r"OneShort: score\(\) returned shape \((\d+),\) for a pool of"),
+    (_Scores(lambda c: np.concatenate([_AVAILABLE_ONE(c), [1.0]])), r"_Scores: score\(\) returned shape"),
+    (_Scores(lambda c: _AVAILABLE_ONE(c)[:, None]), r"returned shape \(\d+, 1\)"),
+    (_Scores(lambda c: np.full(len(c.available), -np.inf)), r"all \d+ available candidates -inf"),
+    (_Scores(lambda c: np.array(["a"] * len(c.available))), r"not real numbers"),
+    (_Scores(lambda c: None), r"returned NoneType"),
+])
+def test_scores_are_checked_at_the_first_selection_naming_the_class(acquisition, match):
+    p = 5
+    game = _CountingGame(p)
+    with pytest.raises(AcquisitionError, match=match):
+        ShaplEIG(acquisition=acquisition, refit="never").estimate(game, 12, seed=0)
+    assert game.rows == p + 1  # the initial design only: the first selection stopped the run
+    if isinstance(acquisition, (AllNaN, OneShort)):  # the same check on the posterior-free path
+        acquisition.uses_posterior = False
+        with pytest.raises(AcquisitionError, match=match):
+            ShaplEIG(acquisition=acquisition, refit="never").estimate(_CountingGame(p), 12, seed=0)
+
+
+def test_scores_may_exclude_with_minus_inf_pick_plus_inf_first_and_ignore_unavailable_entries():
+    W = all_coalitions(4)[1:-1]  # 14 proper coalitions, pool order = code order
+    sizes = W.sum(axis=1)
+    # finite scores everywhere (unavailable included): the largest size wins among available rows only
+    view = PoolView(W, np.arange(14) != 6)  # code 7 = {0, 1, 2}, the first size-3 coalition, taken
+    assert _Scores(lambda c: sizes.astype(float)).select(view, 1).tolist() == [10]  # code 11 = {0, 1, 3}
+    # +inf is picked first (ties among +inf to pool order), -inf never while anything else is left
+    scores = np.zeros(14)
+    scores[[4, 9]] = np.inf
+    scores[[0, 1, 2]] = -np.inf
+    plus = _Scores(lambda c: scores)
+    pool = PoolView(W, np.ones(14, dtype=bool))
+    picks = plus.select(pool, 11).tolist()
+    assert picks[:2] == [4, 9] and sorted(picks[2:]) == [3, 5, 6, 7, 8, 10, 11, 12, 13]
+    with pytest.raises(AcquisitionError, match=r"_Scores: score\(\) gave all 3 available candidates -inf"):
+        plus.select(pool, 1)  # only the excluded ones are left: nothing to pick
+    # NaN is refused wherever it is, unavailable entries included
+    with pytest.raises(AcquisitionError, match=r"returned NaN for 1 of 14 candidates \(first: candidate 6\)"):
+        _Scores(lambda c: np.where(c.available, 1.0, np.nan)).select(PoolView(W, np.arange(14) != 6), 1)
+    # an acquisition that excludes all but the singletons runs until they are spent
+    singles = _Scores(lambda c: np.where(c.available & (c.W.sum(axis=1) == 1), 1.0, -np.inf))
+    assert sorted(singles.select(PoolView(W, np.ones(14, dtype=bool)), 4).tolist()) == [0, 1, 3, 7]
+    # bool and integer scores are real numbers
+    assert check_scores(np.ones(14, dtype=bool), view, "x").dtype == np.float64
+    assert check_scores(list(range(14)), view, "x").tolist() == list(map(float, range(14)))

@@ -438,3 +438,39 @@ def test_laplace_mode_weighs_by_laplace_evidence():
     np.testing.assert_allclose([k.log_evidence for k in fits], ev)
     np.testing.assert_allclose([k.weight for k in fits], evidence_weights(ev))
     assert ShaplEIG(surrogate="laplace").estimate(game, 14, seed=0).info["surrogate"] == "laplace"
+
+
+# -- the Laplace evidence's size limit (issue 34, item 6) -------------------------------------------
+
+class _Counting:
+    """A linear game that counts the coalitions it is asked for."""
+
+    def __init__(self, p: int):
+        self.n_players = p
+        self.rows = 0
+
+    def __call__(self, Z):
+        self.rows += len(Z)
+        return np.asarray(Z, dtype=float).sum(axis=1)
+
+
+def test_laplace_refuses_more_than_its_player_limit_before_evaluating():
+    """Its Hessian costs 2p + 1 gradient evaluations per ARD kernel and refit (O(p^4): ~10x the default at p = 600)."""
+    from shapleig import DesignLoop, GameError, ShaplEIG
+    from shapleig.design.estimators import GPLeverage
+    from shapleig.gp.evidence import LAPLACE_MAX_PLAYERS
+
+    assert LAPLACE_MAX_PLAYERS == 200
+    game = _Counting(201)
+    for est in (ShaplEIG(surrogate="laplace"), GPLeverage(surrogate="laplace")):
+        assert est.max_players == 200
+        with pytest.raises(GameError, match=r"at most 200 players \(surrogate='laplace': .*2p \+ 1 = 403 evaluations"):
+            est.estimate(game, 300, seed=0)
+    with pytest.raises(ValueError, match=r"the surrogate takes at most 200 players \(surrogate='laplace'"):
+        DesignLoop(game, 300, surrogate="laplace")
+    assert game.rows == 0
+    # at the limit, and for every other surrogate, no limit is set
+    DesignLoop(_Counting(200), 300, surrogate="laplace")
+    for surrogate in ("auto", "shared", "ard", "graded", "graded-ard", "graded-auto"):
+        assert ShaplEIG(surrogate=surrogate).max_players is None
+        DesignLoop(_Counting(601), 700, surrogate=surrogate)
