@@ -10,6 +10,8 @@
     shapleig demo [--out DIR] [--budgets ...] [--seeds N] [--quick]
     shapleig explain --model model.txt --data X.csv --row 3 --budget 40 [--plot fig.png]
     shapleig hpi [--model lightgbm] [--dataset diabetes] [--study tunability] [--budget 4p] [--quick]
+    shapleig dashboard PATH... [--host 127.0.0.1] [--port 8765] [--html report.html]
+    shapleig status PATH...
 
 Bad input (unknown task or method, bad options, budgets below a method's minimum, an unwritable
 output path, a corrupt table) is reported before any evaluation, with exit status 2 and one line
@@ -401,6 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
     from shapleig_tasks.ablation_cli import add_ablate_parser
 
     add_ablate_parser(sub)
+    from shapleig_tasks.dashboard_cli import add_dashboard_parsers
+
+    add_dashboard_parsers(sub)
     return parser
 
 

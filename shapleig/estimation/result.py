@@ -7,6 +7,9 @@ from typing import Any
 
 import numpy as np
 
+# error bars wherever an estimate is drawn or printed: +- 1.96 std, the central 95% of a normal posterior
+ERROR_BAR_Z = 1.96
+
 
 @dataclass
 class ShapleyEstimate:
