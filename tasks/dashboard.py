@@ -311,8 +311,9 @@ def _group_table(group: Group, now: float, link: str) -> str:
         s = study_summary(study.view, now)
         largest = largest_term(s["rows"])
         status = "problem: see its page" if s["problems"] else s["status"]
+        game_id = f' <span class="id">[{esc(s["game_id"])}]</span>' if s["game_id"] else ""
         rows.append(f'<tr data-store="{study.number}"><td><a href="{link.format(study.number)}">{esc(study.name)}</a>'
-                    f'</td><td>{esc(s["game"])}</td><td>{esc(s["method"])}</td><td>{esc(status)}</td>'
+                    f'</td><td>{esc(s["game"])}{game_id}</td><td>{esc(s["method"])}</td><td>{esc(status)}</td>'
                     f'<td class="num" data-field="spent">{esc(s["spent"])}</td><td class="num" data-field="budget">'
                     f'{esc(s["budget"])}</td><td class="num">{esc(s["left"])}</td><td>{esc(s["eta"])}</td>'
                     f'<td>{esc(s["last_write"])}</td><td>{esc(largest)}</td></tr>')

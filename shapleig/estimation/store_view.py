@@ -19,6 +19,7 @@ in flight, and the latest values with their std.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import sqlite3
@@ -239,6 +240,24 @@ def _rate(times: list[float], seconds: list[float]) -> float | None:
     return seconds[-1] if seconds else None
 
 
+def game_id_of(meta: dict[str, str]) -> str:
+    """The game id of a store: the store's own (``EvaluationStore(game_id=)``), else the game's (in its identity).
+
+    Args:
+        meta: the store's ``meta`` table.
+
+    Returns:
+        the id, or ``""``.
+    """
+    if meta.get("game_id"):
+        return meta["game_id"]
+    try:
+        identity = json.loads(meta.get("identity", "{}"))
+    except ValueError:
+        return ""
+    return str(identity.get("game_id", "")) if isinstance(identity, dict) else ""
+
+
 def study_summary(view: StoreView, now: float | None = None) -> dict[str, Any]:
     """The figures of one store, formatted once for the page and the terminal.
 
@@ -278,7 +297,7 @@ def study_summary(view: StoreView, now: float | None = None) -> dict[str, Any]:
                          "low": _fmt(None if half is None else value - half),
                          "high": _fmt(None if half is None else value + half)})
     return {
-        "path": view.path, "game": view.meta.get("game", "?"), "game_id": view.meta.get("game_id", ""),
+        "path": view.path, "game": view.meta.get("game", "?"), "game_id": game_id_of(view.meta),
         "method": run.run.method if run else "-", "seed": run.run.seed if run else "-",
         "index": run.run.info.get("index", "SV") if run else "-", "units": (run.run.info.get("units") if run else None)
         or "game units", "budget": "-" if budget is None else str(budget), "spent": str(spent),
@@ -292,4 +311,4 @@ def study_summary(view: StoreView, now: float | None = None) -> dict[str, Any]:
     }
 
 
-__all__ = ["RunView", "StoreView", "duration", "read_only_connection", "study_summary"]
+__all__ = ["RunView", "StoreView", "duration", "game_id_of", "read_only_connection", "study_summary"]
