@@ -76,6 +76,7 @@ def loop_diagnostics(loop: Any) -> dict[str, Any]:
     threshold = loop.target_threshold() if callable(getattr(loop, "target_threshold", None)) else None
     if threshold is not None:
         out["target_threshold"] = float(threshold)
+        out["target_reached"] = getattr(loop, "target_evaluations", None) is not None
     return out
 
 

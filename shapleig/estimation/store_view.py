@@ -283,7 +283,8 @@ def study_summary(view: StoreView, now: float | None = None) -> dict[str, Any]:
     rate = _rate(view.times, view.seconds)
     writes = [t for t in (view.times[-1] if view.times else None, last.time if last else None) if t is not None]
     last_write = now - max(writes) if writes else None
-    status = "finished" if left == 0 else ("no run recorded" if run is None else "running or stopped")
+    reached = bool(last is not None and (last.diagnostics or {}).get("target_reached"))  # the loop's tol / rtol
+    status = "finished" if left == 0 or reached else ("no run recorded" if run is None else "running or stopped")
     if status != "finished" and any(alive for _, _, alive in view.claims):
         status = "running"
     rows = []
