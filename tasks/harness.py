@@ -388,10 +388,12 @@ class Plan:
     notes: list[str] = field(default_factory=list)  # e.g. budgets that cover a game (enumerated, exact)
 
     def describe(self) -> str:
-        n_runs = len(self.jobs)
+        n_runs, n_rows = len(self.jobs), sum(len(job.budgets) for job in self.jobs)
+        anytime = (" (an anytime method runs once per seed at its largest budget and reads the smaller ones off "
+                   "its trace)" if n_rows != n_runs else "")
         return (
             f"{len(self.tasks)} task(s) x {len(self.methods)} method(s) x {len(self.budget_specs)} "
-            f"budget(s) x {len(self.seeds)} seed(s): {n_runs} estimator runs"
+            f"budget(s) x {len(self.seeds)} seed(s): {n_runs} estimator runs for {n_rows} table rows{anytime}"
         )
 
 
