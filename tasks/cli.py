@@ -153,6 +153,9 @@ def _run_plan(args: argparse.Namespace, tasks: list[str], methods: list[str], ou
         out = harness.check_output_path(out)
         if cache is not None and any(t.expensive for t in plan.tasks):
             harness.check_output_path(cache / "probe.npz")
+        store_dir = getattr(args, "store_dir", None)
+        if store_dir is not None:
+            harness.check_output_path(Path(store_dir) / "probe.sqlite")
     except (ValueError, ShapleigError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     if not plan.jobs:
@@ -166,7 +169,8 @@ def _run_plan(args: argparse.Namespace, tasks: list[str], methods: list[str], ou
     start = time.perf_counter()
     df = harness.execute_plan(plan, out=out, n_jobs=args.jobs, cache_dir=cache, live=args.live,
                               progress=not args.quiet, errors="record" if args.keep_going else "raise",
-                              log=None if args.quiet else _err, eval_timeout=eval_timeout, evaluator=evaluator)
+                              log=None if args.quiet else _err, eval_timeout=eval_timeout, evaluator=evaluator,
+                              store_dir=store_dir)
     failed = df[df["error"].fillna("") != ""]
     unit = f" in ({units})²" if units else ""
     print_frame(plots.mse_table(df), f"mean MSE{unit} (rows: task group, method; columns: budget)")
@@ -308,6 +312,9 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
     p.add_argument("--live", action="store_true",
                    help="evaluate expensive games live instead of from the enumerated table")
     p.add_argument("--keep-going", action="store_true", help="record failing runs instead of stopping")
+    p.add_argument("--store-dir", default=None, metavar="DIR",
+                   help="one evaluation store per run in DIR: watch it with `shapleig dashboard DIR` (or status); "
+                        "a killed run resumes its evaluations")
     p.add_argument("--eval-timeout", type=float, default=None, metavar="SECONDS",
                    help="abandon a game evaluation that takes longer than this (it runs in a worker process)")
     p.add_argument("--workers", type=int, default=None, metavar="N",

@@ -107,6 +107,7 @@ def record_finish(loop: Any, est: ShapleyEstimate) -> None:
     if recorder is None:
         return
     recorder.sync(est.trace, est.trace_std, last_diagnostics=loop_diagnostics(loop))
+    recorder.end(est.evaluations)
     est.info["trace_run"] = recorder.run_id
 
 

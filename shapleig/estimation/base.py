@@ -273,6 +273,7 @@ class BaseEstimator(abc.ABC):
             budgeted.trace_recorder = None
         if recorder is not None:  # what the method did not record as it went (all of it, for most baselines)
             recorder.sync(result.trace, result.trace_std)
+            recorder.end(budgeted.evaluations)
             result.info["trace_run"] = recorder.run_id
         if exact:
             result.info["message"] = message

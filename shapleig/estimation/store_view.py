@@ -33,7 +33,7 @@ from shapleig.errors import StoreError
 from shapleig.estimation.result import ERROR_BAR_Z
 from shapleig.runs.claims import _HOST, _pid_alive
 from shapleig.runs.row_digest import ROW_COLUMNS, parse_row_key, row_matches
-from shapleig.runs.trace_table import TraceEntry, TraceRun, latest_per_step, read_entries, read_runs
+from shapleig.runs.trace_table import TraceEntry, TraceRun, latest_per_step, read_ends, read_entries, read_runs
 
 _HEADER = b"SQLite format 3\x00"
 RATE_WINDOW = 20  # the ETA's rate: seconds per evaluation over the last this many evaluations
@@ -80,10 +80,12 @@ class RunView:
     Attributes:
         run: the run as recorded (:class:`~shapleig.runs.trace_table.TraceRun`).
         entries: every row of its trace read so far, in the order written.
+        ended: ``(time, evaluations)`` when the run returned its estimate (None: running, or stopped).
     """
 
     run: TraceRun
     entries: list[TraceEntry] = field(default_factory=list)
+    ended: tuple[float, int] | None = None
 
     @property
     def trace(self) -> list[TraceEntry]:
@@ -187,11 +189,13 @@ class StoreView:
 
     def _read_runs(self, conn: sqlite3.Connection, key: bytes | None) -> None:
         known = {v.run.run: v for v in self.runs}
+        ends = read_ends(conn, key, self.path)
         runs = []
         for run in read_runs(conn, key, self.path):
             view = known.get(run.run) or RunView(run)
             after = view.entries[-1].id if view.entries else 0
             view.entries.extend(read_entries(conn, key, self.path, run.run, after))
+            view.ended = ends.get(run.run)
             runs.append(view)
         self.runs = runs
 
@@ -279,14 +283,18 @@ def study_summary(view: StoreView, now: float | None = None) -> dict[str, Any]:
     budget = run.run.budget if run is not None else None
     stored = len(view.times)
     spent = last.evaluations if last is not None else (min(stored, budget) if budget else stored)
+    if run is not None and run.ended is not None:
+        spent = max(spent, run.ended[1])
     left = None if budget is None else max(budget - spent, 0)
     rate = _rate(view.times, view.seconds)
     writes = [t for t in (view.times[-1] if view.times else None, last.time if last else None) if t is not None]
     last_write = now - max(writes) if writes else None
-    reached = bool(last is not None and (last.diagnostics or {}).get("target_reached"))  # the loop's tol / rtol
-    status = "finished" if left == 0 or reached else ("no run recorded" if run is None else "running or stopped")
-    if status != "finished" and any(alive for _, _, alive in view.claims):
-        status = "running"
+    if run is None:
+        status = "no run recorded"
+    elif run.ended is not None and (last is None or run.ended[1] >= last.evaluations):
+        status = "finished"  # it returned its estimate (also short of its budget: whole permutations, a target met)
+    else:
+        status = "running" if any(alive for _, _, alive in view.claims) else "running or stopped"
     rows = []
     if last is not None:
         labels = run.labels if len(run.labels) == len(last.values) else [f"term {k}" for k in range(len(last.values))]
@@ -304,7 +312,8 @@ def study_summary(view: StoreView, now: float | None = None) -> dict[str, Any]:
         or "game units", "budget": "-" if budget is None else str(budget), "spent": str(spent),
         "left": "-" if left is None else str(left), "stored": str(stored), "failed": str(view.failed),
         "rate": duration(rate) if rate is not None else "-",
-        "eta": "0 s" if left == 0 else duration(None if rate is None or left is None else rate * left),
+        "eta": "0 s" if left == 0 or status == "finished" else duration(None if rate is None or left is None
+                                                                       else rate * left),
         "in_flight": str(len(view.claims)), "workers": str(len({(h, p) for h, p, _ in view.claims})),
         "last_write": duration(last_write) + " ago" if last_write is not None else "-", "status": status,
         "problems": list(view.problems), "notes": list(view.notes), "run": run, "rows": rows,

@@ -5,7 +5,7 @@ run's store can hold a trace (an :class:`~shapleig.runs.store.EvaluationStore`; 
 own without ``start_trace_run`` and ``record_trace`` simply gets none) and attaches it to the
 budgeted game (``BudgetedGame.trace_recorder``). The design loop records each step through it as
 the step ends; when the method returns, every entry of ``est.trace`` the store does not hold as it
-is gets written (all of them for methods that compute their anytime estimate at the end, the final
+is gets written, then the run's end (all of them for methods that compute their anytime estimate at the end, the final
 read-out for the loop), so the store's trace is the run's ``est.trace``
 (:mod:`shapleig.runs.trace_table`). A run resumed with the same method, options, seed and budget
 has the same run id and continues the rows the killed run wrote.
@@ -187,6 +187,18 @@ class TraceRecorder:
         entries = [self.entry(k, n, values, stds[k], diagnostics=last_diagnostics if k == last else None)
                    for k, (n, values) in enumerate(trace)]
         return self.store.record_trace(entries) if entries else 0
+
+
+    def end(self, evaluations: int) -> bool:
+        """Record that the run returned its estimate after ``evaluations`` (once per evaluation count).
+
+        Args:
+            evaluations: the evaluations the run spent.
+
+        Returns:
+            True when a row was written.
+        """
+        return bool(self.store.end_trace_run(self.run.run, int(evaluations)))
 
 
 def start_trace(budgeted: Any, *, method: str, seed: Any, budget: int, params: dict[str, Any], index: str = "SV",

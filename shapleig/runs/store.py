@@ -66,7 +66,7 @@ digests, 64 hex digits); a store given its digests when opened by this version a
 ``digests_added`` (when) and ``deleted_before_digests`` (ids already missing then), a rebuilt one
 ``rebuilt_from``. Table ``claims`` holds the
 coalitions being evaluated right now: ``coalition``, ``owner``, ``host``, ``pid``, ``heartbeat``.
-Tables ``trace_runs`` and ``trace`` hold the anytime trace of the runs on the store, each row with
+Tables ``trace_runs``, ``trace`` and ``trace_ends`` hold the anytime trace of the runs on the store, each row with
 its digest under the same key (:mod:`shapleig.runs.trace_table`); a store of an earlier version
 gets them, empty, when it is next opened.
 """
@@ -114,9 +114,11 @@ from shapleig.runs.trace_table import (
     TraceEntry,
     TraceRun,
     check_trace_columns,
+    insert_end,
     insert_entry,
     insert_run,
     latest_per_step,
+    read_ends,
     read_entries,
     read_runs,
 )
@@ -1005,6 +1007,29 @@ class EvaluationStore:
         with self.transaction("could not record the run's trace") as conn:
             key = self._trace_key()
             return sum(insert_entry(conn, key, self.path, entry) for entry in entries)
+
+    def end_trace_run(self, run: str, evaluations: int) -> bool:
+        """Record that ``run`` returned its estimate (a reader shows it finished, also short of its budget).
+
+        Args:
+            run: the run's id.
+            evaluations: the evaluations it spent.
+
+        Returns:
+            True when a row was written.
+        """
+        self._require_bound()
+        with self.transaction("could not record the run's end") as conn:
+            return insert_end(conn, self._trace_key(), run, evaluations, time.time())
+
+    def trace_ends(self) -> dict[str, tuple[float, int]]:
+        """When each run on the store returned its estimate: ``{run: (time, evaluations)}``.
+
+        Returns:
+            the latest end of each run that ended.
+        """
+        with self._lock:
+            return read_ends(self.conn, self._key(), self.path)
 
     def trace_runs(self) -> list[TraceRun]:
         """The runs recorded on this store, oldest first (each row checked against its digest).

@@ -27,8 +27,9 @@ Coalitions are ``bool[m, p]`` arrays (``bool[p]`` for :meth:`Store.append`); val
 A store must never serve a non-finite value, nor one game's values to another.
 
 Optionally, a store can hold the anytime trace of the runs on it (what ``shapleig dashboard`` and
-``shapleig status`` show while a run goes): :data:`TRACE_METHODS`, ``start_trace_run(run)`` and
-``record_trace(entries)`` as :class:`~shapleig.runs.store.EvaluationStore` has them
+``shapleig status`` show while a run goes): :data:`TRACE_METHODS`, ``start_trace_run(run)``,
+``record_trace(entries)`` and ``end_trace_run(run, evaluations)`` as
+:class:`~shapleig.runs.store.EvaluationStore` has them
 (:mod:`shapleig.runs.trace_table`). A store without them runs every estimate the same and records
 no trace; they are looked up with ``getattr(store, name, None)``, nothing else of a store is.
 
@@ -128,7 +129,7 @@ class Store(Protocol):
 
 STORE_METHODS = ("bind", "lookup", "claim", "wait_for_others", "release", "append", "close")
 # optional: a store that has both records the runs' anytime trace (shapleig.estimation.trace_record)
-TRACE_METHODS = ("start_trace_run", "record_trace")
+TRACE_METHODS = ("start_trace_run", "record_trace", "end_trace_run")
 
 
 def missing_store_methods(obj: Any) -> list[str]:

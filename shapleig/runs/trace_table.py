@@ -13,7 +13,11 @@ its steps and writes an entry only when no row holds it yet or when the latest r
 differs (a final refit that replaced the last read-out), so the latest row of every step is the
 run's ``est.trace`` and a replayed step keeps the row, times and worker of the run that first made it.
 
-**Integrity.** Every row of both tables carries a keyed digest of all its columns under the
+**Ends.** ``trace_ends`` holds a row when a run returned its estimate (``id``, ``run``, ``time``,
+``evaluations``): a run that stopped short of its budget (a baseline using whole permutations, a
+precision target met) is finished, one without such a row is running or was stopped.
+
+**Integrity.** Every row of the three tables carries a keyed digest of all its columns under the
 store's key (:mod:`shapleig.runs.row_digest`; the message starts with the table's name, so a trace
 row can never pass for an evaluation row or the other way round), written in the transaction that
 inserts it and checked when the row is read. The trace is derived data (a resumed run recomputes
@@ -66,11 +70,20 @@ CREATE TABLE IF NOT EXISTS trace (
     digest BLOB
 );
 CREATE INDEX IF NOT EXISTS trace_by_run ON trace (run, step);
+CREATE TABLE IF NOT EXISTS trace_ends (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run TEXT NOT NULL,
+    time REAL NOT NULL,
+    evaluations INTEGER NOT NULL,
+    digest BLOB
+);
 """
 RUN_COLUMNS = ("run", "started", "method", "seed", "budget", "info")
 ENTRY_COLUMNS = ("id", "run", "step", "evaluations", "time", "eval_seconds", "worker", "pending", "estimate", "std",
                  "diagnostics")
-TRACE_TABLES = {"trace_runs": set(RUN_COLUMNS) | {"digest"}, "trace": set(ENTRY_COLUMNS) | {"digest"}}
+END_COLUMNS = ("id", "run", "time", "evaluations")
+TRACE_TABLES = {"trace_runs": set(RUN_COLUMNS) | {"digest"}, "trace": set(ENTRY_COLUMNS) | {"digest"},
+                "trace_ends": set(END_COLUMNS) | {"digest"}}
 
 
 @dataclass(frozen=True)
@@ -288,6 +301,54 @@ def _check_run_row(key: bytes | None, path: str, row: tuple) -> None:
         raise StoreError(f"evaluation store {path}: the trace_runs row of run {row[0]} {why}; refusing to show it")
 
 
+def insert_end(conn: sqlite3.Connection, key: bytes, run: str, evaluations: int, when: float) -> bool:
+    """Record that ``run`` returned its estimate after ``evaluations`` (inside the caller's write transaction).
+
+    Args:
+        conn: a connection inside ``BEGIN IMMEDIATE``.
+        key: the store's key.
+        run: the run's id.
+        evaluations: the evaluations it spent.
+        when: the Unix time.
+
+    Returns:
+        True when a row was written (not when the run's end was recorded with these evaluations already).
+    """
+    if conn.execute("SELECT 1 FROM trace_ends WHERE run = ? AND evaluations = ?", (run, int(evaluations))).fetchone():
+        return False
+    last = conn.execute("SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'trace_ends'), 0), "
+                        "COALESCE((SELECT MAX(id) FROM trace_ends), 0)) + 1").fetchone()[0]
+    row = (int(last), str(run), float(when), int(evaluations))
+    conn.execute(f"INSERT INTO trace_ends ({', '.join(END_COLUMNS)}, digest) VALUES (?, ?, ?, ?, ?)",
+                 (*row, _digest(key, "trace_ends", row)))
+    return True
+
+
+def read_ends(conn: sqlite3.Connection, key: bytes | None, path: str) -> dict[str, tuple[float, int]]:
+    """When each run returned its estimate: ``{run: (time, evaluations)}`` of its latest end, rows checked.
+
+    Args:
+        conn: a connection to the store.
+        key: the store's key.
+        path: the store's path, for messages.
+
+    Returns:
+        the ends ({} for a store without the table).
+
+    Raises:
+        StoreError: a row that does not match its digest.
+    """
+    if "trace_ends" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}:
+        return {}
+    out: dict[str, tuple[float, int]] = {}
+    for row in conn.execute(f"SELECT {', '.join(END_COLUMNS)}, digest FROM trace_ends ORDER BY id").fetchall():
+        if not _matches(key, "trace_ends", row):
+            raise StoreError(f"evaluation store {path}: trace_ends row {row[0]} (run {row[1]}) does not match its "
+                             f"digest; refusing to show it")
+        out[row[1]] = (float(row[2]), int(row[3]))
+    return out
+
+
 def _missing_entries(conn: sqlite3.Connection) -> int:
     """Rows of ``trace`` deleted (ids handed out in order, as for ``evaluations``)."""
     row = conn.execute("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'trace'), 0), "
@@ -367,6 +428,6 @@ def latest_per_step(entries: Sequence[TraceEntry]) -> list[TraceEntry]:
     return [latest[s] for s in sorted(latest)]
 
 
-__all__ = ["ENTRY_COLUMNS", "RUN_COLUMNS", "TRACE_SCHEMA", "TRACE_TABLES", "TraceEntry", "TraceRun", "check_entry_row",
-           "check_trace_columns", "has_trace_tables", "insert_entry", "insert_run", "latest_per_step", "read_entries",
-           "read_runs", "vector_text"]
+__all__ = ["END_COLUMNS", "ENTRY_COLUMNS", "RUN_COLUMNS", "TRACE_SCHEMA", "TRACE_TABLES", "TraceEntry", "TraceRun", "check_entry_row",
+           "check_trace_columns", "has_trace_tables", "insert_end", "insert_entry", "insert_run", "latest_per_step",
+           "read_ends", "read_entries", "read_runs", "vector_text"]

@@ -154,7 +154,12 @@ def test_a_run_killed_mid_way_and_resumed_continues_its_trace(tmp_path):
     path = _run_and_kill(tmp_path, k)
     before = _rows(path)
     assert [r[3] for r in before] == [7, 8, 9, 10, 11]  # one entry per step the killed run finished
+    with EvaluationStore(path) as store:
+        assert store.trace_ends() == {}  # killed: it never returned an estimate
     resumed = ShaplEIG(pool_size=64).estimate(QuadraticGame(P, seed=1), BUDGET, seed=SEED, store=path)
+    with EvaluationStore(path) as store:
+        assert list(store.trace_ends()) == [resumed.info["trace_run"]]
+        assert store.trace_ends()[resumed.info["trace_run"]][1] == BUDGET
     after = _rows(path)
     assert after[: len(before)] == before  # the killed run's rows kept as they were (times, worker)
     assert {r[1] for r in after} == {resumed.info["trace_run"]}  # DesignLoop and ShaplEIG: one run
@@ -190,6 +195,19 @@ def test_an_edited_trace_row_is_refused_when_read_and_when_a_run_resumes(traced,
         ShaplEIG(pool_size=64).estimate(QuadraticGame(P, seed=1), BUDGET, seed=SEED, store=path)
 
 
+def test_a_run_that_stops_short_of_its_budget_records_its_end(tmp_path):
+    path = tmp_path / "s.sqlite"
+    est = registry.get("permutation").build().estimate(QuadraticGame(P, seed=1), 10, seed=SEED, store=path)
+    assert est.evaluations < 10  # whole permutations only
+    with EvaluationStore(path) as store:
+        assert store.trace_ends()[est.info["trace_run"]][1] == est.evaluations
+        store.end_trace_run(est.info["trace_run"], est.evaluations)  # once per evaluation count
+    assert len(_rows(path, "trace_ends")) == 1
+    _sql(path, "UPDATE trace_ends SET evaluations = 10")
+    with EvaluationStore(path) as store, pytest.raises(StoreError, match="trace_ends row 1 .*does not match"):
+        store.trace_ends()
+
+
 def test_a_deleted_trace_row_and_an_edited_run_row_are_refused(traced):
     path, run = traced
     _sql(path, "DELETE FROM trace WHERE id = 2")
@@ -219,7 +237,7 @@ def test_a_store_of_an_earlier_version_opens_and_gets_the_trace_tables(tmp_path)
     game = QuadraticGame(P, seed=1)
     est = ShaplEIG(pool_size=64).estimate(game, BUDGET, seed=SEED, store=path)
     # the file an earlier version wrote: no trace tables, no digest column, no row key
-    _sql(path, "DROP TABLE trace", "DROP TABLE trace_runs", "ALTER TABLE evaluations DROP COLUMN digest",
+    _sql(path, "DROP TABLE trace", "DROP TABLE trace_runs", "DROP TABLE trace_ends", "ALTER TABLE evaluations DROP COLUMN digest",
          "DELETE FROM meta WHERE key = 'row_key'")
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     from shapleig.runs.trace_table import has_trace_tables, read_runs

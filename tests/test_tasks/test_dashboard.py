@@ -381,7 +381,7 @@ def test_a_damaged_store_is_reported_on_its_page_and_the_others_still_served(tmp
 def test_a_store_of_an_earlier_version_is_shown_with_a_note(tmp_path):
     path = _store(tmp_path)
     con = sqlite3.connect(path)
-    for statement in ("DROP TABLE trace", "DROP TABLE trace_runs", "ALTER TABLE evaluations DROP COLUMN digest",
+    for statement in ("DROP TABLE trace", "DROP TABLE trace_runs", "DROP TABLE trace_ends", "ALTER TABLE evaluations DROP COLUMN digest",
                       "DELETE FROM meta WHERE key = 'row_key'"):
         con.execute(statement)
     con.commit()
@@ -393,3 +393,25 @@ def test_a_store_of_an_earlier_version_is_shown_with_a_note(tmp_path):
 
 
 
+
+
+def test_shapleig_run_with_a_store_dir_is_visible_run_by_run(tmp_path):
+    out, stores = tmp_path / "r.parquet", tmp_path / "stores"
+    done = _cli("run", "--tasks", "wvg-7", "--methods", "shapleig:pool_size=32", "permutation", "--budgets", "10", "14",
+                "--seeds", "1", "--out", str(out), "--store-dir", str(stores), "--quiet")
+    assert done.returncode == 0, done.stderr
+    import pandas as pd
+
+    df = pd.read_parquet(out)
+    groups = find_stores([str(stores)])
+    names = sorted(s.name for s in groups[0].studies)
+    assert len(names) == 3 and sum("permutation" in n for n in names) == 2  # shapleig: one anytime run at 14
+    lines = status_lines(groups)
+    assert sum(" finished " in line for line in lines) == 3
+    (ours,) = [s for s in groups[0].studies if "shapleig" in s.name]
+    ours.view.refresh()
+    last = ours.view.latest_run.trace[-1]
+    row = df[(df.method_name == "shapleig") & (df.budget == 14)].iloc[0]
+    np.testing.assert_array_equal(last.values, row["values"])  # the table's values are the store's
+    assert _cli("run", "--tasks", "wvg-7", "--methods", "permutation", "--budgets", "10", "--out", str(out),
+                "--store-dir", str(tmp_path / "r.parquet" / "x")).returncode == 2
