@@ -117,19 +117,20 @@ class StoreView:
         runs: the runs on the store, oldest first.
         problems: why numbers are not shown (a row that does not match its digest, a damaged file).
         notes: what else a reader should know (an earlier version's store, rows not checked).
+        refreshed: Unix time of the last refresh (0: never).
     """
 
     path: str
-    meta: dict[str, str] = field(default_factory=dict)
-    times: list[float] = field(default_factory=list)
-    seconds: list[float] = field(default_factory=list)
-    failed: int = 0
-    claims: list[tuple[str, int, bool | None]] = field(default_factory=list)
-    runs: list[RunView] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    refreshed: float = 0.0
-    _last_id: int = 0
+    meta: dict[str, str] = field(default_factory=dict, init=False)
+    times: list[float] = field(default_factory=list, init=False)
+    seconds: list[float] = field(default_factory=list, init=False)
+    failed: int = field(default=0, init=False)
+    claims: list[tuple[str, int, bool | None]] = field(default_factory=list, init=False)
+    runs: list[RunView] = field(default_factory=list, init=False)
+    problems: list[str] = field(default_factory=list, init=False)
+    notes: list[str] = field(default_factory=list, init=False)
+    refreshed: float = field(default=0.0, init=False)
+    _last_id: int = field(default=0, init=False, repr=False)  # the last evaluation row read
 
     def refresh(self) -> "StoreView":
         """Read what was committed since the last refresh (read-only; the connection is closed again).

@@ -1,4 +1,4 @@
-"""The anytime trace of the runs on an evaluation store: tables ``trace_runs`` and ``trace``.
+"""The anytime trace of the runs on an evaluation store: tables ``trace_runs``, ``trace`` and ``trace_ends``.
 
 Each step a run records what it would answer if stopped now: the estimate and std of every term,
 the read-out's diagnostics (kernel weights, calibration, refits), the wall seconds its evaluations
