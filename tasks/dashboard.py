@@ -303,6 +303,12 @@ def largest_term(rows: Sequence[dict[str, str]]) -> str:
     return f"{top['term']}: {top['value']}{bar}"
 
 
+def _short(game: str) -> str:
+    """``ImputerGame(n_players=10)`` for ``shapleig.explanation.imputer.ImputerGame(n_players=10)`` (the table's cell)."""
+    head, paren, rest = game.partition("(")
+    return head.rsplit(".", 1)[-1] + paren + rest
+
+
 def _group_table(group: Group, now: float, link: str) -> str:
     head = ("<thead><tr><th>store</th><th>game</th><th>method</th><th>status</th><th>spent</th><th>budget</th>"
             "<th>left</th><th>ETA</th><th>last write</th><th>largest term</th></tr></thead>")
@@ -313,7 +319,8 @@ def _group_table(group: Group, now: float, link: str) -> str:
         status = "problem: see its page" if s["problems"] else s["status"]
         game_id = f' <span class="id">[{esc(s["game_id"])}]</span>' if s["game_id"] else ""
         rows.append(f'<tr data-store="{study.number}"><td><a href="{link.format(study.number)}">{esc(study.name)}</a>'
-                    f'</td><td>{esc(s["game"])}{game_id}</td><td>{esc(s["method"])}</td><td>{esc(status)}</td>'
+                    f'</td><td title="{esc(s["game"])}">{esc(_short(s["game"]))}{game_id}</td><td>{esc(s["method"])}'
+                    f'</td><td>{esc(status)}</td>'
                     f'<td class="num" data-field="spent">{esc(s["spent"])}</td><td class="num" data-field="budget">'
                     f'{esc(s["budget"])}</td><td class="num">{esc(s["left"])}</td><td>{esc(s["eta"])}</td>'
                     f'<td>{esc(s["last_write"])}</td><td>{esc(largest)}</td></tr>')

@@ -1004,9 +1004,16 @@ class EvaluationStore:
             how many rows were written.
         """
         self._require_bound()
-        with self.transaction("could not record the run's trace") as conn:
-            key = self._trace_key()
-            return sum(insert_entry(conn, key, self.path, entry) for entry in entries)
+        with self._lock:
+            # not synced to disk at each step (evaluations are): the trace is derived, and a run resumed after a
+            # power cut rewrites what was lost; the next evaluation's synced commit carries these pages too
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                with self.transaction("could not record the run's trace") as conn:
+                    key = self._trace_key()
+                    return sum(insert_entry(conn, key, self.path, entry) for entry in entries)
+            finally:
+                self.conn.execute("PRAGMA synchronous = FULL")
 
     def end_trace_run(self, run: str, evaluations: int) -> bool:
         """Record that ``run`` returned its estimate (a reader shows it finished, also short of its budget).

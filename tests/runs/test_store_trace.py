@@ -255,3 +255,13 @@ def test_trace_tables_made_by_another_program_are_refused(tmp_path):
     _sql(path, "CREATE TABLE trace (id INTEGER PRIMARY KEY, run TEXT)")
     with pytest.raises(StoreError, match=r"table trace lacks the columns \['diagnostics', 'digest'"):
         EvaluationStore(path)
+
+
+def test_evaluations_stay_synced_to_disk_after_a_trace_write(traced):
+    """Trace rows are committed without waiting for the disk (derived data); every evaluation still is."""
+    path, run = traced
+    with EvaluationStore(path) as store:
+        assert store.conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+        store.record_trace([{"run": run, "step": 99, "evaluations": BUDGET, "time": 0.0, "eval_seconds": None,
+                             "worker": "w", "pending": 0, "values": np.zeros(P), "std": None, "diagnostics": None}])
+        assert store.conn.execute("PRAGMA synchronous").fetchone() == (2,)
