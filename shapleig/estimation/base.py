@@ -249,15 +249,21 @@ class BaseEstimator(abc.ABC):
         message = enumeration_message(p, budget) if exact else ""
         if exact and budget > (1 << p):
             warnings.warn(message, BudgetCoversGameWarning, stacklevel=2)
+        # the anytime trace goes to the store as the run goes (shapleig.estimation.trace_record); started
+        # before anything of the caller's BudgetedGame is changed, so a store that cannot record leaves it as it was
+        method, params = self.trace_identity()
+        try:
+            recorder = start_trace(budgeted, method=method, seed=seed, budget=budget, params=params,
+                                   index=getattr(self, "index", "SV"), max_order=getattr(self, "max_order", None))
+        except BaseException:
+            if owned is not None and callable(getattr(owned, "close", None)):
+                owned.close()
+            raise
         start = time.perf_counter()
         # cap a caller's BudgetedGame at this call's budget for the duration of the run
         own_cap = budgeted.budget
         budgeted.budget = budgeted.evaluations + budget
         bar = self._progress_bar(budgeted, p, budget) if progress else None
-        # the anytime trace goes to the store as the run goes (shapleig.estimation.trace_record)
-        method, params = self.trace_identity()
-        recorder = start_trace(budgeted, method=method, seed=seed, budget=budget, params=params,
-                               index=getattr(self, "index", "SV"), max_order=getattr(self, "max_order", None))
         budgeted.trace_recorder = recorder
         try:
             result = (enumerate_game(budgeted, method=self.name, index=getattr(self, "index", "SV"),

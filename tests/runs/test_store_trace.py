@@ -265,3 +265,17 @@ def test_evaluations_stay_synced_to_disk_after_a_trace_write(traced):
         store.record_trace([{"run": run, "step": 99, "evaluations": BUDGET, "time": 0.0, "eval_seconds": None,
                              "worker": "w", "pending": 0, "values": np.zeros(P), "std": None, "diagnostics": None}])
         assert store.conn.execute("PRAGMA synchronous").fetchone() == (2,)
+
+
+def test_a_store_that_cannot_record_the_run_leaves_the_callers_budgeted_game_as_it_was(tmp_path):
+    from shapleig import BudgetedGame
+
+    class Refusing(EvaluationStore):
+        def start_trace_run(self, run):
+            raise StoreError("cannot record the run (disk full)")
+
+    with Refusing(tmp_path / "s.sqlite") as store:
+        budgeted = BudgetedGame(QuadraticGame(P, seed=1), 30, store=store)
+        with pytest.raises(StoreError, match="disk full"):
+            ShaplEIG(pool_size=64).estimate(budgeted, BUDGET, seed=SEED)
+        assert budgeted.budget == 30 and budgeted.evaluations == 0 and budgeted.trace_recorder is None
