@@ -274,6 +274,13 @@ class TimedGame:
         self.calls.append((before, self.count, start, end))
         return values
 
+    def identity(self) -> dict[str, str]:
+        """The wrapped game's identity: timing a game changes none of its values (an evaluation store of
+        ``--store-dir`` is bound to the task's game, not to one run's timer)."""
+        from shapleig.games.identity import game_identity
+
+        return game_identity(self.game)
+
     @property
     def game_s(self) -> float:
         """Seconds spent inside the game so far."""
@@ -421,10 +428,12 @@ class Plan:
     notes: list[str] = field(default_factory=list)  # e.g. budgets that cover a game (enumerated, exact)
 
     def describe(self) -> str:
-        n_runs = len(self.jobs)
+        n_runs, n_rows = len(self.jobs), sum(len(job.budgets) for job in self.jobs)
+        anytime = (" (an anytime method runs once per seed at its largest budget and reads the smaller ones off "
+                   "its trace)" if n_rows != n_runs else "")
         return (
             f"{len(self.tasks)} task(s) x {len(self.methods)} method(s) x {len(self.budget_specs)} "
-            f"budget(s) x {len(self.seeds)} seed(s): {n_runs} estimator runs"
+            f"budget(s) x {len(self.seeds)} seed(s): {n_runs} estimator runs for {n_rows} table rows{anytime}"
         )
 
 
@@ -526,14 +535,29 @@ def _fitting_budgets(
 
 # --------------------------------------------------------------------------------------------
 # running
+def job_store_path(store_dir: str | os.PathLike[str], task: str, method: str, seed: int, budget: int) -> Path:
+    """The evaluation store of one run in ``store_dir`` (``shapleig run --store-dir``): a file name made
+    of the task, the method's label, the seed and the budget (characters a file name cannot hold
+    replaced; a digest of the whole keeps two runs apart)."""
+    import hashlib
+
+    def part(text: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._=+-]+", "_", text).strip("._")[:60] or "x"
+
+    digest = hashlib.sha256(f"{task}|{method}|{seed}|{budget}".encode()).hexdigest()[:8]
+    return Path(store_dir) / f"{part(task)}__{part(method)}__seed{seed}__b{budget}__{digest}.sqlite"
+
+
 def run_job(
     job: Job, task: Task, game: Any, spec: MethodSpec, exact: np.ndarray, threads: int | None = None,
-    errors: str = "raise", eval_timeout: float | None = None, evaluator: Any = None,
+    errors: str = "raise", eval_timeout: float | None = None, evaluator: Any = None, store_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Run one job; one row per budget it fills. ``errors='record'`` turns a crash into rows.
     ``eval_timeout``: seconds per game call (``estimate(..., timeout=)``); the game then runs in
     a worker process, so ``game_s`` stays 0. ``evaluator``: ``estimate(..., evaluator=)`` (the
-    workers of ``shapleig run --workers`` / ``--dask-scheduler``)."""
+    workers of ``shapleig run --workers`` / ``--dask-scheduler``). ``store_dir``: every run writes
+    its evaluations and its trace to its own store there (:func:`job_store_path`), which
+    ``shapleig dashboard`` shows while it runs and a killed run resumes from."""
     p = int(game.n_players)
     base = {
         "task": task.name, "group": task.group, "kind": task.kind, "p": p, "method": spec.label,
@@ -544,7 +568,7 @@ def run_job(
     if index != "SV":  # the column only appears in index runs, so SV tables keep their schema
         base["index"] = index
     try:
-        return _run(job, game, spec, exact, base, threads, eval_timeout, evaluator)
+        return _run(job, game, spec, exact, base, threads, eval_timeout, evaluator, store_dir, task.name)
     except Exception as exc:  # noqa: BLE001 - recorded, or re-raised with context
         if errors != "record":
             if isinstance(exc, AcquisitionError):  # the method as configured is broken, not this run: bad input
@@ -565,7 +589,8 @@ def run_job(
 
 
 def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, threads: int | None,
-         eval_timeout: float | None = None, evaluator: Any = None) -> list[dict]:
+         eval_timeout: float | None = None, evaluator: Any = None, store_dir: Path | None = None,
+         task_name: str = "") -> list[dict]:
     from shapleig_tasks.metrics import max_abs_error, mse
 
     estimator = spec.build()
@@ -584,9 +609,15 @@ def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, t
         extra = {} if eval_timeout is None else {"timeout": eval_timeout}
         if evaluator is not None:
             extra["evaluator"] = evaluator
-        with warnings.catch_warnings():  # budgets covering the game are reported in Plan.notes
-            warnings.simplefilter("ignore", BudgetCoversGameWarning)
-            result = estimator.estimate(timed, n_max, seed=job.seed, **extra)
+        with contextlib.ExitStack() as stack:
+            if store_dir is not None:
+                from shapleig.runs.store import EvaluationStore
+
+                path = job_store_path(store_dir, task_name, spec.label, job.seed, n_max)
+                extra["store"] = stack.enter_context(EvaluationStore(path))
+            with warnings.catch_warnings():  # budgets covering the game are reported in Plan.notes
+                warnings.simplefilter("ignore", BudgetCoversGameWarning)
+                result = estimator.estimate(timed, n_max, seed=job.seed, **extra)
         total = time.perf_counter() - start
         info = getattr(result, "info", {}) or {}
         common = {"accounting": str(info.get("accounting", "")), "noise": _noise_note(info), "error": ""}
@@ -710,9 +741,10 @@ def execute_plan(
     log: Any = None,
     eval_timeout: float | None = None,
     evaluator: Any = None,
+    store_dir: str | os.PathLike[str] | None = None,
 ) -> pd.DataFrame:
-    """Run a validated :class:`Plan` (see :func:`run_benchmark`); ``eval_timeout`` and ``evaluator``
-    as in :func:`run_job` (an evaluator needs ``n_jobs=1``)."""
+    """Run a validated :class:`Plan` (see :func:`run_benchmark`); ``eval_timeout``, ``evaluator`` and
+    ``store_dir`` as in :func:`run_job` (an evaluator needs ``n_jobs=1``)."""
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
@@ -737,7 +769,8 @@ def execute_plan(
     todo = [job for job in plan.jobs if job_key(plan, job, live, eval_timeout) not in done]
     calls = (
         delayed(run_job)(job, plan.tasks[job.task_index], served[job.task_index], plan.methods[job.method_index],
-                         exacts[job.task_index], threads, errors, eval_timeout, evaluator)
+                         exacts[job.task_index], threads, errors, eval_timeout, evaluator,
+                         None if store_dir is None else Path(store_dir))
         for job in todo
     )
     rows: list[dict] = [row for part in done.values() for row in part]

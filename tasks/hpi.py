@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from shapleig.estimation.result import ERROR_BAR_Z
 from shapleig_tasks.ml import (
     DATASET_TASK,
     DATASETS,
@@ -294,7 +295,8 @@ class Study:
         table.to_csv(files["table"], index=False)
         table.to_parquet(files["parquet"], index=False)
         plot_shapley(table, files["plot"], title=f"{self.settings['study']}: {self.settings['model']} on "
-                     f"{self.settings['dataset']} ({self.method}, {est.evaluations} evaluations)", index=est.index)
+                     f"{self.settings['dataset']} ({self.method}, {est.evaluations} evaluations)", index=est.index,
+                     units=f"CV {self.settings.get('metric', 'score')}")
         summary = {
             **self.settings,
             "method": self.method,
@@ -383,27 +385,36 @@ def shapley_table(game: Any, est: Any) -> pd.DataFrame:
     return table
 
 
-def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "", n_std: float = 2.0,
-                 index: str = "SV", max_display: int = 20) -> Path:
+def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "", n_std: float = ERROR_BAR_Z,
+                 index: str = "SV", max_display: int = 20, units: str = "score units") -> Path:
     """Horizontal bars of the values of :func:`shapley_table`, largest |value| on top, with
-    ``± n_std`` posterior std error bars (2, as :func:`shapleig.plot_explanation`) for methods that
-    report a std. Interaction tables: the ``max_display`` largest terms, pairs in orange."""
+    ``± n_std`` posterior std error bars (1.96, a 95% interval, as :func:`shapleig.plot_explanation`)
+    for methods that report a std, a legend saying what bars and error bars are, and ``units`` on the
+    axis (the CV metric's). Interaction tables: the ``max_display`` largest terms, pairs in orange."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
+    from shapleig.explanation.plot import error_bar_label
     from shapleig.games.indices import index_label
 
     label, value = table.columns[0], table.columns[1]
     t = table[table["rank"] <= max_display].sort_values("rank", ascending=False)
-    fig, ax = plt.subplots(figsize=(6.5 if label == "hyperparameter" else 8.0, 0.45 * len(t) + 1.4))
+    fig, ax = plt.subplots(figsize=(6.5 if label == "hyperparameter" else 8.0, 0.45 * len(t) + 1.8))
     xerr = None if t["std"].isna().all() else n_std * t["std"].fillna(0.0).to_numpy()
     color = np.where(t["order"] > 1, "tab:orange", "tab:blue") if "order" in t else "tab:blue"
-    ax.barh(t[label], t[value], xerr=xerr, color=color, alpha=0.8, capsize=3)
+    ax.barh(t[label], t[value], color=color, alpha=0.8)
+    handles = [Patch(color="tab:blue", label=index_label(index) if "order" not in t else "single term")]
+    if "order" in t and (t["order"] > 1).any():
+        handles.append(Patch(color="tab:orange", label="pair"))
+    if xerr is not None:
+        handles.append(ax.errorbar(t[value], t[label], xerr=xerr, fmt="none", ecolor="0.15", elinewidth=1, capsize=3,
+                                   label=error_bar_label(n_std)))
     ax.axvline(0.0, color="black", lw=0.8)
-    ax.set_xlabel(index_label(index)
-                  + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
+    ax.set_xlabel(f"{index_label(index)} ({units})")
+    ax.legend(handles=handles, loc="best", fontsize=8, framealpha=0.85)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path = Path(path)

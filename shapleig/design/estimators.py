@@ -18,6 +18,7 @@ from shapleig.design.options import (
     keyword_signature,
     options_from,
 )
+from shapleig.design.trace_hook import loop_trace_identity
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game
@@ -230,6 +231,14 @@ class ShaplEIG(OptionsEstimator):
         """
         cls = AsyncDesignLoop if uses_async(self.options, game.evaluator) else DesignLoop
         return cls(game, None, seed=seed, options=self.options)
+
+    def trace_identity(self) -> tuple[str, dict[str, Any]]:
+        """The method and options identifying a run in a store's trace: the same as a ``DesignLoop`` with these options.
+
+        Returns:
+            ``(method, options)`` (:func:`~shapleig.design.trace_hook.loop_trace_identity`).
+        """
+        return loop_trace_identity(self.options)
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         result = self.make_loop(game, seed).run()

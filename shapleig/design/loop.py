@@ -33,6 +33,7 @@ from shapleig.design.initial import (
 )
 from shapleig.design.options import LoopOptions, options_from
 from shapleig.design.refit import AutoRefit, refit_schedule
+from shapleig.design.trace_hook import record_finish, record_step
 from shapleig.errors import BudgetError
 from shapleig.estimation.base import evaluation_progress_bar
 from shapleig.estimation.result import ShapleyEstimate
@@ -449,6 +450,7 @@ class DesignLoop:
         limit = self.target_threshold()
         if limit is not None and self.target_evaluations is None and float(np.max(std)) <= limit:
             self.target_evaluations = self.evaluations
+        record_step(self)  # the store's trace, for a reader watching the run
 
     def _evaluate(self, Z: np.ndarray) -> np.ndarray:
         start = time.perf_counter()
@@ -579,7 +581,7 @@ class DesignLoop:
         post = self.mixture
         empty = ~self.X.any(axis=1)
         baseline = float(self.y[np.flatnonzero(empty)[0]]) if empty.any() else None
-        return ShapleyEstimate(
+        est = ShapleyEstimate(
             values=post.mean,
             evaluations=self.evaluations,
             budget=self.budget,
@@ -593,6 +595,8 @@ class DesignLoop:
             index=self.operator.index,
             terms=list(self.operator.terms),
         )
+        record_finish(self, est)  # the final read-out replaced the last entry: the store's trace follows
+        return est
 
     def run(self) -> ShapleyEstimate:
         """Run until the budget (or the pool) is spent, or the precision target is met; return the estimate.

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from shapleig.errors import GameError
-from shapleig.estimation.result import ShapleyEstimate
+from shapleig.estimation.result import ERROR_BAR_Z, ShapleyEstimate
 from shapleig.explanation.choose_imputer import imputer_game
 from shapleig.explanation.explain import check_readable_identity, default_budget, explain_game, resolve_index_method
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, _as_matrix, _frame_layout, model_predict
@@ -169,11 +169,11 @@ class RowsExplanation:
         return pd.concat(frames, ignore_index=True)[["row", "term", "value", "std", "prediction", "baseline"]]
 
     def plot(self, kind: str = "bar", *, out: Any = None, max_display: int = 12) -> Any:
-        """The global importance as a matplotlib Figure.
+        """The global importance as a matplotlib Figure, error bars ± 1.96 std with a legend, units on the axis.
 
-        ``"bar"``: mean |value| per term, +- 2 std; ``"beeswarm"``: every row's value per feature,
-        coloured by the feature's value. The Figure is built without pyplot (the backend is left
-        alone) and saved to ``out`` when given.
+        ``"bar"``: mean |value| per term, ± 1.96 std of that mean; ``"beeswarm"``: every row's value per
+        feature, coloured by the feature's value, each with its ± 1.96 posterior std. The Figure is built
+        without pyplot (the backend is left alone) and saved to ``out`` when given.
 
         Args:
             kind: ``"bar"`` or ``"beeswarm"``.
@@ -185,25 +185,38 @@ class RowsExplanation:
         """
         from matplotlib.figure import Figure
 
+        from shapleig.explanation.plot import add_value_legend, error_bar_label
+
         if kind not in ("bar", "beeswarm"):
             raise ValueError(f"kind must be 'bar' or 'beeswarm', got {kind!r}")
         mean, std = self.global_importance()
         order = np.argsort(-mean, kind="stable")[:max_display][::-1]
-        fig = Figure(figsize=(7.0, 0.45 * len(order) + 1.5))
+        fig = Figure(figsize=(7.0, 0.45 * len(order) + 1.9))
         ax = fig.add_subplot()
         labels = [self.labels[j] for j in order]
         if kind == "bar":
-            ax.barh(range(len(order)), mean[order], xerr=None if std is None else 2 * std[order], color="#1f77b4",
-                    capsize=3)
-            ax.set_xlabel("mean |value| over the rows" + ("" if std is None else " (± 2 posterior std)"))
+            ax.barh(range(len(order)), mean[order], color="#1f77b4")
+            bar = None if std is None else ax.errorbar(
+                mean[order], range(len(order)), xerr=ERROR_BAR_Z * std[order], fmt="none", ecolor="0.15",
+                elinewidth=1, capsize=3, label=error_bar_label())
+            ax.set_xlabel(f"mean |{self.index} value| over the rows (model output units)")
+            add_value_legend(ax, bar, signed=False, what="mean |value|")
         else:
-            values = self.values
+            values, row_std = self.values, self.std
             rng = np.random.default_rng(0)  # the jitter only: fixed, so the figure is reproducible
+            bar = None
             for y, j in enumerate(order):
                 colour = _feature_colour(self.data, self.terms[j])
-                ax.scatter(values[:, j], y + rng.uniform(-0.25, 0.25, len(self)), c=colour, cmap="coolwarm", s=12)
+                ys = y + rng.uniform(-0.25, 0.25, len(self))
+                if row_std is not None:
+                    bar = ax.errorbar(values[:, j], ys, xerr=ERROR_BAR_Z * row_std[:, j], fmt="none", ecolor="0.35",
+                                      elinewidth=0.7, alpha=0.6, label=error_bar_label())
+                ax.scatter(values[:, j], ys, c=colour, cmap="coolwarm", s=12, zorder=3)
             ax.axvline(0.0, color="grey", lw=0.8)
-            ax.set_xlabel(f"{self.index} value per row (colour: the feature's value, low blue to high red)")
+            ax.set_xlabel(f"{self.index} value per row (model output units; colour: the feature's value, "
+                          f"low blue to high red)")
+            if bar is not None:
+                ax.legend(handles=[bar], loc="best", fontsize=8, framealpha=0.85)
         ax.set_yticks(range(len(order)))
         ax.set_yticklabels(labels)
         ax.set_title(f"{len(self)} rows, {self.estimates[0].method if self.estimates else ''}")
@@ -288,7 +301,7 @@ def explain_X(  # noqa: PLR0913
 
     Returns:
         A :class:`RowsExplanation`: per-row estimates, ``summary()`` (mean |value| per term with its
-        posterior std), ``plot()``, ``to_frame()``, ``to_shap()``.
+        posterior std), ``plot()`` (error bars ± 1.96 std), ``to_frame()``, ``to_shap()``.
 
     Examples:
         >>> import numpy as np

@@ -66,6 +66,9 @@ digests, 64 hex digits); a store given its digests when opened by this version a
 ``digests_added`` (when) and ``deleted_before_digests`` (ids already missing then), a rebuilt one
 ``rebuilt_from``. Table ``claims`` holds the
 coalitions being evaluated right now: ``coalition``, ``owner``, ``host``, ``pid``, ``heartbeat``.
+Tables ``trace_runs``, ``trace`` and ``trace_ends`` hold the anytime trace of the runs on the store, each row with
+its digest under the same key (:mod:`shapleig.runs.trace_table`); a store of an earlier version
+gets them, empty, when it is next opened.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ import stat
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -106,6 +109,19 @@ from shapleig.runs.row_digest import (
     rows_missing,
 )
 from shapleig.runs.store_protocol import Store, missing_store_methods
+from shapleig.runs.trace_table import (
+    TRACE_SCHEMA,
+    TraceEntry,
+    TraceRun,
+    check_trace_columns,
+    insert_end,
+    insert_entry,
+    insert_run,
+    latest_per_step,
+    read_ends,
+    read_entries,
+    read_runs,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -415,7 +431,7 @@ class EvaluationStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             self._check_contents(conn)  # again, under the lock: another process may have won
-            for statement in filter(str.strip, _SCHEMA.split(";")):
+            for statement in filter(str.strip, (_SCHEMA + TRACE_SCHEMA).split(";")):
                 conn.execute(statement)
             self._add_digests(conn)
             self._check_rows_complete(conn)
@@ -546,6 +562,7 @@ class EvaluationStore:
             )
         if not tables:
             return
+        check_trace_columns(self.path, conn)
         for name, columns in _TABLES.items():
             info = conn.execute(f"PRAGMA table_info({name})").fetchall() if name in tables else []
             if not columns <= {r[1] for r in info}:
@@ -993,6 +1010,92 @@ class EvaluationStore:
                 ) from exc
         if status == "ok":
             self._claims.forget([code])
+
+    # -- the anytime trace of the runs (shapleig.runs.trace_table) ---------------------------
+    def start_trace_run(self, run: TraceRun) -> bool:
+        """Record a run in ``trace_runs`` unless it is recorded already (a resumed run).
+
+        Args:
+            run: the run (its id, method, seed, budget and info).
+
+        Returns:
+            True when the run was new.
+        """
+        self._require_bound()
+        with self.transaction("could not record the run's trace") as conn:
+            return insert_run(conn, self._trace_key(), run)
+
+    def record_trace(self, entries: Sequence[dict[str, Any]]) -> int:
+        """Append entries of a run's anytime trace in one transaction, leaving out those the store holds as they are.
+
+        Args:
+            entries: each with ``run``, ``step``, ``evaluations``, ``time``, ``eval_seconds``, ``worker``,
+                ``pending``, ``values``, ``std`` and ``diagnostics`` (:func:`~shapleig.runs.trace_table.insert_entry`).
+
+        Returns:
+            how many rows were written.
+        """
+        self._require_bound()
+        with self._lock:
+            # not synced to disk at each step (evaluations are): the trace is derived, and a run resumed after a
+            # power cut rewrites what was lost; the next evaluation's synced commit carries these pages too
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                with self.transaction("could not record the run's trace") as conn:
+                    key = self._trace_key()
+                    return sum(insert_entry(conn, key, self.path, entry) for entry in entries)
+            finally:
+                self.conn.execute("PRAGMA synchronous = FULL")
+
+    def end_trace_run(self, run: str, evaluations: int) -> bool:
+        """Record that ``run`` returned its estimate (a reader shows it finished, also short of its budget).
+
+        Args:
+            run: the run's id.
+            evaluations: the evaluations it spent.
+
+        Returns:
+            True when a row was written.
+        """
+        self._require_bound()
+        with self.transaction("could not record the run's end") as conn:
+            return insert_end(conn, self._trace_key(), run, evaluations, time.time())
+
+    def trace_ends(self) -> dict[str, tuple[float, int]]:
+        """When each run on the store returned its estimate: ``{run: (time, evaluations)}``.
+
+        Returns:
+            the latest end of each run that ended.
+        """
+        with self._lock:
+            return read_ends(self.conn, self._key(), self.path)
+
+    def trace_runs(self) -> list[TraceRun]:
+        """The runs recorded on this store, oldest first (each row checked against its digest).
+
+        Returns:
+            one :class:`~shapleig.runs.trace_table.TraceRun` per run.
+        """
+        with self._lock:
+            return read_runs(self.conn, self._key(), self.path)
+
+    def trace(self, run: str) -> list[TraceEntry]:
+        """The anytime trace of ``run`` as the store holds it: the latest entry of every step.
+
+        Args:
+            run: the run's id (``est.info["trace_run"]``).
+
+        Returns:
+            one :class:`~shapleig.runs.trace_table.TraceEntry` per step, in step order.
+        """
+        with self._lock:
+            return latest_per_step(read_entries(self.conn, self._key(), self.path, run))
+
+    def _trace_key(self) -> bytes:
+        key = self._key()
+        if key is None:  # bound (checked by the caller), so only if meta was emptied
+            raise StoreError(f"evaluation store {self.path}: its meta table was emptied while it was open")
+        return key
 
     # -- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:

@@ -181,3 +181,18 @@ def test_results_index_by_term_and_select_terms() -> None:
     assert singles.terms == [(i,) for i in range(5)] and singles.max_order == 1
     with pytest.raises(ValueError, match="non-negative"):
         est.get_top_k(-1)
+
+
+def test_rows_plots_label_their_error_bars_and_units() -> None:
+    """Both plots of explain_X draw ± 1.96 std error bars, say so in a legend and name the units."""
+    bg, X = _data()
+    res = shapleig.explain_X(model, bg, X[:3], budget=14, progress=False, exact_if_cheap=False)
+    mean, std = res.global_importance()
+    for kind in ("bar", "beeswarm"):
+        ax = res.plot(kind).axes[0]
+        assert "± 1.96 posterior std (95% interval)" in [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "model output units" in ax.get_xlabel()
+        bars = [c for c in ax.collections if hasattr(c, "get_segments")]
+        half = sorted(abs(seg[1][0] - seg[0][0]) / 2 for c in bars for seg in c.get_segments())
+        expected = 1.96 * (std if kind == "bar" else res.std.ravel())
+        np.testing.assert_allclose(half, sorted(expected), rtol=1e-9)
