@@ -13,7 +13,9 @@ what the model learned. :func:`predictor_identity` reads it by kind:
   modules' other attributes (sizes, ``training``, hooks) and the code of user-defined module classes;
 - Python code (a function, a lambda, a ``functools.partial``, a user class's object or bound
   method): its content, as for :class:`~shapleig.games.game.FunctionGame` (code, closure, globals,
-  attributes; a model held in a closure or attribute is digested with it);
+  attributes; a model held in a closure or attribute is digested with it). A user's subclass of a
+  library model is user code: its method's code and its object's state, class body included (so
+  an edited ``predict`` is another model);
 
 plus the method called (``predict`` / ``predict_proba`` / ``decision_function``) and the version
 of the package. A fitted object of any other installed library (xgboost, scipy, ONNX, ...) may
@@ -31,7 +33,6 @@ import numpy as np
 
 from shapleig.explanation.torch_predict import TorchPredict, from_package, is_torch_module
 from shapleig.games.identity import (
-    class_code_identity,
     digest_value,
     function_identity,
     is_library,
@@ -134,8 +135,6 @@ def _estimator(estimator: Any, opaque: list[str]) -> dict[str, str]:
             out.update(_booster(value, opaque))
             continue
         out[f"{PREFIX}fitted.{key}"] = show_value(value, f"model fitted {key}", opaque)
-    if not is_library(type(estimator)):  # a user subclass: its methods compute the values too
-        out.update(class_code_identity(type(estimator), PREFIX, opaque))
     return out
 
 

@@ -20,6 +20,7 @@ from shapleig.design.acquisition import (
     check_acquisition,
     make_acquisition,
     method_name,
+    random_indices,
     register_acquisition,
     select,
     unregister_acquisition,
@@ -229,6 +230,23 @@ def test_random_on_a_pool_view_matches_the_candidate_posterior():
     assert view.selected == b.tolist() and not view.available[b].any()
     with pytest.raises(ValueError, match="already picked"):
         view.condition(int(b[0]))
+
+
+def test_random_picks_are_distinct_available_indices_for_every_seed():
+    """Without replacement: q picks of the available rows are distinct (a repeat would pick a
+    coalition twice and then be refused by the pool), and asking for more than is available
+    gives each available row once."""
+    available = np.zeros(12, dtype=bool)
+    available[[1, 2, 5, 7, 8, 11]] = True
+    for seed in range(40):
+        picks = random_indices(available, 4, np.random.default_rng(seed))
+        assert len(picks) == 4 and len(set(picks.tolist())) == 4 and available[picks].all(), (seed, picks)
+        every = random_indices(available, 10, np.random.default_rng(seed))
+        assert sorted(every.tolist()) == [1, 2, 5, 7, 8, 11], (seed, every)
+        view = PoolView(np.zeros((12, 3), dtype=bool), available)
+        chosen = RandomAcquisition().select(view, 6, np.random.default_rng(seed))
+        assert sorted(chosen.tolist()) == [1, 2, 5, 7, 8, 11] and not view.available.any()
+    assert random_indices(np.zeros(5, dtype=bool), 3, np.random.default_rng(0)).shape == (0,)
 
 
 def test_leverage_scores_make_sizes_uniform():

@@ -236,3 +236,31 @@ def test_async_runs_select_through_the_acquisition_object(overlap, monkeypatch):
     wanted = {name: int((X[:, 0] & ~X[:, 1]).sum()) for name, X in evaluated.items()}
     assert wanted["user"] == 2 ** (P - 2), wanted
     assert wanted["eig"] < 2 ** (P - 2), wanted  # the check tells the object from the default
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_background_refit_is_adopted_once_batch_size_more_values_have_arrived(workers, monkeypatch):
+    """A refit launched on t evaluations is adopted at the arrival that brings the archive to
+    t + batch_size, before that step's pick, never earlier (the driver would wait for the fit) or
+    later; decided by arrival counts only, so the same for one worker or three."""
+    q, budget = 3, 24
+    adopted: list[tuple[int, int, int]] = []  # (archive size, t fitted, arrivals still pending)
+    adopt = AsyncDesignLoop._adopt_refit
+
+    def spy(self):
+        adopted.append((self.X.shape[0], self._refit[2], self.n_pending))
+        adopt(self)
+        assert self._fitted_on == adopted[-1][1]  # the kernels fitted on t are the ones in use
+
+    monkeypatch.setattr(AsyncDesignLoop, "_adopt_refit", spy)
+    game = QuadraticGame(P, seed=3)
+    with ThreadPoolExecutor(workers) as pool:
+        loop = AsyncDesignLoop(game, budget, batch_size=q, pool_size=64, seed=0, refit="every", final_refit=False,
+                               evaluator=ExecutorEvaluator(pool))
+        est = loop.run()
+    assert est.evaluations == budget
+    during = [(n, t) for n, t, pending in adopted if pending]  # adopted mid-run (not at finish)
+    assert len(during) >= 3, adopted
+    assert all(n == t + q for n, t in during), adopted
+    # every refit launched was adopted, a new one launched at once on that archive (the schedule is "every")
+    assert [t for _, t in during[1:]] == [n for n, _ in during[:-1]], adopted

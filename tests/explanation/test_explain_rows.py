@@ -181,3 +181,15 @@ def test_results_index_by_term_and_select_terms() -> None:
     assert singles.terms == [(i,) for i in range(5)] and singles.max_order == 1
     with pytest.raises(ValueError, match="non-negative"):
         est.get_top_k(-1)
+
+
+def test_each_row_runs_with_its_own_spawned_seed() -> None:
+    """Row r runs with the r-th seed spawned from ``seed`` (numpy's SeedSequence here), as
+    ``explain`` with that seed would: not one seed for every row."""
+    bg, X = _data()
+    res = shapleig.explain_X(model, bg, X[:3], budget=12, seed=5, progress=False, exact_if_cheap=False)
+    spawned = [int(s.generate_state(1, dtype=np.uint32)[0]) for s in np.random.SeedSequence(5).spawn(3)]
+    assert [res[r].info["seed"] for r in range(3)] == spawned and len(set(spawned)) == 3
+    for r in range(3):
+        one = shapleig.explain(model, bg, X[r], budget=12, seed=spawned[r], progress=False, exact_if_cheap=False)
+        np.testing.assert_allclose(res.values[r], one.values, rtol=1e-10, atol=1e-12)

@@ -199,3 +199,38 @@ def test_an_object_with_a_torch_module_attribute_is_not_taken_for_the_torch_wrap
             return np.asarray(rows) @ self.w
 
     assert predictor_identity(Scorer(np.ones(D))) != predictor_identity(Scorer(np.zeros(D)))
+
+
+# A user's scikit-learn subclass, as its source file reads before and after an edit: the class keeps
+# its name and module, only a method's body changes.
+USER_RIDGES = {
+    "predict": '''
+class UserRidge(Ridge):
+    def predict(self, X):
+        return {factor} * super().predict(X)
+''',
+    "a method predict calls": '''
+class UserRidge(Ridge):
+    def _decision_function(self, X):
+        return {factor} * super()._decision_function(X)
+''',
+}
+
+
+def _user_ridge(source: str, factor: float) -> linear_model.Ridge:
+    namespace = {"Ridge": linear_model.Ridge, "__name__": __name__}
+    exec(source.format(factor=factor), namespace)  # noqa: S102 - the test's own class source
+    return namespace["UserRidge"](alpha=1.0).fit(X, Y)
+
+
+@pytest.mark.parametrize("edited", list(USER_RIDGES))
+def test_an_edited_method_of_a_user_sklearn_subclass_is_another_model(tmp_path, edited):
+    """Same class name, parameters and fitted attributes; after the edit the values double. The
+    store refuses the edited class and serves the class rebuilt from the unedited source."""
+    source, store = USER_RIDGES[edited], tmp_path / "s.sqlite"
+    first = _explain(_user_ridge(source, 1.0), store)
+    assert first.info["model_calls"] > 0
+    np.testing.assert_allclose(_explain(_user_ridge(source, 2.0), None).values, 2.0 * first.values, rtol=1e-12)
+    msg = _refused(_user_ridge(source, 2.0), store)
+    assert "What differs" in msg, msg
+    assert _explain(_user_ridge(source, 1.0), store).info["model_calls"] == 0

@@ -48,9 +48,14 @@ def operator_matrix(p: int, index: str, hold_out: bool) -> np.ndarray:
     return B
 
 
+# the last two have one or two order factors exactly 1 (and are not the Hamming kernel)
+G_VALUES = [[2.5, 0.3, 4.0], [1.0, 0.3, 4.0], [2.5, 1.0, 1.0]]
+
+
+@pytest.mark.parametrize("g", G_VALUES, ids=["no-g-one", "g1-one", "g2-g3-one"])
 @pytest.mark.parametrize("index,hold_out", OPERATORS)
-def test_graded_products_equal_the_walsh_definition(index, hold_out):
-    g = np.array([2.5, 0.3, 4.0])
+def test_graded_products_equal_the_walsh_definition(index, hold_out, g):
+    g = np.array(g)
     params = GradedParams(np.full(P, 0.7), 1.4, g)
     spec = Graded()
     Z, K = dense_graded(P, 0.7, 1.4, g)
@@ -243,3 +248,22 @@ def test_an_outputscale_that_underflows_gives_a_floored_kernel_not_an_error():
     assert np.all(np.isfinite(K)) and 0 < np.abs(K).max() <= 1e-11
     assert np.all(np.isfinite(terms.gradient(raw, np.ones((8, 8)), state)))
     assert terms.unpack(raw).outputscale == 1e-12
+
+
+def test_the_bic_counts_every_coordinate_the_fit_learns():
+    """BIC = -t * neg_mll - d/2 log t with d counted by hand: the mean constant, the outputscale, the
+    shared lengthscale, K order factors and the learned noise."""
+    from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
+
+    rng = np.random.default_rng(11)
+    X = rng.random((24, P)) < 0.5
+    y = X @ rng.normal(size=P) + 0.3 * X[:, 0] * X[:, 1]
+    (fit,) = fit_kernels(X, y, GPOptions(surrogate="graded", size_trend=False), seed=0, plan=RefitPlan.cold(),
+                         previous=None)
+    assert fit.kernel == "graded" and fit.fit.success
+    d = 1 + 1 + 1 + 3 + 1
+    assert fit.log_evidence == pytest.approx(-24 * fit.fit.neg_mll - 0.5 * d * math.log(24), rel=0, abs=1e-9)
+    # the spec's count is the fit's coordinates (less the mean constant), with or without the noise
+    for spec, by_hand in ((Graded(), 2 + 3 + 1), (Graded(orders=2), 2 + 2 + 1), (Graded(learn_noise=False), 2 + 3)):
+        assert spec.n_params(X) == by_hand
+        assert MapProblem.build(spec, X, y, 1e-6).n_params == 1 + by_hand

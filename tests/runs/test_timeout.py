@@ -89,6 +89,23 @@ def test_the_timeout_is_validated_before_anything_runs():
             ShaplEIG().estimate(QuadraticGame(P), 8, timeout=bad)
 
 
+def test_only_the_three_supported_start_methods_are_accepted():
+    """multiprocessing also offers "forkserver" on Linux, but its workers are children of the fork
+    server and outlive a killed parent: refused by name, with the methods that are offered."""
+    import multiprocessing as mp
+
+    from shapleig.runs.timeout import check_start_method
+
+    for bad in ("forkserver", "thread", "Fork", ""):
+        with pytest.raises(ValueError, match=f"start_method must be one of .*got '{bad}'"):
+            check_start_method(bad)
+    if "forkserver" in mp.get_all_start_methods():
+        with pytest.raises(ValueError, match="got 'forkserver'"):
+            SerialEvaluator(timeout=1, start_method="forkserver")
+    assert [check_start_method(m) for m in ("subprocess", "spawn", "fork")] == ["subprocess", "spawn", "fork"]
+    assert check_start_method(None) == "subprocess"  # the POSIX default
+
+
 def test_estimate_with_a_timeout_reports_the_hung_coalition():
     with pytest.raises(EvaluationFailedError, match=r"timed out after 0\.5 s"):
         ShaplEIG(refit="never").estimate(FunctionGame(_hangs_on_pair, P), 10, seed=0, timeout=0.5, max_retries=0)
