@@ -249,6 +249,30 @@ def test_random_picks_are_distinct_available_indices_for_every_seed():
     assert random_indices(np.zeros(5, dtype=bool), 3, np.random.default_rng(0)).shape == (0,)
 
 
+def test_pool_only_acquisitions_never_build_a_candidate_state(monkeypatch):
+    """Random and leverage picks do not read the posterior: the loop hands them the pool's
+    availability and never builds the O(pool x archive) candidate state."""
+    assert not Leverage().uses_posterior and not RandomAcquisition().uses_posterior and EIG().uses_posterior
+
+    def refused(self):
+        raise AssertionError("a candidate state was built")
+
+    monkeypatch.setattr(DesignLoop, "_candidate_state", refused)
+    game = FunctionGame(lambda Z: Z @ np.arange(1.0, 6.0), 5)
+    for name in ("leverage", "random"):
+        loop = DesignLoop(game, 14, acquisition=name, pool_size=32, seed=0, batch_size=2)
+        assert loop.run().evaluations == 14
+    with pytest.raises(AssertionError, match="candidate state"):
+        DesignLoop(game, 14, acquisition="eig", pool_size=32, seed=0).run()
+
+
+def test_leverage_scores_on_a_pool_without_proper_coalitions():
+    """Only the empty coalition left: it carries all the mass; an empty pool scores nothing."""
+    only_empty = PoolView(np.zeros((1, 4), dtype=bool), np.ones(1, dtype=bool))
+    np.testing.assert_array_equal(Leverage().score(only_empty), [1.0])
+    assert Leverage().score(PoolView(np.zeros((0, 4), dtype=bool), np.zeros(0, dtype=bool))).shape == (0,)
+
+
 def test_leverage_scores_make_sizes_uniform():
     p = 5
     W = all_coalitions(p)[1:-1]  # sizes 1..4, with 5, 10, 10, 5 coalitions

@@ -264,3 +264,38 @@ def test_a_background_refit_is_adopted_once_batch_size_more_values_have_arrived(
     assert all(n == t + q for n, t in during), adopted
     # every refit launched was adopted, a new one launched at once on that archive (the schedule is "every")
     assert [t for _, t in during[1:]] == [n for n, _ in during[:-1]], adopted
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["design-first", "design-overlap"])
+def test_the_loops_own_timings_are_added_and_a_fresh_loop_is_not_done(overlap, monkeypatch):
+    """The asynchronous loop's timed regions (waiting for an arrival, absorbing it, selecting, the
+    design step) each add their duration. On a fake clock (1 s per reading) where a fit takes 1e9 s
+    and a selection 1e6 s, every total is positive: a region that subtracted its time would drive
+    its total below zero. A loop not yet stepped has nothing pending and is not done."""
+    import types
+
+    import shapleig.design.async_loop as async_loop
+
+    clock = [0.0]
+
+    def perf_counter() -> float:
+        clock[0] += 1.0
+        return clock[0]
+
+    def taking(seconds: float, method):
+        def timed(self, *args, **kwargs):
+            clock[0] += seconds
+            return method(self, *args, **kwargs)
+        return timed
+
+    monkeypatch.setattr(async_loop, "time", types.SimpleNamespace(perf_counter=perf_counter))
+    monkeypatch.setattr(AsyncDesignLoop, "_fit", taking(1e9, DesignLoop._fit))
+    monkeypatch.setattr(AsyncDesignLoop, "_select", taking(1e6, DesignLoop._select))
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
+    game = QuadraticGame(P, seed=2)
+    with ThreadPoolExecutor(2) as pool:
+        loop = AsyncDesignLoop(game, 16, batch_size=3, pool_size=64, seed=0, refit="every",
+                               evaluator=ExecutorEvaluator(pool))
+        assert loop.n_pending == 0 and not loop.done
+        loop.run()
+    assert all(loop.timings[name] > 0 for name in ("selection_s", "update_s", "game_s")), loop.timings

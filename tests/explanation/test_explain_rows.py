@@ -193,3 +193,29 @@ def test_each_row_runs_with_its_own_spawned_seed() -> None:
     for r in range(3):
         one = shapleig.explain(model, bg, X[r], budget=12, seed=spawned[r], progress=False, exact_if_cheap=False)
         np.testing.assert_allclose(res.values[r], one.values, rtol=1e-10, atol=1e-12)
+
+
+def test_the_progress_bar_counts_rows(monkeypatch) -> None:
+    """One bar over the rows: its total is the number of rows and it advances once per row."""
+    import tqdm.auto
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total=None, disable=False, **kwargs) -> None:
+            self.total, self.disable, self.n = total, disable, 0
+            bars.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            pass
+
+        def update(self, n: int = 1) -> None:
+            self.n += n
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    bg, X = _data()
+    shapleig.explain_X(model, bg, X[:3], method="exact", progress=True)
+    assert [(b.total, b.n, b.disable) for b in bars] == [(3, 3, False)]

@@ -234,3 +234,57 @@ def test_an_edited_method_of_a_user_sklearn_subclass_is_another_model(tmp_path, 
     msg = _refused(_user_ridge(source, 2.0), store)
     assert "What differs" in msg, msg
     assert _explain(_user_ridge(source, 1.0), store).info["model_calls"] == 0
+
+
+def test_a_scikit_learn_meta_estimator_holding_a_lightgbm_model(tmp_path):
+    """A fitted LightGBM model held by a scikit-learn estimator (``regressor_`` of a
+    TransformedTargetRegressor) is digested with it: another inner model is refused, the same one
+    refitted is served."""
+    from sklearn.compose import TransformedTargetRegressor
+
+    def fitted(target):
+        inner = lgb.LGBMRegressor(n_estimators=6, num_leaves=4, verbose=-1, n_jobs=1, random_state=0)
+        return TransformedTargetRegressor(regressor=inner).fit(X, target)
+
+    store = tmp_path / "s.sqlite"
+    first = _explain(fitted(Y), store)
+    assert "model fitted regressor_" in _refused(fitted(-Y), store)
+    again = _explain(fitted(Y), store)
+    assert again.info["model_calls"] == 0 and np.array_equal(again.values, first.values)
+
+
+def test_a_library_object_that_is_not_an_estimator_is_opaque_naming_its_package():
+    """A scikit-learn object without ``get_params`` (a KDTree's query) and a SciPy interpolator are
+    not read as estimators: opaque, naming the package, until a game_id names them."""
+    from sklearn.neighbors import KDTree
+
+    from shapleig.explanation.model_identity import predictor_identity
+
+    interpolate = pytest.importorskip("scipy.interpolate")
+    for fn, package in ((KDTree(X).query, "sklearn"), (interpolate.RBFInterpolator(X[:40], Y[:40]), "scipy")):
+        identity = predictor_identity(fn)
+        assert f"not of {package} objects; give game_id=" in identity.get("opaque", ""), identity
+
+
+def test_a_torch_buffer_left_out_of_the_state_dict_is_in_the_identity(tmp_path):
+    """A non-persistent buffer (not in ``state_dict``) still scales the output: another value is
+    another model."""
+    torch = pytest.importorskip("torch")
+
+    class Scale(torch.nn.Module):
+        def __init__(self, factor: float) -> None:
+            super().__init__()
+            self.register_buffer("factor", torch.tensor(factor, dtype=torch.float64), persistent=False)
+
+        def forward(self, x):
+            return x * self.factor
+
+    def model(factor: float):
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(D, 1).double(), Scale(factor))
+
+    store = tmp_path / "s.sqlite"
+    first = _explain(model(2.0), store)
+    np.testing.assert_allclose(_explain(model(3.0), None).values, 1.5 * first.values, rtol=1e-12)
+    assert "model buffer 1.factor" in _refused(model(3.0), store)
+    assert _explain(model(2.0), store).info["model_calls"] == 0

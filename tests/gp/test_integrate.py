@@ -175,3 +175,44 @@ def test_integrated_kernels_split_each_kernel_weight_among_its_map_and_draws():
         assert mine[0][0] == name and mine[0][2] == hypers[name] and len(mine) > 2  # the MAP first, then draws
         assert sum(w for _, w, _ in mine) == pytest.approx(weight, abs=1e-12)
         assert 0.0 < mine[0][1] < weight  # the draws took their share from the MAP's
+
+
+def test_one_draw_is_a_draw_and_a_map_without_a_finite_target_stands_alone(monkeypatch):
+    import shapleig.gp.integrate as integrate
+
+    X, y = _archive()
+    h = _hyper()
+    one = hyperparameter_draws(X, y, h, 1, np.random.default_rng(5))
+    assert len(one) == 2 and one[0][1] == h and one[1][1] != h and sum(w for w, _ in one) == pytest.approx(1.0)
+    # the MAP's own target fails (its kernel matrix, say): the MAP alone, with weight 1
+    real, calls = integrate._log_target, []
+
+    def failing_at_the_map(problem, theta):
+        calls.append(theta)
+        return -math.inf if len(calls) == 1 else real(problem, theta)  # the MAP is evaluated first
+
+    monkeypatch.setattr(integrate, "_log_target", failing_at_the_map)
+    assert hyperparameter_draws(X, y, h, 4, np.random.default_rng(5)) == [(1.0, h)]
+    assert len(calls) == 5
+
+
+def test_kernels_below_the_weight_floor_or_with_a_failed_fit_keep_their_map_alone():
+    """Kernels of weight >= 1e-3 whose fit succeeded are integrated; the others keep their MAP alone."""
+    from shapleig.gp.fit_result import FitResult
+    from shapleig.gp.integrate import integrated_kernels
+    from shapleig.gp.kernel_choice import KernelFit
+
+    X, y = _archive()
+    h = _hyper()
+
+    def fit(name: str, weight: float, success: bool = True) -> KernelFit:
+        return KernelFit(name, FitResult(hyper=h, attempts=1, seconds=0.0, success=success, noise=1e-4,
+                                         noise_convention="standardized", y_mean=0.0, y_scale=1.0, neg_mll=0.0,
+                                         seed=0), 0.0, weight)
+
+    fits = [fit("at", 1e-3), fit("below", 0.999e-3), fit("failed", 0.5, success=False), fit("rest", 0.498001)]
+    out = integrated_kernels(X, y, fits, 3, seed=0)
+    counts = {k.kernel: sum(1 for n, _, _ in out if n.split("~")[0] == k.kernel) for k in fits}
+    assert counts["below"] == 1 and counts["failed"] == 1
+    assert counts["at"] > 1 and counts["rest"] > 1
+    assert dict((n, w) for n, w, _ in out)["failed"] == 0.5

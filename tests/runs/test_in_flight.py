@@ -29,12 +29,18 @@ def code_value(Z: np.ndarray) -> np.ndarray:
 class ScriptedEvaluator:
     """Evaluates one coalition per call on the calling driver thread and reports its value, then any
     ``extra`` outcomes scripted for it (further values, or an exception raised after reporting).
-    ``reported(row)`` is set once the call has reported everything."""
+    ``reported(row)`` is set once the call has reported everything. A coalition in ``fail`` raises
+    at once, reporting nothing; with ``gate``, every call first waits for that event."""
 
     concurrent = True
 
-    def __init__(self, extra: dict[bytes, list] | None = None) -> None:
+    def __init__(self, extra: dict[bytes, list] | None = None, fail: tuple[np.ndarray, ...] = (),
+                 gate: threading.Event | None = None) -> None:
         self.extra = extra or {}
+        self.fail = {row.tobytes() for row in fail}
+        self.gate = gate
+        self.calls: list[bytes] = []
+        self.started = threading.Event()  # set when a call begins
         self._events: dict[bytes, threading.Event] = {}
         self._lock = threading.Lock()
 
@@ -44,6 +50,12 @@ class ScriptedEvaluator:
 
     def evaluate(self, game, coalitions, *, max_retries=1, on_result=None):
         row = np.asarray(coalitions, dtype=bool)[0]
+        self.calls.append(row.tobytes())
+        self.started.set()
+        if self.gate is not None:
+            assert self.gate.wait(60), "the test never opened the gate"
+        if row.tobytes() in self.fail:
+            raise RuntimeError("the game failed")
         value = float(game(coalitions)[0])
         try:
             on_result(EvaluationRecord(0, value, 0.0, "ok", 1))
@@ -54,6 +66,47 @@ class ScriptedEvaluator:
         finally:
             self.reported(row).set()
         return np.array([value])
+
+
+class ProtocolStore:
+    """An EvaluationStore seen through the Store protocol's seven methods only (no ``records()``),
+    recording releases. ``late=True``: ``lookup`` finds nothing, as when another process stores a
+    value just after this one looked (``claim`` then finds it)."""
+
+    def __init__(self, inner: EvaluationStore, late: bool = False) -> None:
+        self.inner, self.late, self.released = inner, late, []
+
+    def bind(self, *args, **kwargs):
+        return self.inner.bind(*args, **kwargs)
+
+    def lookup(self, coalitions):
+        if self.late:
+            return np.zeros(len(coalitions), dtype=bool), np.full(len(coalitions), np.nan)
+        return self.inner.lookup(coalitions)
+
+    def claim(self, coalitions, hold_for=None):
+        return self.inner.claim(coalitions, hold_for)
+
+    def wait_for_others(self, coalitions):
+        return self.inner.wait_for_others(coalitions)
+
+    def release(self, coalitions):
+        self.released.append(np.array(coalitions, dtype=bool))
+        return self.inner.release(coalitions)
+
+    def append(self, *args, **kwargs):
+        return self.inner.append(*args, **kwargs)
+
+    def close(self):
+        return self.inner.close()
+
+
+def _stored(tmp_path, rows: np.ndarray) -> tuple[FunctionGame, EvaluationStore]:
+    """The game and a store holding ``rows``' values, appended in row order."""
+    game = FunctionGame(code_value, P)
+    store = EvaluationStore(tmp_path / "s.sqlite")
+    BudgetedGame(game, 10, store=store)(rows)
+    return game, store
 
 
 def _wait(event: threading.Event) -> None:
@@ -96,3 +149,75 @@ def test_only_the_first_outcome_of_a_coalition_counts():
             flight.next()
     assert got == {twice.tobytes(): 1.0, then_fails.tobytes(): 2.0}
     assert budgeted.evaluations == 2
+
+
+def test_a_store_without_records_serves_stored_values_in_the_order_they_were_asked_for(tmp_path):
+    """A store implementing only the protocol has no record order: stored values come first, in the
+    order they were submitted (with ``records()`` they come in store order)."""
+    game, store = _stored(tmp_path, ROWS[:4])
+    for wrapped, order in ((ProtocolStore(store), [3.0, 2.0]), (store, [2.0, 3.0])):
+        budgeted = BudgetedGame(game, 10, store=wrapped, evaluator=ScriptedEvaluator())
+        with InFlight(budgeted, 3) as flight:
+            flight.submit(ROWS[2])  # stored third
+            flight.submit(ROWS[1])  # stored second
+            got = [flight.next() for _ in range(2)]
+        assert [a.value for a in got] == order and {a.source for a in got} == {"store"}
+
+
+def test_a_value_stored_by_another_process_after_the_lookup_is_taken_from_the_store(tmp_path):
+    game, store = _stored(tmp_path, ROWS[:4])
+    evaluator = ScriptedEvaluator()
+    budgeted = BudgetedGame(game, 10, store=ProtocolStore(store, late=True), evaluator=evaluator)
+    with InFlight(budgeted, 2) as flight:
+        flight.submit(ROWS[2])  # the lookup misses it; the claim finds it stored
+        arrival = flight.next()
+    assert arrival.value == 3.0 and arrival.source == "store" and evaluator.calls == []
+    assert budgeted.n_store_hits == 1 and budgeted.n_game_evaluations == 0
+
+
+def test_a_failed_evaluation_releases_its_claim_and_is_raised(tmp_path):
+    game, store = _stored(tmp_path, ROWS[:1])
+    wrapped = ProtocolStore(store)
+    budgeted = BudgetedGame(game, 10, store=wrapped, evaluator=ScriptedEvaluator(fail=(ROWS[3],)))
+    with InFlight(budgeted, 2) as flight:
+        flight.submit(ROWS[3])
+        with pytest.raises(RuntimeError, match="the game failed"):
+            flight.next()
+    assert len(wrapped.released) == 1 and np.array_equal(wrapped.released[0], ROWS[3:4])
+    assert budgeted.evaluations == 0
+
+
+def test_slots_and_resubmissions():
+    budgeted = BudgetedGame(FunctionGame(code_value, P), 10, evaluator=ScriptedEvaluator())
+    with InFlight(budgeted, 1) as flight:  # one slot is a valid flight
+        flight.submit(ROWS[0])
+        with pytest.raises(ValueError, match="already pending or evaluated"):
+            flight.submit(ROWS[0])  # pending
+        with pytest.raises(RuntimeError, match="1 coalitions are already in flight"):
+            flight.submit(ROWS[1])
+        assert flight.next().value == 1.0
+        with pytest.raises(ValueError, match="already pending or evaluated"):
+            flight.submit(ROWS[0])  # consumed
+        flight.submit(ROWS[1])
+        assert flight.next().value == 2.0
+    for bad in (0, True, 1.5):
+        with pytest.raises(ValueError, match="slots must be a positive integer"):
+            InFlight(budgeted, bad)
+
+
+def test_close_does_not_wait_for_running_evaluations():
+    """Closing stops the driver threads without waiting for the evaluations they wait on (those
+    finish in the background)."""
+    gate = threading.Event()
+    evaluator = ScriptedEvaluator(gate=gate)
+    flight = InFlight(BudgetedGame(FunctionGame(code_value, P), 10, evaluator=evaluator), 2)
+    flight.submit(ROWS[0])
+    _wait(evaluator.started)  # running (a task not yet started would be cancelled)
+    closer = threading.Thread(target=flight.close)
+    closer.start()
+    closer.join(60)  # close returns at once; a close that waited would block until the gate opens
+    returned = not closer.is_alive()
+    gate.set()
+    closer.join()
+    assert returned, "close() waited for the running evaluation"
+    _wait(evaluator.reported(ROWS[0]))  # the evaluation still finished, in the background
