@@ -61,6 +61,25 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "'True' -> 'False'"): "on Linux only: a worker is started from the launcher thread with the parent-death "
                            "signal, so it dies when that thread ends at interpreter exit, before multiprocessing "
                            "would join a non-daemon child (the daemon flag matters where there is no prctl)",
+    ("shapleig/runs/timeout.py", "ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG",
+     "'True' -> 'False'"): "errno is never read after the prctl call",
+    ("shapleig/runs/timeout.py", "os._exit(0)", "'0' -> '1'"):
+        "the exit status of a worker whose parent has already died is read by no one",
+    ("shapleig/runs/timeout.py",
+     "_load_and_serve(Connection(rfd, writable=False), Connection(wfd, readable=False), parent)", "'False' -> 'True'"):
+        "the worker only sends on that end; the flag only allows a recv that never comes",
+    ("shapleig/gp/integrate.py", "w[~np.isfinite(w)] = 0.0", "'0.0' -> '1.0'"):
+        "log p is finite or -inf (_log_target) and log q finite, so every weight exp(log w - max) is finite",
+    ("shapleig/runs/in_flight.py",
+     'if r.status == "ok" and (fingerprint is None or r.fingerprint == fingerprint)]', "'is' -> 'is not'"):
+        "an EvaluationStore writes every record under the one fingerprint bind returns (accept_game_change "
+        "included), which is the game's: the filter keeps every record either way",
+    ("shapleig/design/async_loop.py", "self.budget - self.evaluations - n, int(self.available.sum())))", "'-' -> '+'"):
+        "max_acquisitions - iteration never exceeds budget - evaluations - pending (equal once the design is "
+        "in, larger before or when design coalitions were cached), so this term never sets the room",
+    ("shapleig/explanation/model_identity.py", "for key, value in sorted(state.items(), key=lambda kv: str(kv[0])):",
+     "'0' -> '1'"): "the identity is a mapping digested with sorted keys (json.dumps(sort_keys=True)): the order "
+                    "in which the fitted attributes are read does not reach it",
 }
 
 _COMPARE = {ast.Eq: ("==", "!="), ast.NotEq: ("!=", "=="), ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"),

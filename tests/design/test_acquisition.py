@@ -247,6 +247,10 @@ def test_random_picks_are_distinct_available_indices_for_every_seed():
         chosen = RandomAcquisition().select(view, 6, np.random.default_rng(seed))
         assert sorted(chosen.tolist()) == [1, 2, 5, 7, 8, 11] and not view.available.any()
     assert random_indices(np.zeros(5, dtype=bool), 3, np.random.default_rng(0)).shape == (0,)
+    # the random acquisition's scores: 0 for every available candidate, -inf for the others
+    view = PoolView(np.zeros((12, 3), dtype=bool), available)
+    assert view.n_candidates == 12
+    np.testing.assert_array_equal(RandomAcquisition().score(view), np.where(available, 0.0, -np.inf))
 
 
 def test_pool_only_acquisitions_never_build_a_candidate_state(monkeypatch):

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -269,14 +270,15 @@ def test_a_background_refit_is_adopted_once_batch_size_more_values_have_arrived(
 @pytest.mark.parametrize("overlap", [False, True], ids=["design-first", "design-overlap"])
 def test_the_loops_own_timings_are_added_and_a_fresh_loop_is_not_done(overlap, monkeypatch):
     """The asynchronous loop's timed regions (waiting for an arrival, absorbing it, selecting, the
-    design step) each add their duration. On a fake clock (1 s per reading) where a fit takes 1e9 s
-    and a selection 1e6 s, every total is positive: a region that subtracted its time would drive
-    its total below zero. A loop not yet stepped has nothing pending and is not done."""
+    design step) each add their duration. On a fake clock (starting at 1e12 s, 1 s per reading)
+    where a fit takes 1e9 s and a selection 1e6 s, every total is positive (a region subtracting its
+    time drives its total below zero) and together they stay within the time that passed (a region
+    adding its start time overshoots by 1e12). A loop not yet stepped has nothing pending."""
     import types
 
     import shapleig.design.async_loop as async_loop
 
-    clock = [0.0]
+    clock = [1e12]
 
     def perf_counter() -> float:
         clock[0] += 1.0
@@ -298,4 +300,62 @@ def test_the_loops_own_timings_are_added_and_a_fresh_loop_is_not_done(overlap, m
                                evaluator=ExecutorEvaluator(pool))
         assert loop.n_pending == 0 and not loop.done
         loop.run()
-    assert all(loop.timings[name] > 0 for name in ("selection_s", "update_s", "game_s")), loop.timings
+    totals = [loop.timings[name] for name in ("selection_s", "update_s", "game_s")]
+    assert all(t > 0 for t in totals), loop.timings
+    # the synchronous loop's own regions run on the real clock: an hour is far more than they take
+    assert sum(totals) <= clock[0] - 1e12 + 3600.0, loop.timings
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["design-first", "design-overlap"])
+def test_the_design_is_evaluated_first_unless_overlapped(overlap, monkeypatch):
+    """Without overlap_design the first step evaluates the design and fits, as the sequential loop
+    does; with it the design is submitted and the step returns at once."""
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
+    with ThreadPoolExecutor(2) as pool:
+        loop = AsyncDesignLoop(QuadraticGame(P, seed=2), 16, batch_size=3, pool_size=64, seed=0,
+                               evaluator=ExecutorEvaluator(pool))
+        loop.step()
+        state = (loop.X.shape[0], loop.n_pending, loop.fitted_on)
+        loop.run()
+    assert state == ((0, P + 1, -1) if overlap else (P + 1, 0, P + 1))
+
+
+class _HoldsTheGrandCoalition:
+    """Evaluates on the driver threads; the grand coalition (in the design) waits until another
+    coalition after the rest of the design has been evaluated: an acquisition arrives before the
+    design is complete."""
+
+    concurrent = True
+
+    def __init__(self) -> None:
+        self.evaluated = 0
+        self.released = threading.Event()
+        self.lock = threading.Lock()
+
+    def evaluate(self, game, coalitions, *, max_retries=1, on_result=None):
+        from shapleig.runs.evaluators import EvaluationRecord
+
+        row = np.asarray(coalitions, dtype=bool)[0]
+        if row.all():
+            assert self.released.wait(60), "no acquisition arrived while the design was out"
+        value = np.asarray(game(coalitions), dtype=float)
+        on_result(EvaluationRecord(0, float(value[0]), 0.0, "ok", 1))
+        with self.lock:
+            self.evaluated += not row.all()
+            if self.evaluated > P:  # the other p design rows and one acquisition
+                self.released.set()
+        return value
+
+
+def test_acquisitions_that_arrive_during_the_design_are_read_out_with_it(monkeypatch):
+    """With overlap_design an acquisition evaluated before the last design value is absorbed with
+    the design: the first read-out covers them all, then one read-out per arrival; every
+    acquisition is counted."""
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", True)
+    budget = 14
+    loop = AsyncDesignLoop(QuadraticGame(P, seed=2), budget, batch_size=3, pool_size=64, seed=0,
+                           evaluator=_HoldsTheGrandCoalition())
+    est = loop.run()
+    counts = [n for n, _ in est.trace]
+    assert counts[0] > P + 1 and np.all(np.diff(counts) == 1) and counts[-1] == budget, counts
+    assert loop.iteration == len(loop.submitted) == budget - (P + 1)

@@ -288,3 +288,43 @@ def test_a_torch_buffer_left_out_of_the_state_dict_is_in_the_identity(tmp_path):
     np.testing.assert_allclose(_explain(model(3.0), None).values, 1.5 * first.values, rtol=1e-12)
     assert "model buffer 1.factor" in _refused(model(3.0), store)
     assert _explain(model(2.0), store).info["model_calls"] == 0
+
+
+def test_the_iteration_a_booster_predicts_up_to_is_in_its_identity():
+    """``predict`` stops at ``best_iteration`` when it is positive (1 included); 0 and -1 mean
+    every tree. Boosters differing only there are other models, 0 and -1 the same one."""
+    from shapleig.explanation.model_identity import predictor_identity
+
+    booster = _booster(Y)
+    seen = {}
+    for best in (0, -1, 1, 2):
+        booster.best_iteration = best
+        seen[best] = predictor_identity(booster)
+    assert seen[0] == seen[-1] and seen[0]["model.best_iteration"] == "all trees"
+    assert seen[1]["model.best_iteration"] == "1" and seen[2]["model.best_iteration"] == "2"
+    assert not np.allclose(booster.predict(X[:5], num_iteration=1), booster.predict(X[:5], num_iteration=0))
+
+
+TORCH_BLOCK = '''
+class Block(torch.nn.Module):
+    def forward(self, x):
+        return {factor} * x
+'''
+
+
+def test_an_edited_forward_of_a_user_module_inside_a_library_container_is_another_model(tmp_path):
+    """A user's module class inside ``nn.Sequential``: its code is in the identity (an edited
+    ``forward`` is another model), the library classes' by their version."""
+    torch = pytest.importorskip("torch")
+
+    def model(factor: float):
+        namespace = {"torch": torch, "__name__": __name__}
+        exec(TORCH_BLOCK.format(factor=factor), namespace)  # noqa: S102 - the test's own class source
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(D, 1).double(), namespace["Block"]())
+
+    store = tmp_path / "s.sqlite"
+    first = _explain(model(1.0), store)
+    np.testing.assert_allclose(_explain(model(2.0), None).values, 2.0 * first.values, rtol=1e-12)
+    assert "the code of model.class changed" in _refused(model(2.0), store)
+    assert _explain(model(1.0), store).info["model_calls"] == 0

@@ -173,8 +173,9 @@ def test_bad_params_are_refused_by_name():
             GradedParams(np.ones(3), 1.0, np.ones(count))
     with pytest.raises(ValueError, match="one shared lengthscale"):
         Graded().check_params(GradedParams(np.array([1.0, 2.0, 1.0]), 1.0, np.ones(3)))
-    with pytest.raises(ValueError, match="orders"):
-        Graded(orders=4)
+    for orders in (4, 0, True, 2.5, "2"):  # an integer in 1..3
+        with pytest.raises(ValueError, match="orders must be an integer in 1..3"):
+            Graded(orders=orders)
     with pytest.raises(ValueError, match="needs 2 g values"):
         Graded(orders=2).check_params(GradedParams(np.ones(3), 1.0, np.ones(3)))
 

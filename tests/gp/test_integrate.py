@@ -177,7 +177,7 @@ def test_integrated_kernels_split_each_kernel_weight_among_its_map_and_draws():
         assert 0.0 < mine[0][1] < weight  # the draws took their share from the MAP's
 
 
-def test_one_draw_is_a_draw_and_a_map_without_a_finite_target_stands_alone(monkeypatch):
+def test_one_draw_is_a_draw_and_a_map_without_a_finite_target_or_hessian_stands_alone(monkeypatch):
     import shapleig.gp.integrate as integrate
 
     X, y = _archive()
@@ -194,6 +194,17 @@ def test_one_draw_is_a_draw_and_a_map_without_a_finite_target_stands_alone(monke
     monkeypatch.setattr(integrate, "_log_target", failing_at_the_map)
     assert hyperparameter_draws(X, y, h, 4, np.random.default_rng(5)) == [(1.0, h)]
     assert len(calls) == 5
+    monkeypatch.undo()
+    # a Hessian with a non-finite entry (a gradient that overflowed a step away): no proposal
+    hessian = integrate._hessian
+
+    def one_nan(problem, theta):
+        H = hessian(problem, theta)
+        H[0, 1] = H[1, 0] = math.nan
+        return H
+
+    monkeypatch.setattr(integrate, "_hessian", one_nan)
+    assert hyperparameter_draws(X, y, h, 4, np.random.default_rng(5)) == [(1.0, h)]
 
 
 def test_kernels_below_the_weight_floor_or_with_a_failed_fit_keep_their_map_alone():

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from shapleig import EvaluationStore, FunctionGame
+from shapleig.games.coalitions import coalition_keys
 from shapleig.runs.budget import BudgetedGame
 from shapleig.runs.evaluators import EvaluationRecord
 from shapleig.runs.in_flight import InFlight
@@ -30,15 +31,16 @@ class ScriptedEvaluator:
     """Evaluates one coalition per call on the calling driver thread and reports its value, then any
     ``extra`` outcomes scripted for it (further values, or an exception raised after reporting).
     ``reported(row)`` is set once the call has reported everything. A coalition in ``fail`` raises
-    at once, reporting nothing; with ``gate``, every call first waits for that event."""
+    instead, reporting nothing. With ``gate`` every call first waits for that event; with ``hold``
+    it waits after reporting (its driver thread stays busy)."""
 
     concurrent = True
 
     def __init__(self, extra: dict[bytes, list] | None = None, fail: tuple[np.ndarray, ...] = (),
-                 gate: threading.Event | None = None) -> None:
+                 gate: threading.Event | None = None, hold: threading.Event | None = None) -> None:
         self.extra = extra or {}
         self.fail = {row.tobytes() for row in fail}
-        self.gate = gate
+        self.gate, self.hold = gate, hold
         self.calls: list[bytes] = []
         self.started = threading.Event()  # set when a call begins
         self._events: dict[bytes, threading.Event] = {}
@@ -52,17 +54,19 @@ class ScriptedEvaluator:
         row = np.asarray(coalitions, dtype=bool)[0]
         self.calls.append(row.tobytes())
         self.started.set()
-        if self.gate is not None:
-            assert self.gate.wait(60), "the test never opened the gate"
-        if row.tobytes() in self.fail:
-            raise RuntimeError("the game failed")
-        value = float(game(coalitions)[0])
         try:
+            if self.gate is not None:
+                assert self.gate.wait(60), "the test never opened the gate"
+            if row.tobytes() in self.fail:
+                raise RuntimeError("the game failed")
+            value = float(game(coalitions)[0])
             on_result(EvaluationRecord(0, value, 0.0, "ok", 1))
             for outcome in self.extra.get(row.tobytes(), []):
                 if isinstance(outcome, BaseException):
                     raise outcome
                 on_result(EvaluationRecord(0, float(outcome), 0.0, "ok", 2))
+            if self.hold is not None:
+                assert self.hold.wait(60), "the test never let the call return"
         finally:
             self.reported(row).set()
         return np.array([value])
@@ -111,6 +115,13 @@ def _stored(tmp_path, rows: np.ndarray) -> tuple[FunctionGame, EvaluationStore]:
 
 def _wait(event: threading.Event) -> None:
     assert event.wait(60), "the evaluator never reported"  # a safety net: the call reports at once
+
+
+def _wait_arrived(flight: InFlight, row: np.ndarray) -> None:
+    """Until the flight has registered ``row``'s outcome (a value or a failure)."""
+    key = coalition_keys(row[None])[0]
+    with flight._cond:
+        assert flight._cond.wait_for(lambda: key in flight._arrived_keys, timeout=60), "never arrived"
 
 
 def test_stored_values_come_first_in_store_order_before_new_arrivals(tmp_path):
@@ -221,3 +232,37 @@ def test_close_does_not_wait_for_running_evaluations():
     closer.join()
     assert returned, "close() waited for the running evaluation"
     _wait(evaluator.reported(ROWS[0]))  # the evaluation still finished, in the background
+
+
+def test_after_a_failure_the_values_in_flight_are_charged_by_their_source(tmp_path):
+    """The failure is raised once everything in flight has arrived; those values are charged (they
+    were paid for), each counted as a store hit or a game evaluation by where it came from. Only
+    the failed coalition's claim is released."""
+    game, store = _stored(tmp_path, ROWS[:2])
+    wrapped = ProtocolStore(store, late=True)
+    budgeted = BudgetedGame(game, 10, store=wrapped, evaluator=ScriptedEvaluator(fail=(ROWS[3],)))
+    with InFlight(budgeted, 4) as flight:
+        flight.submit(ROWS[3])
+        _wait_arrived(flight, ROWS[3])  # the failure comes first
+        flight.submit(ROWS[4])  # evaluated by the game
+        flight.submit(ROWS[5])  # evaluated by the game
+        flight.submit(ROWS[1])  # found by the claim: stored meanwhile
+        with pytest.raises(RuntimeError, match="the game failed"):
+            flight.next()
+        assert flight.n_pending == 0
+    assert (budgeted.n_game_evaluations, budgeted.n_store_hits, budgeted.evaluations) == (2, 1, 3)
+    assert [r.tolist() for r in wrapped.released] == [ROWS[3:4].tolist()]
+
+
+def test_close_cancels_evaluations_that_have_not_started():
+    """A coalition waiting for a driver thread when the flight is closed is never evaluated."""
+    hold = threading.Event()
+    evaluator = ScriptedEvaluator(hold=hold)
+    flight = InFlight(BudgetedGame(FunctionGame(code_value, P), 10, evaluator=evaluator), 1)
+    flight.submit(ROWS[0])
+    assert flight.next().value == 1.0  # consumed; its driver thread is still busy in the call
+    flight.submit(ROWS[1])  # waits for that thread
+    flight.close()
+    hold.set()
+    flight._threads.shutdown(wait=True)  # every call that was going to run has run
+    assert evaluator.calls == [ROWS[0].tobytes()]
