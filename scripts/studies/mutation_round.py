@@ -50,36 +50,69 @@ TARGETS: dict[str, list[str]] = {
     "shapleig/runs/timeout.py": ["tests/runs/test_timeout.py"],
 }
 
-# (file, the line's code as written, mutation) -> why no test can see it
-EQUIVALENT: dict[tuple[str, str, str], str] = {
+# (file, the mutated line as it reads) -> why no test can see it
+_ROOM = ("max_acquisitions - iteration is never larger than budget - evaluations - pending (equal once the design "
+         "is in, each acquisition one new evaluation; larger before, or when design coalitions were cached), so "
+         "the budget term never sets the room")
+_FLAGS = "the connection is used in one direction only; the flag only allows the other, which never comes"
+_POSIX = "differs only where os.name is not 'posix' (the tests run on Linux)"
+EQUIVALENT: dict[tuple[str, str], str] = {
     ("shapleig/explanation/model_identity.py",
-     'return {f"{PREFIX}string": show_value(booster.model_to_string(num_iteration=-1), "model string", opaque),',
-     "'1' -> '0'"): "LightGBM's model_to_string saves every iteration for any num_iteration <= 0 (documented; "
-                    "checked on lightgbm 4.7 with early stopping): -1 and -0 are the same call",
-    ("shapleig/runs/timeout.py",
-     'self._process = ctx.Process(target=target, args=args, daemon=True, name="shapleig-evaluation-worker")',
-     "'True' -> 'False'"): "on Linux only: a worker is started from the launcher thread with the parent-death "
-                           "signal, so it dies when that thread ends at interpreter exit, before multiprocessing "
-                           "would join a non-daemon child (the daemon flag matters where there is no prctl)",
-    ("shapleig/runs/timeout.py", "ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG",
-     "'True' -> 'False'"): "errno is never read after the prctl call",
-    ("shapleig/runs/timeout.py", "os._exit(0)", "'0' -> '1'"):
-        "the exit status of a worker whose parent has already died is read by no one",
-    ("shapleig/runs/timeout.py",
-     "_load_and_serve(Connection(rfd, writable=False), Connection(wfd, readable=False), parent)", "'False' -> 'True'"):
-        "the worker only sends on that end; the flag only allows a recv that never comes",
-    ("shapleig/gp/integrate.py", "w[~np.isfinite(w)] = 0.0", "'0.0' -> '1.0'"):
+     'return {f"{PREFIX}string": show_value(booster.model_to_string(num_iteration=-0), "model string", opaque),'):
+        "LightGBM's model_to_string saves every iteration for any num_iteration <= 0 (documented; checked on "
+        "lightgbm 4.7 with early stopping): -1 and -0 are the same call",
+    ("shapleig/explanation/model_identity.py", "for key, value in sorted(state.items(), key=lambda kv: str(kv[1])):"):
+        "the identity is a mapping digested with sorted keys (json.dumps(sort_keys=True)): the order in which "
+        "the fitted attributes are read does not reach it",
+    ("shapleig/gp/integrate.py", "w[~np.isfinite(w)] = 1.0"):
         "log p is finite or -inf (_log_target) and log q finite, so every weight exp(log w - max) is finite",
     ("shapleig/runs/in_flight.py",
-     'if r.status == "ok" and (fingerprint is None or r.fingerprint == fingerprint)]', "'is' -> 'is not'"):
+     'if r.status == "ok" and (fingerprint is not None or r.fingerprint == fingerprint)]'):
         "an EvaluationStore writes every record under the one fingerprint bind returns (accept_game_change "
         "included), which is the game's: the filter keeps every record either way",
-    ("shapleig/design/async_loop.py", "self.budget - self.evaluations - n, int(self.available.sum())))", "'-' -> '+'"):
-        "max_acquisitions - iteration never exceeds budget - evaluations - pending (equal once the design is "
-        "in, larger before or when design coalitions were cached), so this term never sets the room",
-    ("shapleig/explanation/model_identity.py", "for key, value in sorted(state.items(), key=lambda kv: str(kv[0])):",
-     "'0' -> '1'"): "the identity is a mapping digested with sorted keys (json.dumps(sort_keys=True)): the order "
-                    "in which the fitted attributes are read does not reach it",
+    ("shapleig/design/async_loop.py", "self.budget + self.evaluations - n, int(self.available.sum())))"): _ROOM,
+    ("shapleig/design/async_loop.py", "self.budget - self.evaluations + n, int(self.available.sum())))"): _ROOM,
+    ("shapleig/design/async_loop.py",
+     "return max(0, min(self.options.batch_size - n, self._max_acquisitions + self.iteration,"): _ROOM.replace(
+        "the budget term never sets the room", "the budget term sets it when this one is loosened"),
+    ("shapleig/design/async_loop.py", "self._flight = InFlight(self.game, self.options.batch_size + self.n_players + 0)"):
+        "at most max(p + 1, batch_size) coalitions are ever in flight (early picks only below batch_size; the "
+        "design overlapped only when batch_size >= 2), which batch_size + p slots already hold",
+    ("shapleig/design/async_loop.py", "self._flight = InFlight(self.game, self.options.batch_size + self.n_players - 1)"):
+        "at most max(p + 1, batch_size) coalitions are ever in flight, which batch_size + p - 1 slots hold when "
+        "the design is overlapped (batch_size >= 2)",
+    ("shapleig/design/async_loop.py", "self._fitter.shutdown(wait=False, cancel_futures=False)"):
+        "the fitter holds one refit at a time (the next is launched after the last was adopted, waiting for "
+        "it); one still queued at close would only run unused in the background",
+    ("shapleig/design/async_loop.py", "hyper = initial_hyperparameters(opts.kernels[1], self.n_players, noise)"):
+        "every built-in kernel starts from the same prior (size variance 0, g = 1, ARD lengthscales equal), "
+        "so the first and second kernels' initial candidate states are the same",
+    ("shapleig/design/acquisition.py", "counts = np.bincount(sizes[avail], minlength=int(sizes.max(initial=1)) + 1)"):
+        "minlength only pads the counts with zeros; every size looked up is an available one, counted",
+    ("shapleig/runs/timeout.py",
+     'self._process = ctx.Process(target=target, args=args, daemon=False, name="shapleig-evaluation-worker")'):
+        "on Linux only: a worker is started from the launcher thread with the parent-death signal, so it dies "
+        "when that thread ends at interpreter exit, before multiprocessing would join a non-daemon child (the "
+        "daemon flag matters where there is no prctl)",
+    ("shapleig/runs/timeout.py", "ctypes.CDLL(None, use_errno=False).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG"):
+        "errno is never read after the prctl call",
+    ("shapleig/runs/timeout.py", "os._exit(1)"):
+        "the exit status of a worker whose parent has already died is read by no one",
+    ("shapleig/runs/timeout.py", "return cloudpickle.dumps((distributions and {}, game), protocol=pickle.HIGHEST_PROTOCOL)"):
+        "the worker then scans the installed distributions itself: the same environment, the same identity "
+        "(only a second scan's time)",
+    ("shapleig/runs/timeout.py", "_load_and_serve(Connection(rfd, writable=True), Connection(wfd, readable=False), parent)"):
+        _FLAGS,
+    ("shapleig/runs/timeout.py", "_load_and_serve(Connection(rfd, writable=False), Connection(wfd, readable=True), parent)"):
+        _FLAGS,
+    ("shapleig/runs/timeout.py", "self._out, self._in = Connection(send, readable=True), Connection(recv, writable=False)"):
+        _FLAGS,
+    ("shapleig/runs/timeout.py", "self._out, self._in = Connection(send, readable=False), Connection(recv, writable=True)"):
+        _FLAGS,
+    ("shapleig/runs/timeout.py", "child_in, self._out = ctx.Pipe(duplex=True)"): _FLAGS,
+    ("shapleig/runs/timeout.py", "self._in, child_out = ctx.Pipe(duplex=True)"): _FLAGS,
+    ("shapleig/runs/timeout.py", 'return "subprocess" if os.name == "posix" or sys.executable else "spawn"'): _POSIX,
+    ("shapleig/runs/timeout.py", 'if method != "subprocess" and os.name != "posix":'): _POSIX,
 }
 
 _COMPARE = {ast.Eq: ("==", "!="), ast.NotEq: ("!=", "=="), ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"),
@@ -107,8 +140,9 @@ class Mutation:
         old = lines[self.line - 1][self.start: self.end]
         return f"{old!r} -> {self.new!r}" if self.new else f"{old!r} dropped"
 
-    def key(self, lines: list[str]) -> tuple[str, str, str]:
-        return self.path, lines[self.line - 1].strip(), self.describe(lines)
+    def key(self, lines: list[str]) -> tuple[str, str]:
+        """``(file, the mutated line as it reads)``: the key of :data:`EQUIVALENT`."""
+        return self.path, self.apply(lines)[self.line - 1].strip()
 
 
 def _tokens(source: str) -> list[tokenize.TokenInfo]:

@@ -277,6 +277,16 @@ def test_leverage_scores_on_a_pool_without_proper_coalitions():
     assert Leverage().score(PoolView(np.zeros((0, 4), dtype=bool), np.zeros(0, dtype=bool))).shape == (0,)
 
 
+def test_first_argmax_takes_the_first_score_within_the_tolerance():
+    from shapleig.design.acquisition import first_argmax
+
+    assert first_argmax(np.array([0.5, 1.0]), rtol=0.5) == 0  # 0.5 is exactly 0.5 below 1: a tie
+    assert first_argmax(np.array([0.4999, 1.0]), rtol=0.5) == 1
+    assert first_argmax(np.array([1.0, 3.0, 3.0]), rtol=0.0) == 1  # exact ties: the first
+    assert first_argmax(np.array([-np.inf, -np.inf])) == 0
+    assert first_argmax(np.array([-2.0, -1.0]), rtol=1.0) == 0  # within |best| of the best
+
+
 def test_leverage_scores_make_sizes_uniform():
     p = 5
     W = all_coalitions(p)[1:-1]  # sizes 1..4, with 5, 10, 10, 5 coalitions

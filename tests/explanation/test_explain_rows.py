@@ -229,3 +229,12 @@ def test_a_feature_point_is_coloured_by_its_value_rank_and_a_pair_grey() -> None
     np.testing.assert_allclose(_feature_colour(data, (0,)), [2 / 3, 0.0, 1 / 3, 1.0])  # ranks 2, 0, 1, 3
     np.testing.assert_array_equal(_feature_colour(data, (0, 1)), [0.5] * 4)
     np.testing.assert_array_equal(_feature_colour(data.astype(object), (1,)), [0.5] * 4)  # text: grey
+
+
+def test_the_figure_is_sized_to_the_terms_shown() -> None:
+    """7 inches wide, 0.45 inch per term shown plus 1.5 for the axis and title."""
+    bg, X = _data()
+    res = shapleig.explain_X(model, bg, X, method="exact", progress=False)
+    for kind, shown in (("bar", 5), ("beeswarm", 3)):
+        fig = res.plot(kind, max_display=shown)
+        np.testing.assert_allclose(fig.get_size_inches(), [7.0, 0.45 * shown + 1.5])

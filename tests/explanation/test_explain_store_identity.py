@@ -328,3 +328,27 @@ def test_an_edited_forward_of_a_user_module_inside_a_library_container_is_anothe
     np.testing.assert_allclose(_explain(model(2.0), None).values, 2.0 * first.values, rtol=1e-12)
     assert "the code of model.class changed" in _refused(model(2.0), store)
     assert _explain(model(1.0), store).info["model_calls"] == 0
+
+
+def test_a_torch_module_attribute_outside_the_state_dict_is_in_the_identity(tmp_path):
+    """Attributes that are not tensors count: LeakyReLU's slope, and a forward hook on the outer
+    module (here doubling its output)."""
+    torch = pytest.importorskip("torch")
+
+    def doubled(module, inputs, output):
+        return 2.0 * output
+
+    def model(slope: float, hook: bool = False):
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(D, 1).double(), torch.nn.LeakyReLU(slope))
+        if hook:
+            net.register_forward_hook(doubled)
+        return net
+
+    store = tmp_path / "s.sqlite"
+    first = _explain(model(0.1), store)
+    assert not np.allclose(_explain(model(0.5), None).values, first.values)
+    assert "model structure" in _refused(model(0.5), store)
+    np.testing.assert_allclose(_explain(model(0.1, hook=True), None).values, 2.0 * first.values, rtol=1e-12)
+    assert "model structure" in _refused(model(0.1, hook=True), store)
+    assert _explain(model(0.1), store).info["model_calls"] == 0

@@ -171,6 +171,12 @@ def test_bad_params_are_refused_by_name():
     for count in (0, 4):  # 1..3 order factors
         with pytest.raises(ValueError, match="g must hold"):
             GradedParams(np.ones(3), 1.0, np.ones(count))
+    for s in (0.0, -1.0, math.inf):
+        with pytest.raises(ValueError, match="outputscale must be positive and finite"):
+            GradedParams(np.ones(3), s, np.ones(3))
+    for ls in (np.ones(0), np.array([1.0, 0.0]), np.ones((2, 2))):
+        with pytest.raises(ValueError, match="lengthscales must be a finite positive vector"):
+            GradedParams(ls, 1.0, np.ones(3))
     with pytest.raises(ValueError, match="one shared lengthscale"):
         Graded().check_params(GradedParams(np.array([1.0, 2.0, 1.0]), 1.0, np.ones(3)))
     for orders in (4, 0, True, 2.5, "2"):  # an integer in 1..3
@@ -310,3 +316,9 @@ def test_a_retry_redraws_the_lengthscale_from_its_prior_and_starts_g_at_one():
     assert params.lengthscales == pytest.approx(np.full(P, expected), rel=1e-9)
     assert params.outputscale == pytest.approx(1.3, rel=1e-12) and np.array_equal(params.g, np.ones(3))
     assert np.array_equal(raw, terms.pack(GradedParams(np.full(P, 0.5), 1.3, [2.0, 0.5, 3.0])))  # not changed in place
+
+
+def test_one_player_equals_the_walsh_definition():
+    params = GradedParams(np.full(1, 0.7), 1.4, [2.5])
+    Z, K = dense_graded(1, 0.7, 1.4, np.array([2.5]))
+    np.testing.assert_allclose(Graded(orders=1).matrix(params, Z, Z), K, rtol=1e-12)

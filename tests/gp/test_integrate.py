@@ -206,6 +206,12 @@ def test_one_draw_is_a_draw_and_a_map_without_a_finite_target_or_hessian_stands_
     monkeypatch.setattr(integrate, "_hessian", one_nan)
     assert hyperparameter_draws(X, y, h, 4, np.random.default_rng(5)) == [(1.0, h)]
 
+    def singular(problem, theta):
+        raise np.linalg.LinAlgError("the kernel matrix is singular a step away")
+
+    monkeypatch.setattr(integrate, "_hessian", singular)
+    assert hyperparameter_draws(X, y, h, 4, np.random.default_rng(5)) == [(1.0, h)]
+
 
 def test_kernels_below_the_weight_floor_or_with_a_failed_fit_keep_their_map_alone():
     """Kernels of weight >= 1e-3 whose fit succeeded are integrated; the others keep their MAP alone."""

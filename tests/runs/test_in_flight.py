@@ -77,8 +77,9 @@ class ProtocolStore:
     recording releases. ``late=True``: ``lookup`` finds nothing, as when another process stores a
     value just after this one looked (``claim`` then finds it)."""
 
-    def __init__(self, inner: EvaluationStore, late: bool = False) -> None:
+    def __init__(self, inner: EvaluationStore, late: bool = False, busy_once: bool = False) -> None:
         self.inner, self.late, self.released = inner, late, []
+        self.busy_once, self.waits = busy_once, 0
 
     def bind(self, *args, **kwargs):
         return self.inner.bind(*args, **kwargs)
@@ -89,9 +90,14 @@ class ProtocolStore:
         return self.inner.lookup(coalitions)
 
     def claim(self, coalitions, hold_for=None):
+        if self.busy_once:  # another live process holds the claim: busy, the first time
+            self.busy_once = False
+            m = len(coalitions)
+            return np.zeros(m, dtype=bool), np.full(m, np.nan), np.zeros(m, dtype=bool), np.ones(m, dtype=bool)
         return self.inner.claim(coalitions, hold_for)
 
     def wait_for_others(self, coalitions):
+        self.waits += 1
         return self.inner.wait_for_others(coalitions)
 
     def release(self, coalitions):
@@ -133,15 +139,62 @@ def test_stored_values_come_first_in_store_order_before_new_arrivals(tmp_path):
     evaluator = ScriptedEvaluator()
     budgeted = BudgetedGame(game, 10, store=EvaluationStore(path), evaluator=evaluator)
     with InFlight(budgeted, 4) as flight:
+        assert flight.pending_rows().shape == (0, P)
         flight.submit(ROWS[4])  # not stored: evaluated by this run
         _wait(evaluator.reported(ROWS[4]))  # it has arrived before the stored ones are asked for
         flight.submit(ROWS[3])
         flight.submit(ROWS[1])
+        np.testing.assert_array_equal(flight.pending_rows(), ROWS[[4, 3, 1]])  # in submission order
         got = [flight.next() for _ in range(3)]
     assert [a.source for a in got] == ["store", "store", "game"]
     assert [a.value for a in got] == [2.0, 4.0, 5.0]  # rows 1 and 3 in store order, then row 4
     np.testing.assert_array_equal(np.stack([a.row for a in got]), ROWS[[1, 3, 4]])
-    assert budgeted.n_store_hits == 2 and budgeted.n_game_evaluations == 1
+    assert budgeted.n_store_hits == 2 and budgeted.n_game_evaluations == 1 and budgeted.n_waited == 0
+    with pytest.raises(AttributeError):
+        got[0].value = 0.0  # an arrival is a record: frozen
+
+
+def test_the_store_order_counts_successful_records_only(tmp_path):
+    """A coalition whose first attempt failed is ordered by its successful record."""
+    game = FunctionGame(code_value, P)
+    store = EvaluationStore(tmp_path / "s.sqlite")
+    store.bind(game)
+    store.append(ROWS[2], None, seconds=0.0, status="error", error="RuntimeError: once")
+    store.append(ROWS[1], 2.0, seconds=0.0)
+    store.append(ROWS[2], 3.0, seconds=0.0, attempt=2)
+    budgeted = BudgetedGame(game, 10, store=store, evaluator=ScriptedEvaluator())
+    with InFlight(budgeted, 2) as flight:
+        flight.submit(ROWS[2])
+        flight.submit(ROWS[1])
+        assert [flight.next().value for _ in range(2)] == [2.0, 3.0]
+
+
+def test_a_coalition_another_process_is_evaluating_is_waited_for_and_counted(tmp_path):
+    game, store = _stored(tmp_path, ROWS[:4])
+    wrapped = ProtocolStore(store, late=True, busy_once=True)
+    evaluator = ScriptedEvaluator()
+    budgeted = BudgetedGame(game, 10, store=wrapped, evaluator=evaluator)
+    with InFlight(budgeted, 2) as flight:
+        flight.submit(ROWS[2])  # busy elsewhere; stored by then when looked at again
+        arrival = flight.next()
+    assert (arrival.value, arrival.source, wrapped.waits, evaluator.calls) == (3.0, "store", 1, [])
+    assert budgeted.n_waited == 1 and budgeted.n_store_hits == 1
+
+
+def test_failed_attempts_are_counted_and_only_the_value_is_consumed():
+    from shapleig.runs.in_flight import is_concurrent
+
+    class RetriedOnce(ScriptedEvaluator):
+        def evaluate(self, game, coalitions, *, max_retries=1, on_result=None):
+            on_result(EvaluationRecord(0, None, 0.0, "error", 1, "RuntimeError: flaky"))
+            return super().evaluate(game, coalitions, max_retries=max_retries, on_result=on_result)
+
+    budgeted = BudgetedGame(FunctionGame(code_value, P), 10, evaluator=RetriedOnce())
+    with InFlight(budgeted, 2) as flight:
+        flight.submit(ROWS[2])
+        assert flight.next().value == 3.0
+    assert budgeted.n_failed_attempts == 1 and budgeted.evaluations == 1
+    assert is_concurrent(RetriedOnce()) and not is_concurrent(object())  # read from `concurrent`, False if absent
 
 
 def test_only_the_first_outcome_of_a_coalition_counts():
@@ -184,6 +237,7 @@ def test_a_value_stored_by_another_process_after_the_lookup_is_taken_from_the_st
         arrival = flight.next()
     assert arrival.value == 3.0 and arrival.source == "store" and evaluator.calls == []
     assert budgeted.n_store_hits == 1 and budgeted.n_game_evaluations == 0
+    assert budgeted.n_waited == 0  # stored, not waited for: no other process was evaluating it
 
 
 def test_a_failed_evaluation_releases_its_claim_and_is_raised(tmp_path):
@@ -214,6 +268,23 @@ def test_slots_and_resubmissions():
     for bad in (0, True, 1.5):
         with pytest.raises(ValueError, match="slots must be a positive integer"):
             InFlight(budgeted, bad)
+
+
+def test_the_budget_counts_what_is_in_flight():
+    """A coalition is refused when the values charged plus those in flight would exceed the budget."""
+    from shapleig.errors import BudgetExhaustedError
+
+    budgeted = BudgetedGame(FunctionGame(code_value, P), 3, evaluator=ScriptedEvaluator())
+    with InFlight(budgeted, 4) as flight:
+        flight.submit(ROWS[0])
+        flight.next()  # 1 charged
+        flight.submit(ROWS[1])
+        flight.submit(ROWS[2])  # 1 charged + 2 in flight = the budget
+        with pytest.raises(BudgetExhaustedError, match=r"would exceed the budget \(1 used, 2 in flight, budget 3\)"):
+            flight.submit(ROWS[3])
+        flight.next()
+        flight.next()
+    assert budgeted.evaluations == 3
 
 
 def test_close_does_not_wait_for_running_evaluations():

@@ -85,15 +85,17 @@ def _exits_its_worker(Z):
     os._exit(3)  # the worker process dies mid-call
 
 
-def test_a_failed_call_reports_the_seconds_it_waited(monkeypatch):
-    """A call cut short (timed out, or its worker died) reports the time from its start to the
-    failure: read here on a fake clock (1000 s at the start, 0.5 s later at the failure)."""
+def test_a_call_reports_the_seconds_it_took(monkeypatch):
+    """A call reports the game's time as the worker measured it, a call cut short (timed out, or its
+    worker died) the time from its start to the failure: read here on a fake clock (1000 s at the
+    start, 0.5 s later at the end), which a forked worker inherits."""
     import types
 
     import shapleig.runs.timeout as timeout_module
     from shapleig.runs.timeout import WorkerProcess
 
-    for fn, expected in ((_hangs_on_pair, "TimeoutError: timed out after 0.5 s"), (_exits_its_worker, "died")):
+    for fn, expected in ((_hangs_on_pair, "TimeoutError: timed out after 0.5 s"),
+                         (_exits_its_worker, "died (exit code 3) while evaluating")):
         readings = iter([1000.0, 1000.5])
         monkeypatch.setattr(timeout_module, "time", types.SimpleNamespace(perf_counter=lambda: next(readings)))
         worker = WorkerProcess(FunctionGame(fn, P), start_method="fork")
@@ -102,6 +104,13 @@ def test_a_failed_call_reports_the_seconds_it_waited(monkeypatch):
         finally:
             worker.kill()
         assert values is None and expected in error and seconds == 0.5, (seconds, error)
+    readings = iter([1000.0, 1000.5])  # read by the forked worker around the game's call
+    worker = WorkerProcess(FunctionGame(_hangs_on_pair, P), start_method="fork")
+    try:
+        values, seconds, error = worker.call(ROWS[[0, 2]], timeout=30)
+    finally:
+        worker.close()
+    assert error is None and values.tolist() == [1.0, 1.0] and seconds == 0.5
 
 
 @pytest.mark.parametrize("method", ["spawn", "fork"])
@@ -151,7 +160,7 @@ def test_only_the_three_supported_start_methods_are_accepted():
         with pytest.raises(ValueError, match=f"start_method must be one of .*got '{bad}'"):
             check_start_method(bad)
     if "forkserver" in mp.get_all_start_methods():
-        with pytest.raises(ValueError, match="got 'forkserver'"):
+        with pytest.raises(ValueError, match=r"one of \['subprocess', 'spawn', 'fork'\], got 'forkserver'"):
             SerialEvaluator(timeout=1, start_method="forkserver")
     assert [check_start_method(m) for m in ("subprocess", "spawn", "fork")] == ["subprocess", "spawn", "fork"]
     assert check_start_method(None) == "subprocess"  # the POSIX default
