@@ -228,6 +228,8 @@ def test_random_on_a_pool_view_matches_the_candidate_posterior():
     b = RandomAcquisition().select(view, 4, np.random.default_rng(7))
     np.testing.assert_array_equal(a, b)
     assert view.selected == b.tolist() and not view.available[b].any()
+    j = int(np.flatnonzero(view.available)[0])
+    assert view.condition(j) == 0.0 and view.selected[-1] == j  # no information gain is computed
     with pytest.raises(ValueError, match="already picked"):
         view.condition(int(b[0]))
 

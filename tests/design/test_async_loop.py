@@ -411,3 +411,54 @@ def test_acquisitions_that_arrive_during_the_design_are_read_out_with_it(monkeyp
     counts = [n for n, _ in est.trace]
     assert counts[0] > P + 1 and np.all(np.diff(counts) == 1) and counts[-1] == budget, counts
     assert loop.iteration == len(loop.submitted) == budget - (P + 1)
+
+
+class _FailsAfter(QuadraticGame):
+    """A QuadraticGame whose calls fail once ``good`` of them have succeeded."""
+
+    def __init__(self, n_players: int, good: int) -> None:
+        super().__init__(n_players, seed=2)
+        self.good, self.calls, self.lock = good, 0, threading.Lock()
+
+    def __call__(self, coalitions):
+        with self.lock:
+            self.calls += 1
+            if self.calls > self.good:
+                raise RuntimeError("the game broke")
+        return super().__call__(coalitions)
+
+
+def test_a_failure_is_raised_without_waiting_for_a_refit_running_in_the_background(monkeypatch):
+    """The game fails while a background refit is still running (here held until the failure is
+    out): the run raises at once; the refit finishes on its own."""
+    import shapleig.design.loop as sync_loop
+    from shapleig.errors import EvaluationFailedError
+
+    real, held, refits = sync_loop.fit_kernels, threading.Event(), []
+
+    def held_in_the_background(*args, **kwargs):
+        if threading.current_thread().name.startswith("shapleig-refit"):
+            refits.append(1)
+            assert held.wait(60), "the test never released the refit"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sync_loop, "fit_kernels", held_in_the_background)
+    outcome: dict = {}
+
+    def run() -> None:
+        with ThreadPoolExecutor(2) as pool:
+            loop = AsyncDesignLoop(_FailsAfter(P, good=P + 1 + 5), 20, batch_size=3, pool_size=64, seed=0,
+                                   refit="every", evaluator=ExecutorEvaluator(pool, max_retries=0))
+            try:
+                loop.run()
+            except EvaluationFailedError as exc:
+                outcome["error"] = exc
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    runner.join(60)  # raises at once; a run waiting for the held refit would still be running
+    finished = not runner.is_alive()
+    held.set()
+    runner.join()
+    assert finished, "the failure waited for the background refit"
+    assert "the game broke" in str(outcome.get("error")) and refits

@@ -320,5 +320,6 @@ def test_a_retry_redraws_the_lengthscale_from_its_prior_and_starts_g_at_one():
 
 def test_one_player_equals_the_walsh_definition():
     params = GradedParams(np.full(1, 0.7), 1.4, [2.5])
+    assert Graded(orders=1).check_params(params) is params
     Z, K = dense_graded(1, 0.7, 1.4, np.array([2.5]))
     np.testing.assert_allclose(Graded(orders=1).matrix(params, Z, Z), K, rtol=1e-12)

@@ -174,6 +174,7 @@ def test_integrated_kernels_split_each_kernel_weight_among_its_map_and_draws():
         mine = [(n, w, hh) for n, w, hh in out if n == name or n.startswith(name + "~")]
         assert mine[0][0] == name and mine[0][2] == hypers[name] and len(mine) > 2  # the MAP first, then draws
         assert sum(w for _, w, _ in mine) == pytest.approx(weight, abs=1e-12)
+        assert [n for n, _, _ in mine] == [name] + [f"{name}~{j}" for j in range(1, len(mine))]  # draws from 1
         assert 0.0 < mine[0][1] < weight  # the draws took their share from the MAP's
 
 

@@ -141,6 +141,31 @@ def test_a_run_that_exits_without_closing_its_evaluator_ends_its_worker(tmp_path
     assert not _pid_alive(worker)
 
 
+class _CountsLazily:
+    """v(S) = |S|; counts its calls in ``calls``, an attribute made by the first call (so the copy in
+    this process has none until a count is added to it)."""
+
+    process_counters = ("calls",)
+
+    def __init__(self, n_players: int) -> None:
+        self.n_players = n_players
+
+    def __call__(self, Z):
+        self.calls = getattr(self, "calls", 0) + 1
+        return np.asarray(Z, float).sum(axis=1)
+
+
+def test_calls_counted_in_the_worker_are_added_to_the_game_here():
+    game = _CountsLazily(P)
+    evaluator = SerialEvaluator(chunk_size=1, timeout=30, start_method="fork")
+    try:
+        for row in ROWS:
+            evaluator.evaluate(game, row[None, :].copy())
+    finally:
+        evaluator.close()
+    assert game.calls == len(ROWS)
+
+
 def test_the_timeout_is_validated_before_anything_runs():
     for bad in (0, -1, float("nan"), "2", True):
         with pytest.raises(ValueError, match="timeout must be"):
