@@ -261,6 +261,10 @@ def _run_tests(tests: list[str], timeout: float) -> tuple[str, str]:
         os.killpg(proc.pid, signal.SIGKILL)  # the test run and any worker it started
         proc.communicate()
         return "hung", f"killed after {timeout:.0f} s"
+    except BaseException:  # Ctrl-C: the run is in its own session, so it is ended here
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
     last = (out.strip().splitlines() or [""])[-1]
     outcome = {0: "passed", 1: "failed"}.get(proc.returncode, f"error {proc.returncode}")
     return outcome, last
