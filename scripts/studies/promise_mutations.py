@@ -6,6 +6,7 @@ on Ctrl-C). Run from the repository root on a clean work tree:
 
     PYTHONPATH=. python scripts/studies/promise_mutations.py            # all mutations (~10 minutes)
     PYTHONPATH=. python scripts/studies/promise_mutations.py --only bic # those whose name contains "bic"
+    PYTHONPATH=. python scripts/studies/promise_mutations.py --only graded --only async  # either text
 
 Prints one line per mutation and ``caught N of M``; exits 1 if any mutation survived.
 """
@@ -447,14 +448,48 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
     ("laplace evidence at any number of players", "shapleig/gp/options.py",
      'return LAPLACE_MAX_PLAYERS if self.evidence == "laplace" else None', "return None",
      ["tests/gp/test_kernel_choice.py -k laplace_refuses"]),
+    # -- issue 34, item 9: survivors of a round of one-line mutations, each caught by a test next to the code ----
+    ("graded: one order factor of 1 taken for the Hamming kernel", "shapleig/gp/graded.py",
+     "return bool(np.all(self.g == 1.0))", "return bool(np.any(self.g == 1.0))",
+     ["tests/gp/test_graded_spec.py -k walsh_definition"]),
+    ("graded BIC without the learned noise", "shapleig/gp/graded.py", "return 2 + self.orders + int(self.learn_noise)",
+     "return 2 + self.orders", ["tests/gp/test_graded_spec.py -k bic_counts"]),
+    ("importance target exp(-objective), not exp(-t objective)", "shapleig/gp/integrate.py",
+     "return -problem.X.shape[0] * value if", "return -value if", ["tests/gp/test_integrate.py -k dense_reference"]),
+    ("integrated MAP component keeps the full kernel weight", "shapleig/gp/integrate.py",
+     "out.append((k.kernel, k.weight * draws[0][0], draws[0][1]))", "out.append((k.kernel, k.weight, draws[0][1]))",
+     ["tests/gp/test_integrate.py -k split_each"]),
+    ("Laplace proposal's Hessian doubled", "shapleig/gp/integrate.py", "* (t / (2.0 * STEP))", "* (t / STEP)",
+     ["tests/gp/test_integrate.py -k dense_reference"]),
+    ("in flight: stored values not consumed first", "shapleig/runs/in_flight.py", "rank = (0, self._store_rank.get(",
+     "rank = (1, self._store_rank.get(", ["tests/runs/test_in_flight.py -k stored_values_come_first"]),
+    ("in flight: a later outcome overwrites the first", "shapleig/runs/in_flight.py",
+     "if key not in self._arrived_keys:\n            self._arrived_keys.add(key)",
+     "if True:\n            self._arrived_keys.add(key)", ["tests/runs/test_in_flight.py -k first_outcome"]),
+    ("async refit adopted one arrival late (>= -> >)", "shapleig/design/async_loop.py",
+     "self.X.shape[0] >= self._refit[3]", "self.X.shape[0] > self._refit[3]",
+     ["tests/design/test_async_loop.py -k batch_size_more_values"]),
+    ("async refit adopted at the next arrival (t + q -> t)", "shapleig/design/async_loop.py",
+     "t, t + self.options.batch_size)", "t, t)", ["tests/design/test_async_loop.py -k batch_size_more_values"]),
+    ("random picks drawn with replacement", "shapleig/design/acquisition.py", "replace=False).astype(np.int64)",
+     "replace=True).astype(np.int64)", ["tests/design/test_acquisition.py -k distinct_available"]),
+    ("model identity reads a user's sklearn subclass as a library estimator", "shapleig/explanation/model_identity.py",
+     "if is_code(owner) or not is_library(type(owner)):", "if is_code(owner):",
+     ["tests/explanation/test_explain_store_identity.py -k user_sklearn"]),
+    ("explain_X runs every row with the first row's seed", "shapleig/explanation/explain_rows.py",
+     "budget, seeds[r], store=path", "budget, seeds[0], store=path",
+     ["tests/explanation/test_explain_rows.py -k own_spawned_seed"]),
+    ("start method check or -> and (forkserver accepted)", "shapleig/runs/timeout.py",
+     "if method not in START_METHODS or method not in", "if method not in START_METHODS and method not in",
+     ["tests/runs/test_timeout.py -k three_supported"]),
 ]
 
 
-def run(only: str | None) -> int:
+def run(only: list[str] | None) -> int:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     caught = total = 0
     for name, rel, old, new, tests in MUTATIONS:
-        if only and only not in name:
+        if only and not any(text in name for text in only):
             continue
         path = REPO / rel
         original = path.read_bytes()
@@ -487,5 +522,6 @@ def run(only: str | None) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default=None, help="run the mutations whose name contains this text")
+    parser.add_argument("--only", action="append", default=None,
+                        help="run the mutations whose name contains this text (repeat: any of them)")
     sys.exit(run(parser.parse_args().only))

@@ -21,6 +21,7 @@ from shapleig.design.acquisition import (
     check_scores,
     make_acquisition,
     method_name,
+    random_indices,
     register_acquisition,
     select,
     unregister_acquisition,
@@ -228,8 +229,65 @@ def test_random_on_a_pool_view_matches_the_candidate_posterior():
     b = RandomAcquisition().select(view, 4, np.random.default_rng(7))
     np.testing.assert_array_equal(a, b)
     assert view.selected == b.tolist() and not view.available[b].any()
+    j = int(np.flatnonzero(view.available)[0])
+    assert view.condition(j) == 0.0 and view.selected[-1] == j  # no information gain is computed
     with pytest.raises(ValueError, match="already picked"):
         view.condition(int(b[0]))
+
+
+def test_random_picks_are_distinct_available_indices_for_every_seed():
+    """Without replacement: q picks of the available rows are distinct (a repeat would pick a
+    coalition twice and then be refused by the pool), and asking for more than is available
+    gives each available row once."""
+    available = np.zeros(12, dtype=bool)
+    available[[1, 2, 5, 7, 8, 11]] = True
+    for seed in range(40):
+        picks = random_indices(available, 4, np.random.default_rng(seed))
+        assert len(picks) == 4 and len(set(picks.tolist())) == 4 and available[picks].all(), (seed, picks)
+        every = random_indices(available, 10, np.random.default_rng(seed))
+        assert sorted(every.tolist()) == [1, 2, 5, 7, 8, 11], (seed, every)
+        view = PoolView(np.zeros((12, 3), dtype=bool), available)
+        chosen = RandomAcquisition().select(view, 6, np.random.default_rng(seed))
+        assert sorted(chosen.tolist()) == [1, 2, 5, 7, 8, 11] and not view.available.any()
+    assert random_indices(np.zeros(5, dtype=bool), 3, np.random.default_rng(0)).shape == (0,)
+    # the random acquisition's scores: 0 for every available candidate, -inf for the others
+    view = PoolView(np.zeros((12, 3), dtype=bool), available)
+    assert view.n_candidates == 12
+    np.testing.assert_array_equal(RandomAcquisition().score(view), np.where(available, 0.0, -np.inf))
+
+
+def test_pool_only_acquisitions_never_build_a_candidate_state(monkeypatch):
+    """Random and leverage picks do not read the posterior: the loop hands them the pool's
+    availability and never builds the O(pool x archive) candidate state."""
+    assert not Leverage().uses_posterior and not RandomAcquisition().uses_posterior and EIG().uses_posterior
+
+    def refused(self):
+        raise AssertionError("a candidate state was built")
+
+    monkeypatch.setattr(DesignLoop, "_candidate_state", refused)
+    game = FunctionGame(lambda Z: Z @ np.arange(1.0, 6.0), 5)
+    for name in ("leverage", "random"):
+        loop = DesignLoop(game, 14, acquisition=name, pool_size=32, seed=0, batch_size=2)
+        assert loop.run().evaluations == 14
+    with pytest.raises(AssertionError, match="candidate state"):
+        DesignLoop(game, 14, acquisition="eig", pool_size=32, seed=0).run()
+
+
+def test_leverage_scores_on_a_pool_without_proper_coalitions():
+    """Only the empty coalition left: it carries all the mass; an empty pool scores nothing."""
+    only_empty = PoolView(np.zeros((1, 4), dtype=bool), np.ones(1, dtype=bool))
+    np.testing.assert_array_equal(Leverage().score(only_empty), [1.0])
+    assert Leverage().score(PoolView(np.zeros((0, 4), dtype=bool), np.zeros(0, dtype=bool))).shape == (0,)
+
+
+def test_first_argmax_takes_the_first_score_within_the_tolerance():
+    from shapleig.design.acquisition import first_argmax
+
+    assert first_argmax(np.array([0.5, 1.0]), rtol=0.5) == 0  # 0.5 is exactly 0.5 below 1: a tie
+    assert first_argmax(np.array([0.4999, 1.0]), rtol=0.5) == 1
+    assert first_argmax(np.array([1.0, 3.0, 3.0]), rtol=0.0) == 1  # exact ties: the first
+    assert first_argmax(np.array([-np.inf, -np.inf])) == 0
+    assert first_argmax(np.array([-2.0, -1.0]), rtol=1.0) == 0  # within |best| of the best
 
 
 def test_leverage_scores_make_sizes_uniform():

@@ -196,3 +196,58 @@ def test_rows_plots_label_their_error_bars_and_units() -> None:
         half = sorted(abs(seg[1][0] - seg[0][0]) / 2 for c in bars for seg in c.get_segments())
         expected = 1.96 * (std if kind == "bar" else res.std.ravel())
         np.testing.assert_allclose(half, sorted(expected), rtol=1e-9)
+def test_each_row_runs_with_its_own_spawned_seed() -> None:
+    """Row r runs with the r-th seed spawned from ``seed`` (numpy's SeedSequence here), as
+    ``explain`` with that seed would: not one seed for every row."""
+    bg, _ = _data()
+    X = np.random.default_rng(9).normal(size=(7, 5))  # more rows than features
+    res = shapleig.explain_X(model, bg, X, budget=12, seed=5, progress=False, exact_if_cheap=False)
+    spawned = [int(s.generate_state(1, dtype=np.uint32)[0]) for s in np.random.SeedSequence(5).spawn(7)]
+    assert [res[r].info["seed"] for r in range(7)] == spawned and len(set(spawned)) == 7
+    for r in (0, 6):
+        one = shapleig.explain(model, bg, X[r], budget=12, seed=spawned[r], progress=False, exact_if_cheap=False)
+        np.testing.assert_allclose(res.values[r], one.values, rtol=1e-10, atol=1e-12)
+
+
+def test_the_progress_bar_counts_rows(monkeypatch) -> None:
+    """One bar over the rows: its total is the number of rows and it advances once per row."""
+    import tqdm.auto
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total=None, disable=False, **kwargs) -> None:
+            self.total, self.disable, self.n = total, disable, 0
+            bars.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            pass
+
+        def update(self, n: int = 1) -> None:
+            self.n += n
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    bg, X = _data()
+    shapleig.explain_X(model, bg, X[:3], method="exact", progress=True)
+    assert [(b.total, b.n, b.disable) for b in bars] == [(3, 3, False)]
+
+
+def test_a_feature_point_is_coloured_by_its_value_rank_and_a_pair_grey() -> None:
+    from shapleig.explanation.explain_rows import _feature_colour
+
+    data = np.array([[3.0, 0.2], [1.0, 0.1], [2.0, 0.3], [5.0, 0.0]])
+    np.testing.assert_allclose(_feature_colour(data, (0,)), [2 / 3, 0.0, 1 / 3, 1.0])  # ranks 2, 0, 1, 3
+    np.testing.assert_array_equal(_feature_colour(data, (0, 1)), [0.5] * 4)
+    np.testing.assert_array_equal(_feature_colour(data.astype(object), (1,)), [0.5] * 4)  # text: grey
+
+
+def test_the_figure_is_sized_to_the_terms_shown() -> None:
+    """7 inches wide, 0.45 inch per term shown plus 1.5 for the axis and title."""
+    bg, X = _data()
+    res = shapleig.explain_X(model, bg, X, method="exact", progress=False)
+    for kind, shown in (("bar", 5), ("beeswarm", 3)):
+        fig = res.plot(kind, max_display=shown)
+        np.testing.assert_allclose(fig.get_size_inches(), [7.0, 0.45 * shown + 1.5])
