@@ -245,9 +245,9 @@ def test_a_feature_point_is_coloured_by_its_value_rank_and_a_pair_grey() -> None
 
 
 def test_the_figure_is_sized_to_the_terms_shown() -> None:
-    """7 inches wide, 0.45 inch per term shown plus 1.5 for the axis and title."""
+    """7 inches wide, 0.45 inch per term shown plus 1.9 for the axis, title and legend."""
     bg, X = _data()
     res = shapleig.explain_X(model, bg, X, method="exact", progress=False)
     for kind, shown in (("bar", 5), ("beeswarm", 3)):
         fig = res.plot(kind, max_display=shown)
-        np.testing.assert_allclose(fig.get_size_inches(), [7.0, 0.45 * shown + 1.5])
+        np.testing.assert_allclose(fig.get_size_inches(), [7.0, 0.45 * shown + 1.9])
