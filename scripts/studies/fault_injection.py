@@ -903,6 +903,9 @@ def run_edit_campaign() -> dict[str, Any]:
             wrong = int(np.sum(values != game.values(rows)))
             out["wrong values served"] += wrong
             out["served"].append(f"{what} ({when}): {wrong} wrong")
+    return out
+
+
 def run_fifo_campaign(patience: float = 120.0, log: Any = None) -> dict[str, Any]:
     """``shapleig run`` (a subprocess, as a user runs it) with a FIFO and no reader at one of its outputs:
     the run journal ``<out>.partial.jsonl`` or the results table. Counted: commands that returned
