@@ -114,7 +114,7 @@ class ShaplEIG(OptionsEstimator):
 
         One lengthscale per player (ARD), a MAP refit at every step by botorch's fit, the p + 1
         leverage design, 1024 candidates, fixed noise 1e-6 in standardised units and the
-        uncalibrated MAP posterior.
+        uncalibrated MAP posterior (no structure read-out, no probing of degenerate evidence).
 
         Args:
             **overrides: single options to change (e.g. ``refit="decaying"``).
@@ -124,7 +124,8 @@ class ShaplEIG(OptionsEstimator):
         """
         options: dict[str, Any] = dict(surrogate="ard", calibrate=False, refit="every", initial_design="leverage",
                                        pool_size=DEFAULT_POOL_SIZE, noise=1e-6, noise_convention="standardized",
-                                       final_refit=True, warm_start=False, fit_engine="gpytorch", size_trend=False)
+                                       final_refit=True, warm_start=False, fit_engine="gpytorch", size_trend=False,
+                                       structures=(), probe_degenerate=False)
         options.update(overrides)
         return cls(**options)
 

@@ -108,6 +108,11 @@ class LoopOptions(GPOptions):
             ``index`` is the "EIG for SV" ablation.
         hold_out_empty: v(empty) enters the index exactly and the GP is fitted to the non-empty
             coalitions (docs/math.md §14.5); None: the index's default (on for BV only).
+        probe_degenerate: while the fitted kernel predicts the archive almost exactly from itself
+            (degenerate evidence, ``info["degenerate_evidence"]``: an additive game, a dictator, a
+            function of the size), the acquisition scores the pool under a rough probe kernel
+            (:mod:`shapleig.design.probe`, docs/math.md §13) until an evaluation breaks the structure or
+            p probes in a row confirm it; True (default), False: always under the fitted kernel.
     """
 
     acquisition: str | Acquisition = option("eig", Checked(check_acquisition, bad=("greedy", 3, Acquisition)))
@@ -130,6 +135,7 @@ class LoopOptions(GPOptions):
     max_order: int | None = option(None, Interval(int, 1, 2, none=True))
     acquisition_index: str | None = option(None, Checked(lambda v: v if v is None else _index(v), bad=("XYZ",)))
     hold_out_empty: bool | None = option(None, Boolean(none=True))
+    probe_degenerate: bool = option(True, Boolean())
 
     def __post_init__(self) -> None:
         super().__post_init__()  # validates every field (LoopOptions' too: validate_fields sees them all)

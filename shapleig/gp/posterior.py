@@ -492,6 +492,24 @@ class ShapleyPosterior:
         idx, _, q, alpha = self._deletions(max_deletions, rng)
         return alpha[idx] / np.sqrt(q)
 
+    def loo_errors(self, max_deletions: int = 1000, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Leave-one-out prediction errors ``y_i - E[y_i | y_-i] = [K^-1 r]_i / [K^-1]_ii``, float64[m].
+
+        In standardised units (divided by ``y_scale``, the values' sample std); closed form,
+        hyperparameters frozen; beyond ``max_deletions`` observations a subset drawn by ``rng``.
+
+        Args:
+            max_deletions: the most deletions; beyond it a random subset is used.
+            rng: the generator of that subset (None: seed 0).
+
+        Returns:
+            float64[m], m = min(t, max_deletions).
+        """
+        if self.X.shape[0] == 0:
+            return np.zeros(0)
+        idx, _, q, alpha = self._deletions(max_deletions, rng)
+        return alpha[idx] / q
+
     def jackknife_covariance(self, max_deletions: int = 1000,
                              rng: np.random.Generator | None = None, standardized: bool = False) -> np.ndarray:
         """Jackknife covariance of the posterior mean of phi, float64[p, p], raw units.
