@@ -68,6 +68,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--instances", type=int, default=3, help="games per generality family (default 3)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..S-1 (default 3; the threshold game: 10)")
     ap.add_argument("--budgets", nargs="+", type=int, default=[2, 4, 8], help="multiples of p (default 2 4 8)")
+    ap.add_argument("--rtol", type=float, default=None,
+                    help="stop each run by its interval: every std <= RTOL |v(N) - v(empty)| (the budgets are then caps); "
+                         "the report adds the share of stopped runs whose every |error| <= 1.96 RTOL |v(N) - v(empty)|")
     ap.add_argument("--quick", action="store_true", help="one table or game per suite, one seed, budgets 2p and 4p")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", default="benchmark_calibration.parquet")
@@ -162,8 +165,9 @@ def jobs(args: argparse.Namespace, methods: dict[str, dict[str, Any]]) -> list[d
         for label, options in methods.items():
             for b in budgets:
                 for seed in range(seeds):
-                    out.append({"set": set_name, "suite": suite, "game": name, "how": how, "method": label,
-                                "options": options, "budget_spec": str(b) if threshold else f"{b}p",
+                    run_options = options if args.rtol is None else {**options, "rtol": args.rtol}
+                out.append({"set": set_name, "suite": suite, "game": name, "how": how, "method": label,
+                                "options": run_options, "budget_spec": str(b) if threshold else f"{b}p",
                                 "multiple": None if threshold else b, "fixed": b if threshold else None, "seed": seed})
     return out
 
@@ -189,6 +193,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     row.update({"wall_s": time.perf_counter() - start, "values": np.asarray(est.values, float).tolist(),
                 "std": np.asarray(est.std, float).tolist(), "exact": exact.tolist(),
                 "degenerate": bool(est.info.get("degenerate_evidence", False)),
+                "stopped_by_tol": bool(est.info.get("target_reached", False)),
+                "tol": float(est.info.get("target_threshold") or np.nan),
                 "probe_steps": int(est.info.get("probe_steps", 0) or 0)})
     return row
 
@@ -266,6 +272,22 @@ def summary_lines(m: pd.DataFrame, cells: pd.DataFrame, method: str) -> list[str
     return lines
 
 
+def tol_line(df: pd.DataFrame) -> str:
+    """Of the runs stopped by their interval (``stopped_by_tol``), the share with every |error| <= 1.96 tol.
+
+    Args:
+        df: one method's results rows without errors, with ``stopped_by_tol`` and ``tol``.
+
+    Returns:
+        the line.
+    """
+    stopped = df[df.stopped_by_tol.astype(bool)]
+    within = [bool(np.all(np.abs(np.asarray(r["values"]) - np.asarray(r["exact"])) <= Z95 * r["tol"]))
+              for _, r in stopped.iterrows()]
+    return (f"stopped by tol: {len(stopped)} of {len(df)} runs; every |error| <= 1.96 tol in "
+            f"{np.mean(within) if within else float('nan'):.1%} of them")
+
+
 def report(df: pd.DataFrame, compare: str) -> None:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_rows", 1000)
@@ -279,6 +301,8 @@ def report(df: pd.DataFrame, compare: str) -> None:
         print(cells.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
         for line in summary_lines(m, cells, method):
             print(line)
+        if "stopped_by_tol" in df and df.stopped_by_tol.any():
+            print(tol_line(df[(df.error == "") & (df.method == method)]))
         threshold = m[(m.method == method) & (m.set == "threshold")]
         if len(threshold):
             print(f"threshold example: {int((threshold.covered < threshold.players).sum())} of {len(threshold)} runs "

@@ -90,3 +90,12 @@ def test_a_small_run_prints_what_its_table_holds(tmp_path: Path) -> None:
     line = next(s for s in run.stdout.splitlines() if s.startswith("[families]"))
     coverage = float(re.search(r"coverage ([0-9.]+) pooled", line).group(1))
     assert coverage == pytest.approx(m.covered.sum() / m.players.sum(), abs=5e-4)
+
+
+def test_the_tol_line_counts_stopped_runs_within_1_96_tol() -> None:
+    rows = [_row("a", 0, [1.1, 2.0], [0.05, 0.05], [1.0, 2.0]), _row("a", 1, [1.3, 2.0], [0.05, 0.05], [1.0, 2.0]),
+            _row("a", 2, [9.0, 2.0], [1.0, 1.0], [1.0, 2.0])]
+    for r, stopped in zip(rows, (True, True, False)):
+        r.update({"stopped_by_tol": stopped, "tol": 0.1})
+    # stopped: errors 0.1 (<= 0.196) and 0.3 (> 0.196); the run not stopped is not counted
+    assert BC.tol_line(pd.DataFrame(rows)) == "stopped by tol: 2 of 3 runs; every |error| <= 1.96 tol in 50.0% of them"
