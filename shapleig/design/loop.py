@@ -624,6 +624,9 @@ class DesignLoop:
         if self.options.draws and self.kernel_fits and self.fixed_hyperparameters is None:
             self._integrate()
         self._read_structures()
+        limit = self.target_threshold()
+        if self.target_evaluations is None and limit is not None and float(np.max(self.estimate_std())) <= limit:
+            self.target_evaluations = self.evaluations  # the budget ran out where the reported interval meets it
         if self.degenerate_evidence():
             logger.warning("degenerate evidence: the fitted kernel predicts the evaluations from each other almost "
                            "exactly (a low-dimensional structure such as an additive game, a dictator or a function "

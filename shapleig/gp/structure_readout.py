@@ -45,7 +45,7 @@ def structure_posterior(  # noqa: PLR0913 - the archive, its rows, the options a
     """The read-out of ``options.structures`` beside ``fitted`` (None when there is nothing to add).
 
     Families equal to the run's own surrogate add nothing and are skipped; so is every family when
-    p exceeds :data:`STRUCTURE_MAX_PLAYERS`. ``"kernels"`` adds one family per fitted kernel of
+    p exceeds :data:`STRUCTURE_MAX_PLAYERS` or the archive holds every coalition. ``"kernels"`` adds one family per fitted kernel of
     ``kernel_fits`` (each at its MAP, read out as the surrogate reads its kernels), when there are
     at least two.
 
@@ -65,8 +65,8 @@ def structure_posterior(  # noqa: PLR0913 - the archive, its rows, the options a
         the :class:`StructurePosterior`, or None.
     """
     families = [f for f in options.structures if f != options.surrogate]
-    if (not families and probe is None) or X.shape[1] > STRUCTURE_MAX_PLAYERS:
-        return None
+    if (not families and probe is None) or X.shape[1] > STRUCTURE_MAX_PLAYERS or X.shape[0] >= 2 ** X.shape[1]:
+        return None  # (every coalition evaluated: the game is known, no structure is left to doubt)
     others = {}
     if probe is not None:
         others["probe"] = build_mixture([("probe", 1.0, probe)], X, y, calibrate=options.calibrate, operator=operator)

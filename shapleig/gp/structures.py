@@ -152,7 +152,9 @@ def check_structures(value: object) -> tuple[str, ...]:
     unknown = [n for n in names if n not in STRUCTURE_FAMILIES]
     if unknown:
         raise ValueError(f"unknown structure family {unknown[0]!r}; choose from {STRUCTURE_FAMILIES}")
-    return tuple(dict.fromkeys(names))
+    unique = tuple(dict.fromkeys(names))
+    # a tuple already normalised is kept as the same object (scikit-learn's clone checks identity)
+    return value if isinstance(value, tuple) and value == unique else unique
 
 
 __all__ = ["DEFAULT_STRUCTURES", "STRUCTURE_FAMILIES", "StructurePosterior", "check_structures"]

@@ -275,8 +275,9 @@ def test_default_loop_equals_dense_mixture(surrogate, size_trend, calibrate):
     kernels' disagreement); False: the raw posterior."""
     p = 6
     game = _table_game(p, 4)
+    # the fitted mixture's read-out (the structure read-out beside it: tests/gp/test_structures.py)
     loop = DesignLoop(game, 20, progress=False, seed=2, surrogate=surrogate, size_trend=size_trend,
-                      calibrate=calibrate)
+                      calibrate=calibrate, structures=(), probe_degenerate=False)
     est = loop.run()
     names = {k.kernel for k in loop.kernel_fits}
     base = {"auto": {"shared", "ard"}, "shared": {"shared"}, "ard": {"ard"}}[surrogate]
@@ -370,9 +371,11 @@ def test_tol_stops_at_first_step_meeting_the_target():
     est = DesignLoop(game, 40, progress=False, seed=1, hyperparameters=h, rtol=tol / span).run()
     assert est.evaluations == first  # relative form: rtol * |v(N) - v(empty)|
 
-    refitted = ShaplEIG().estimate(_table_game(p, 10), 60, seed=1)
+    # the fitted surrogate's read-out (with the structure read-out: tests/design/test_structure_readout.py)
+    alone = ShaplEIG(structures=(), probe_degenerate=False)
+    refitted = alone.estimate(_table_game(p, 10), 60, seed=1)
     tol = float(np.median([s.max() for _, s in refitted.trace_std]))
-    est = ShaplEIG().estimate(_table_game(p, 10), 60, seed=1, tol=tol)
+    est = alone.estimate(_table_game(p, 10), 60, seed=1, tol=tol)
     assert est.info["target_reached"] and est.std.max() <= tol and est.evaluations <= 60
     assert all(s.max() > tol for _, s in est.trace_std[:-1])
     # unreachable target: the whole budget, never more, and the result says so

@@ -197,7 +197,7 @@ def test_readme_own_game_example_holds(cwd):
 
     quoted = re.search(r'target_evaluations"\]\s+# \(True, (\d+)\)', blocks[0])
     early = namespace["early"]
-    assert quoted and early.info["target_reached"] and early.std.max() <= 0.02
+    assert quoted and early.info["target_reached"] and early.std.max() <= 0.04
     assert early.info["target_evaluations"] == int(quoted.group(1))
 
 
