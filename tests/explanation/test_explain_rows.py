@@ -196,3 +196,67 @@ def test_rows_plots_label_their_error_bars_and_units() -> None:
         half = sorted(abs(seg[1][0] - seg[0][0]) / 2 for c in bars for seg in c.get_segments())
         expected = 1.96 * (std if kind == "bar" else res.std.ravel())
         np.testing.assert_allclose(half, sorted(expected), rtol=1e-9)
+
+
+def _row_failing_model(X: np.ndarray) -> np.ndarray:
+    """``model``, raising on the imputed rows of one explained row (its first feature is 99)."""
+    if (X[:, 0] == 99.0).any():
+        raise RuntimeError("row 99 cannot be predicted")
+    return model(X)
+
+
+def test_rows_in_parallel_give_the_sequential_values_and_share_the_store_folder(tmp_path: Path) -> None:
+    bg, X = _data()
+    pids = str(tmp_path / "pids")  # a str: a Path's lazily cached slots would enter the store's identity
+    os.mkdir(pids)
+
+    def lam(D: np.ndarray) -> np.ndarray:  # a closure: travels by value to the workers
+        open(os.path.join(pids, str(os.getpid())), "w").close()
+        return D @ W + 0.5 * D[:, 0] * D[:, 1]
+
+    kwargs = dict(budget=14, seed=3, progress=False, exact_if_cheap=False)
+    serial = shapleig.explain_X(lam, bg, X, **kwargs)
+    parallel = shapleig.explain_X(lam, bg, X, n_jobs=2, store=tmp_path / "rows", **kwargs)
+    assert set(os.listdir(pids)) - {str(os.getpid())}  # rows ran in worker processes
+    assert [est.info["row"] for est in parallel.estimates] == [0, 1, 2, 3]  # in the order of X_rows
+    assert [est.info["seed"] for est in parallel.estimates] == [est.info["seed"] for est in serial.estimates]
+    np.testing.assert_allclose(parallel.values, serial.values, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(parallel.std, serial.std, rtol=1e-10, atol=1e-12)
+    assert sorted(p.name for p in (tmp_path / "rows").glob("*.sqlite")) == [ROW_STORE.format(r) for r in range(4)]
+    replay = shapleig.explain_X(lam, bg, X, store=tmp_path / "rows", **kwargs)  # the workers' stores, read here
+    assert [est.info["n_store_hits"] for est in replay.estimates] == [14] * 4
+    np.testing.assert_allclose(replay.values, serial.values, rtol=1e-10, atol=1e-12)
+
+
+def test_rows_on_an_executor_and_a_failing_row_raises() -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    bg, X = _data()
+    kwargs = dict(budget=12, seed=1, progress=False, exact_if_cheap=False)
+    serial = shapleig.explain_X(model, bg, X, **kwargs)
+    with ProcessPoolExecutor(2) as pool:
+        pooled = shapleig.explain_X(model, bg, X, executor=pool, **kwargs)
+        np.testing.assert_allclose(pooled.values, serial.values, rtol=1e-10, atol=1e-12)
+        bad = X.copy()
+        bad[2, 0] = 99.0
+        with pytest.raises(RuntimeError, match="row 99 cannot be predicted"):  # as the sequential run raises it
+            shapleig.explain_X(_row_failing_model, bg, bad, executor=pool, **kwargs)
+    with pytest.raises(RuntimeError, match="row 99 cannot be predicted"):
+        shapleig.explain_X(_row_failing_model, bg, bad, n_jobs=2, **kwargs)
+    with pytest.raises(RuntimeError, match="row 99 cannot be predicted"):
+        shapleig.explain_X(_row_failing_model, bg, bad, **kwargs)
+
+
+@pytest.mark.parametrize("n_jobs", [0, -2, 1.5, True, "2"])
+def test_bad_n_jobs_is_refused_naming_it(n_jobs) -> None:
+    bg, X = _data()
+    with pytest.raises(ValueError, match="n_jobs"):
+        shapleig.explain_X(model, bg, X, n_jobs=n_jobs, progress=False)
+
+
+def test_n_jobs_and_an_executor_together_are_refused() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    bg, X = _data()
+    with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="not both"):
+        shapleig.explain_X(model, bg, X, n_jobs=2, executor=pool, progress=False)
