@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 import shapleig
-from shapleig.explanation.cheap_exact import GP_OVERHEAD_S_PER_EVALUATION, MARGIN, enumeration_decision
+from shapleig.explanation.cheap_exact import (
+    ENUMERATION_S_PER_VALUE,
+    MARGIN,
+    OVERHEAD_BUDGET_POWER,
+    OVERHEAD_PLAYERS_POWER,
+    OVERHEAD_SCALE,
+    enumeration_decision,
+)
 from shapleig.explanation.explain_rows import ROW_STORE, folded_normal_moments
 
 W = np.array([1.0, -2.0, 0.5, 0.0, 3.0])
@@ -148,9 +155,12 @@ def test_exact_if_cheap_enumerates_a_cheap_small_game_and_says_so() -> None:
 
 
 def test_enumeration_decision_rule() -> None:
-    o = GP_OVERHEAD_S_PER_EVALUATION
-    # at p = 10, budget 40: enumeration pays iff 1024 t < MARGIN * 40 (t + o)
-    boundary = MARGIN * 40 * o / (1024 - MARGIN * 40)
+    # a per-coalition time alone is all per row: enumeration costs 2^p t plus its own work, the GP
+    # budget t plus the loop's predicted time (the overhead law at speed 1)
+    overhead = OVERHEAD_SCALE * 40 ** OVERHEAD_BUDGET_POWER * 10 ** OVERHEAD_PLAYERS_POWER
+    own = ENUMERATION_S_PER_VALUE * 1024 * 10
+    boundary = (MARGIN * overhead - own) / (1024 - MARGIN * 40)  # 1024 t + own = MARGIN (40 t + overhead)
+    assert boundary > 0
     assert enumeration_decision(10, 40, 0.9 * boundary, True)["enumerate"]
     assert not enumeration_decision(10, 40, 1.1 * boundary, True)["enumerate"]
     assert not enumeration_decision(10, 1024, 0.0, True)["enumerate"]  # the budget already covers it
