@@ -7,6 +7,10 @@ default ShaplEIG with ``exact_if_cheap=False`` (so every row runs the GP). Runs 
 per ``--jobs`` value, in the order given, and prints each wall time, its ratio to the first and the
 largest difference of its values from the first run's (0 expected: each row has its own seed). The
 worker processes' start-up is part of the timed call, as a user pays it.
+
+``--control`` first times a pure-Python CPU loop, 4 chunks one after another and on 2 joblib
+workers: its ratio says how much parallelism the machine gives at that moment (about 0.5 on 2 idle
+cores; near 1 when other jobs hold the cores, or when the scheduler groups a session's processes).
 """
 
 from __future__ import annotations
@@ -19,13 +23,39 @@ import numpy as np
 import shapleig
 
 
+def _spin(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def control(n: int = 10_000_000) -> None:
+    """Print the wall time of 4 CPU-bound chunks one after another and on 2 joblib workers."""
+    from joblib import Parallel, delayed
+
+    Parallel(n_jobs=2)(delayed(_spin)(1) for _ in range(2))  # start the workers first
+    start = time.perf_counter()
+    for _ in range(4):
+        _spin(n)
+    serial = time.perf_counter() - start
+    start = time.perf_counter()
+    Parallel(n_jobs=2)(delayed(_spin)(n) for _ in range(4))
+    parallel = time.perf_counter() - start
+    print(f"control (pure CPU loop): serial {serial:.2f} s, 2 workers {parallel:.2f} s, ratio {parallel / serial:.2f}",
+          flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--budget", type=int, default=40)
     parser.add_argument("--background", type=int, default=50)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--control", action="store_true", help="first time a pure CPU loop serially and on 2 workers")
     args = parser.parse_args()
+    if args.control:
+        control()
 
     import lightgbm as lgb
     from sklearn.datasets import load_diabetes
