@@ -46,13 +46,13 @@ MAX_ENUMERATED_PLAYERS = 16
 # p^OVERHEAD_PLAYERS_POWER, fitted by scripts/bench/bench_overhead_model.py (default ShaplEIG, one
 # thread, p = 6..16, budgets 2p..8p; docs/benchmarks.md), on a machine where the probe of
 # machine_speed() took REFERENCE_PROBE_S
-OVERHEAD_SCALE = 2.0e-4
-OVERHEAD_BUDGET_POWER = 1.6
-OVERHEAD_PLAYERS_POWER = 0.0
-REFERENCE_PROBE_S = 1.0e-3
+OVERHEAD_SCALE = 2.976e-3
+OVERHEAD_BUDGET_POWER = 1.280
+OVERHEAD_PLAYERS_POWER = 0.171
+REFERENCE_PROBE_S = 2.70e-4
 # enumeration's own seconds (imputing the rows, the store's bookkeeping, the exact values) per imputed
 # value (coalition x background row x feature), fitted by the same script on a free model
-ENUMERATION_S_PER_VALUE = 2.0e-9
+ENUMERATION_S_PER_VALUE = 3.0e-8
 # objective evaluations per timed repetition of the probe
 PROBE_CALLS = 4
 # the probe's speed factor is kept within these bounds (a stalled probe must not forbid the GP forever)
