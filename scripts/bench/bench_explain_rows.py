@@ -8,6 +8,10 @@ per ``--jobs`` value, in the order given, and prints each wall time, its ratio t
 largest difference of its values from the first run's (0 expected: each row has its own seed). The
 worker processes' start-up is part of the timed call, as a user pays it.
 
+``--sleep S`` wraps the model so that every call also waits S seconds (a model behind a remote
+service): rows then overlap their waits whatever the machine's load, which shows the parallel path at
+work where the cores are shared (``--control`` near 1).
+
 ``--control`` first times a pure-Python CPU loop, 4 chunks one after another and on 2 joblib
 workers: its ratio says how much parallelism the machine gives at that moment (about 0.5 on 2 idle
 cores; near 1 when other jobs hold the cores, or when the scheduler groups a session's processes).
@@ -21,6 +25,17 @@ import time
 import numpy as np
 
 import shapleig
+
+
+class SleepyPredict:
+    """``model.predict`` that also waits ``seconds`` per call (module level: it travels to the workers)."""
+
+    def __init__(self, model, seconds: float) -> None:
+        self.model, self.seconds = model, float(seconds)
+
+    def __call__(self, X):
+        time.sleep(self.seconds)
+        return self.model.predict(X)
 
 
 def _spin(n: int) -> int:
@@ -52,6 +67,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=40)
     parser.add_argument("--background", type=int, default=50)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--sleep", type=float, default=0.0, help="seconds every model call also waits")
     parser.add_argument("--control", action="store_true", help="first time a pure CPU loop serially and on 2 workers")
     args = parser.parse_args()
     if args.control:
@@ -63,11 +79,13 @@ def main() -> None:
     X, y = load_diabetes(return_X_y=True, as_frame=True)
     model = lgb.LGBMRegressor(n_estimators=50, verbose=-1, n_jobs=1).fit(X, y)
     background, rows = X.sample(args.background, random_state=0), X.iloc[: args.rows]
+    predict = SleepyPredict(model, args.sleep) if args.sleep > 0 else None
     first_values, first_time = None, None
     for n_jobs in args.jobs:
         start = time.perf_counter()
         res = shapleig.explain_X(model, background, rows, budget=args.budget, seed=0, n_jobs=n_jobs,
-                                 exact_if_cheap=False, progress=False)
+                                 exact_if_cheap=False, progress=False, predict=predict,
+                                 game_id="bench" if predict is not None else None)
         seconds = time.perf_counter() - start
         if first_values is None:
             first_values, first_time = res.values, seconds
