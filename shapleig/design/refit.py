@@ -308,7 +308,8 @@ _ALIASES = {"every_iteration": "every", "init_64_factor_4": "decaying"}
 def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedule:  # noqa: C901
     """Refit schedule ``it -> bool`` by name; ``it`` counts acquisitions from 0 after the design.
 
-    ``"auto"`` (default, :class:`AutoRefit`), ``"auto-cold"`` (every refit cold), ``"every"``, ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
+    ``"auto"`` (default, :class:`AutoRefit`), ``"auto:<k>[:<growth>[:<threshold>]]"`` (:class:`AutoRefit`
+    refitting every step only up to k p evaluations, then sparse), ``"auto-cold"`` (every refit cold), ``"every"``, ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
     below 448; it % 32 == 0 after), ``"geometric"`` (it = hand_over + k with k = 0 or a power of two),
     ``"never"`` (only the initial fit at it = 0; the loop adds the final refit), ``"adaptive"``
     (:class:`AdaptiveRefit`: geometric backstop plus evidence-triggered refits; ``"adaptive:<t>"``
