@@ -334,9 +334,11 @@ def explain_X(  # noqa: PLR0913
     seed = resolve_seed(seed, random_state)
     game_options = dict(imputer=imputer, imputer_options=imputer_options, output=output, max_rows=max_rows,
                         feature_names=feature_names, game_id=game_id)
-    # the r-th row as the kind of input X_rows is (a DataFrame row keeps its dtypes)
-    inputs = [X_rows.iloc[[r]] if columns is not None else rows[r] for r in range(rows.shape[0])]
-    first_game = imputer_game(fn, background, inputs[0], **game_options)  # checks model, shapes
+
+    def row(r: int) -> Any:  # the r-th row as the kind of input X_rows is (a DataFrame row keeps its dtypes)
+        return X_rows.iloc[[r]] if columns is not None else rows[r]
+
+    first_game = imputer_game(fn, background, row(0), **game_options)  # checks model, shapes
     check_readable_identity(first_game, store, game_id)
     budget = default_budget(estimator, first_game.n_players) if budget is None else check_budget(budget)
     job = RowJob(fn, background, estimator, budget, spawn_seeds(seed, rows.shape[0]), _store_folder(store), timeout,
@@ -345,7 +347,7 @@ def explain_X(  # noqa: PLR0913
 
     estimates: list[Any] = [None] * rows.shape[0]
     with tqdm(total=rows.shape[0], unit="row", desc="explain_X", disable=not progress) as bar:
-        for r, est in run_rows(job, inputs, n_jobs=workers, executor=executor, first_game=first_game):
+        for r, est in run_rows(job, rows.shape[0], row, n_jobs=workers, executor=executor, first_game=first_game):
             estimates[r] = est
             bar.update(1)
     first = estimates[0]

@@ -5,7 +5,8 @@ budget) and the row's own seed, so rows can run anywhere in any order and give t
 sequential run. :class:`RowJob` holds the shared inputs; it travels to the workers once per row as a
 cloudpickle payload (so a lambda model or a model defined in ``__main__`` works on a plain
 ``ProcessPoolExecutor`` too) and a worker keeps the last payload it decoded, so the model is
-unpickled once per worker, not per row. :func:`run_rows` yields ``(row, estimate)`` as rows finish.
+unpickled once per worker, not per row. :func:`run_rows` yields ``(row, estimate)`` as rows finish;
+each row is built only when it is sent.
 """
 
 from __future__ import annotations
@@ -120,13 +121,14 @@ def _explain_payload(token: str, payload: bytes, r: int, x: Any) -> ShapleyEstim
     return job.explain(r, x)
 
 
-def run_rows(job: RowJob, rows: list[Any], *, n_jobs: int = 1, executor: Executor | None = None,
-             first_game: Any = None) -> Iterator[tuple[int, ShapleyEstimate]]:
+def run_rows(job: RowJob, n_rows: int, row: Callable[[int], Any], *, n_jobs: int = 1,
+             executor: Executor | None = None, first_game: Any = None) -> Iterator[tuple[int, ShapleyEstimate]]:
     """``(r, estimate)`` for every row, as rows finish (in order when sequential).
 
     Args:
         job: the shared inputs.
-        rows: the rows, ``rows[r]`` as the imputer game takes it.
+        n_rows: how many rows.
+        row: ``r -> the r-th row`` as the imputer game takes it (built when its row is sent).
         n_jobs: joblib worker processes (1: in this process).
         executor: a ``concurrent.futures.Executor`` (a process pool, Dask's ``client.get_executor()``)
             running one task per row instead; None: ``n_jobs`` decides.
@@ -137,18 +139,18 @@ def run_rows(job: RowJob, rows: list[Any], *, n_jobs: int = 1, executor: Executo
         the rows not yet started are cancelled (finished rows keep their stores).
     """
     if executor is None and n_jobs == 1:
-        for r, x in enumerate(rows):
-            yield r, job.explain(r, x, game=first_game if r == 0 else None)
+        for r in range(n_rows):
+            yield r, job.explain(r, row(r), game=first_game if r == 0 else None)
         return
     import cloudpickle
 
     token, payload = uuid.uuid4().hex, cloudpickle.dumps(job)
     if executor is not None:
-        yield from _on_executor(executor, token, payload, rows)
+        yield from _on_executor(executor, token, payload, n_rows, row)
         return
     from joblib import Parallel, delayed
 
-    calls = (delayed(_indexed)(token, payload, r, x) for r, x in enumerate(rows))
+    calls = (delayed(_indexed)(token, payload, r, row(r)) for r in range(n_rows))
     yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls)
 
 
@@ -156,13 +158,27 @@ def _indexed(token: str, payload: bytes, r: int, x: Any) -> tuple[int, ShapleyEs
     return r, _explain_payload(token, payload, r, x)
 
 
-def _on_executor(executor: Executor, token: str, payload: bytes, rows: list[Any]
+# rows submitted to an executor ahead of the finished ones: enough to keep a cluster busy, few
+# enough that a long run does not queue every row (and its copy of the payload) at once
+MAX_SUBMITTED = 64
+
+
+def _on_executor(executor: Executor, token: str, payload: bytes, n_rows: int, row: Callable[[int], Any]
                  ) -> Iterator[tuple[int, ShapleyEstimate]]:
-    """One task per row on ``executor``, yielded as they finish; the rest cancelled on a failure."""
-    pending: dict[Future, int] = {executor.submit(_explain_payload, token, payload, r, x): r
-                                  for r, x in enumerate(rows)}
+    """One task per row on ``executor`` (at most :data:`MAX_SUBMITTED` at a time), yielded as they finish.
+
+    On a failure the rows not yet started are cancelled.
+    """
+    pending: dict[Future, int] = {}
+    upcoming = iter(range(n_rows))
     try:
-        while pending:
+        while True:
+            for r in upcoming:
+                pending[executor.submit(_explain_payload, token, payload, r, row(r))] = r
+                if len(pending) >= MAX_SUBMITTED:
+                    break
+            if not pending:
+                return
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for future in done:
                 r = pending.pop(future)
@@ -172,4 +188,4 @@ def _on_executor(executor: Executor, token: str, payload: bytes, rows: list[Any]
             future.cancel()  # rows not yet started; running ones finish in their workers
 
 
-__all__ = ["ROW_STORE", "RowJob", "check_n_jobs", "run_rows"]
+__all__ = ["MAX_SUBMITTED", "ROW_STORE", "RowJob", "check_n_jobs", "run_rows"]

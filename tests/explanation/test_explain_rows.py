@@ -270,3 +270,32 @@ def test_n_jobs_and_an_executor_together_are_refused() -> None:
     bg, X = _data()
     with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="not both"):
         shapleig.explain_X(model, bg, X, n_jobs=2, executor=pool, progress=False)
+
+
+def test_an_executor_gets_a_bounded_number_of_rows_at_a_time(monkeypatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shapleig.explanation import row_jobs
+
+    class Counting(ThreadPoolExecutor):
+        """One worker thread; records how many submitted rows were unfinished at each submission."""
+
+        def __init__(self) -> None:
+            super().__init__(1)
+            self.futures: list = []
+            self.in_flight: list[int] = []
+
+        def submit(self, *args, **kwargs):
+            self.in_flight.append(sum(not f.done() for f in self.futures) + 1)
+            self.futures.append(super().submit(*args, **kwargs))
+            return self.futures[-1]
+
+    monkeypatch.setattr(row_jobs, "MAX_SUBMITTED", 2)
+    bg, X = _data()
+    X = np.vstack([X, X[:1] + 1.0])  # 5 rows
+    kwargs = dict(budget=12, seed=2, progress=False, exact_if_cheap=False)
+    with Counting() as pool:
+        pooled = shapleig.explain_X(model, bg, X, executor=pool, **kwargs)
+    assert len(pool.in_flight) == 5 and max(pool.in_flight) <= 2
+    assert [est.info["row"] for est in pooled.estimates] == list(range(5))
+    np.testing.assert_allclose(pooled.values, shapleig.explain_X(model, bg, X, **kwargs).values, rtol=1e-10, atol=1e-12)
