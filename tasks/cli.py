@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from shapleig.errors import ShapleigError
-from shapleig_tasks.cli_common import UsageError, cli_store_advice, print_frame
+from shapleig_tasks.cli_common import UsageError, cli_store_advice, jobs_count, print_frame
 
 DEMO_TASK = "hpi-diabetes-8"
 DEMO_QUICK_TASK = "hpi-diabetes-5"
@@ -257,17 +257,6 @@ def cmd_hpi(args: argparse.Namespace) -> int:
     return 0
 
 
-def _jobs(text: str) -> int:
-    """``--jobs``: a positive number of workers, or -1 for one per core (joblib's convention)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--jobs takes an integer, got {text!r}") from None
-    if n == 0 or n < -1:
-        raise argparse.ArgumentTypeError(f"--jobs {n}: give a positive number of workers, or -1 for all cores")
-    return n
-
-
 # options whose values are never negative: a value such as -2p is reported as such, instead of
 # argparse taking it for an unknown option
 _NON_NEGATIVE = {"--budgets": "budgets must be positive, e.g. 32 or 4p",
@@ -299,7 +288,7 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
                    help="budgets: integers or multiples of p (2p 4p); commas allowed")
     p.add_argument("--seeds", nargs="+", default=None if demo else ["3"],
                    help="a count N (seeds 0..N-1), a list 0,1,2 or a range 0-4 (default: 3)")
-    p.add_argument("--jobs", type=_jobs, default=1, help="parallel workers (joblib; default 1, -1 = all cores)")
+    p.add_argument("--jobs", type=jobs_count, default=1, help="parallel workers (joblib; default 1, -1 = all cores)")
     p.add_argument("--option", action="append", metavar="METHOD:KEY=VALUE[,KEY=VALUE]",
                    help="options for every method of that name ('gp:' = all GP arms); repeatable")
     p.add_argument("--refit", default=None,

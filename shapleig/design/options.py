@@ -74,9 +74,10 @@ class LoopOptions(GPOptions):
             ``"leverage"`` (any name registered in :mod:`shapleig.design.acquisition`), or an
             :class:`~shapleig.design.acquisition.Acquisition` instance (a user-defined subclass too).
         refit: ``"auto"`` (default: every step up to min(8p, 128) evaluations, then a geometric backstop in
-            t plus an innovation trigger, :class:`~shapleig.design.refit.AutoRefit`), ``"every"``,
-            ``"adaptive"``, ``"decaying"``, ``"geometric"``, ``"never"`` or a callable ``it -> bool``
-            (:mod:`shapleig.design.refit`).
+            t plus an innovation trigger, :class:`~shapleig.design.refit.AutoRefit`), ``"auto:<k>"``
+            (the same, every step only up to k p evaluations; ``"auto:1:1.125:2"``: about half the
+            loop's time, docs/benchmarks.md §2), ``"every"``, ``"adaptive"``, ``"decaying"``,
+            ``"geometric"``, ``"never"`` or a callable ``it -> bool`` (:mod:`shapleig.design.refit`).
         hand_over: the acquisition count at which the geometric refit schedule starts (offsets it).
         fit_points: a refit fits the hyperparameters on at most this many archive points (the
             p + 1 design points and a seeded uniform subset of the rest; when p + 1 exceeds it, the

@@ -5,7 +5,9 @@ method, budget and efficiency), with one progress bar over the rows. With ``stor
 row's coalition values go to that folder (one evaluation store per row, ``row-00000.sqlite``, ...:
 a store belongs to one game, and each row is its own game), so a killed run started again replays the
 stored values of the finished rows and of the interrupted one, evaluating the model only where it
-stopped.
+stopped. Rows are independent runs, each with its own seed: ``n_jobs=`` (joblib worker processes) or
+``executor=`` (a process pool, Dask) explains several at once with the values of the sequential run
+(:mod:`shapleig.explanation.row_jobs`).
 
 **The global summary** is the mean absolute value of each term over the rows,
 ``G_j = (1/n) sum_r |phi_rj|``, with its uncertainty under the per-row Gaussian posteriors
@@ -20,6 +22,7 @@ so ``E G_j`` and ``Var G_j = (1/n^2) sum_r Var|phi_rj|`` are exact (closed form,
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -29,13 +32,12 @@ import numpy as np
 from shapleig.errors import GameError
 from shapleig.estimation.result import ERROR_BAR_Z, ShapleyEstimate
 from shapleig.explanation.choose_imputer import imputer_game
-from shapleig.explanation.explain import check_readable_identity, default_budget, explain_game, resolve_index_method
+from shapleig.explanation.explain import check_readable_identity, default_budget, resolve_index_method
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, _as_matrix, _frame_layout, model_predict
+from shapleig.explanation.row_jobs import ROW_STORE, RowJob, check_n_jobs, run_rows
 from shapleig.games.game import check_budget
-from shapleig.runs.evaluators import with_timeout
+from shapleig.runs.timeout import check_timeout
 from shapleig.seeding import UNSET, SeedLike, resolve_seed, spawn_seeds
-
-ROW_STORE = "row-{:05d}.sqlite"
 
 
 def folded_normal_moments(mu: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -271,6 +273,8 @@ def explain_X(  # noqa: PLR0913
     imputer: str = "interventional",
     imputer_options: Mapping[str, Any] | None = None,
     exact_if_cheap: bool = True,
+    n_jobs: int = 1,
+    executor: Executor | None = None,
 ) -> RowsExplanation:
     """Explain every row of ``X_rows`` (the arguments of :func:`shapleig.explain`, for many rows).
 
@@ -298,6 +302,11 @@ def explain_X(  # noqa: PLR0913
         store: a folder (created if needed): one evaluation store per row inside it
             (``row-00000.sqlite``, ...), so a killed run resumes without re-evaluating the model.
         progress: one tqdm bar over the rows.
+        n_jobs: rows explained at once in joblib worker processes (1: one after another in this
+            process; -1: one worker per core). Each row keeps its own seed, so the values are those of
+            the sequential run; the model and background are sent to each worker (cloudpickle).
+        executor: a ``concurrent.futures.Executor`` running one task per row instead (a
+            ``ProcessPoolExecutor``, Dask's ``client.get_executor()``); with ``n_jobs`` left at 1.
 
     Returns:
         A :class:`RowsExplanation`: per-row estimates, ``summary()`` (mean |value| per term with its
@@ -312,7 +321,10 @@ def explain_X(  # noqa: PLR0913
         >>> res.values.shape, res.summary()["term"].tolist()
         ((4, 3), ['x1', 'x0', 'x2'])
     """
-    evaluator = with_timeout(None, timeout)
+    workers = check_n_jobs(n_jobs)
+    if executor is not None and n_jobs != 1:
+        raise ValueError("give n_jobs or executor, not both (the executor's own workers run the rows)")
+    timeout = check_timeout(timeout)
     fn = model_predict(model, output=None, predict=predict)
     columns, _ = _frame_layout(X_rows)
     rows = _as_matrix(X_rows, "X_rows")
@@ -320,35 +332,24 @@ def explain_X(  # noqa: PLR0913
         raise GameError("X_rows has no rows")
     estimator = resolve_index_method(method, dict(method_options or {}), index)
     seed = resolve_seed(seed, random_state)
-    seeds = spawn_seeds(seed, rows.shape[0])
-    folder = _store_folder(store)
+    game_options = dict(imputer=imputer, imputer_options=imputer_options, output=output, max_rows=max_rows,
+                        feature_names=feature_names, game_id=game_id)
 
     def row(r: int) -> Any:  # the r-th row as the kind of input X_rows is (a DataFrame row keeps its dtypes)
         return X_rows.iloc[[r]] if columns is not None else rows[r]
 
-    games = [imputer_game(fn, background, row(0), imputer=imputer, imputer_options=imputer_options, output=output,
-                          max_rows=max_rows, feature_names=feature_names, game_id=game_id)]  # checks model, shapes
-    check_readable_identity(games[0], store, game_id)
-    budget = default_budget(estimator, games[0].n_players) if budget is None else check_budget(budget)
+    first_game = imputer_game(fn, background, row(0), **game_options)  # checks model, shapes
+    check_readable_identity(first_game, store, game_id)
+    budget = default_budget(estimator, first_game.n_players) if budget is None else check_budget(budget)
+    job = RowJob(fn, background, estimator, budget, spawn_seeds(seed, rows.shape[0]), _store_folder(store), timeout,
+                 exact_if_cheap, game_options)
     from tqdm.auto import tqdm
 
-    estimates = []
-    try:
-        with tqdm(total=rows.shape[0], unit="row", desc="explain_X", disable=not progress) as bar:
-            for r in range(rows.shape[0]):
-                game = games.pop() if games else imputer_game(fn, background, row(r), imputer=imputer,
-                                                              imputer_options=imputer_options, output=output,
-                                                              max_rows=max_rows, feature_names=feature_names,
-                                                              game_id=game_id)
-                path = None if folder is None else folder / ROW_STORE.format(r)
-                est = explain_game(game, estimator, budget, seeds[r], store=path, evaluator=evaluator,
-                                   progress=False, exact_if_cheap=exact_if_cheap)
-                est.info["row"] = r
-                estimates.append(est)
-                bar.update(1)
-    finally:
-        if evaluator is not None:
-            evaluator.close()  # the worker process of a timed run
+    estimates: list[Any] = [None] * rows.shape[0]
+    with tqdm(total=rows.shape[0], unit="row", desc="explain_X", disable=not progress) as bar:
+        for r, est in run_rows(job, rows.shape[0], row, n_jobs=workers, executor=executor, first_game=first_game):
+            estimates[r] = est
+            bar.update(1)
     first = estimates[0]
     return RowsExplanation(estimates, rows, list(first.info["feature_names"]), index=first.index,
                            terms=list(first.terms or []))

@@ -400,10 +400,10 @@ def test_a_budget_too_small_is_refused_even_where_enumeration_would_be_chosen(lg
     """exact_if_cheap decides on a measured time; whether a too-small budget is an error must not."""
     import shapleig.explanation.explain as explain_module
 
-    def always_enumerate(n_players, budget, seconds, gp_method):
+    def always_enumerate(game, budget, seconds, gp_method):
         return {"enumerate": True, "reason": "forced by the test", "seconds_per_coalition": seconds}
 
-    monkeypatch.setattr(explain_module, "enumeration_decision", always_enumerate)
+    monkeypatch.setattr(explain_module, "decide", always_enumerate)
     model, bg, x = lgbm6
     with pytest.raises(shapleig.BudgetError, match="shapleig needs budget >= 8"):
         shapleig.explain(model, bg, x, budget=5)

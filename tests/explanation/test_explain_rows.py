@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 import shapleig
-from shapleig.explanation.cheap_exact import GP_OVERHEAD_S_PER_EVALUATION, MARGIN, enumeration_decision
+from shapleig.explanation.cheap_exact import (
+    ENUMERATION_S_PER_VALUE,
+    MARGIN,
+    OVERHEAD_BUDGET_POWER,
+    OVERHEAD_PLAYERS_POWER,
+    OVERHEAD_SCALE,
+    enumeration_decision,
+)
 from shapleig.explanation.explain_rows import ROW_STORE, folded_normal_moments
 
 W = np.array([1.0, -2.0, 0.5, 0.0, 3.0])
@@ -148,9 +155,12 @@ def test_exact_if_cheap_enumerates_a_cheap_small_game_and_says_so() -> None:
 
 
 def test_enumeration_decision_rule() -> None:
-    o = GP_OVERHEAD_S_PER_EVALUATION
-    # at p = 10, budget 40: enumeration pays iff 1024 t < MARGIN * 40 (t + o)
-    boundary = MARGIN * 40 * o / (1024 - MARGIN * 40)
+    # a per-coalition time alone is all per row: enumeration costs 2^p t plus its own work, the GP
+    # budget t plus the loop's predicted time (the overhead law at speed 1)
+    overhead = OVERHEAD_SCALE * 40 ** OVERHEAD_BUDGET_POWER * 10 ** OVERHEAD_PLAYERS_POWER
+    own = ENUMERATION_S_PER_VALUE * 1024 * 10
+    boundary = (MARGIN * overhead - own) / (1024 - MARGIN * 40)  # 1024 t + own = MARGIN (40 t + overhead)
+    assert boundary > 0
     assert enumeration_decision(10, 40, 0.9 * boundary, True)["enumerate"]
     assert not enumeration_decision(10, 40, 1.1 * boundary, True)["enumerate"]
     assert not enumeration_decision(10, 1024, 0.0, True)["enumerate"]  # the budget already covers it
@@ -251,3 +261,96 @@ def test_the_figure_is_sized_to_the_terms_shown() -> None:
     for kind, shown in (("bar", 5), ("beeswarm", 3)):
         fig = res.plot(kind, max_display=shown)
         np.testing.assert_allclose(fig.get_size_inches(), [7.0, 0.45 * shown + 1.9])
+
+
+def _row_failing_model(X: np.ndarray) -> np.ndarray:
+    """``model``, raising on the imputed rows of one explained row (its first feature is 99)."""
+    if (X[:, 0] == 99.0).any():
+        raise RuntimeError("row 99 cannot be predicted")
+    return model(X)
+
+
+def test_rows_in_parallel_give_the_sequential_values_and_share_the_store_folder(tmp_path: Path) -> None:
+    bg, X = _data()
+    pids = str(tmp_path / "pids")  # a str: a Path's lazily cached slots would enter the store's identity
+    os.mkdir(pids)
+
+    def lam(D: np.ndarray) -> np.ndarray:  # a closure: travels by value to the workers
+        open(os.path.join(pids, str(os.getpid())), "w").close()
+        return D @ W + 0.5 * D[:, 0] * D[:, 1]
+
+    kwargs = dict(budget=14, seed=3, progress=False, exact_if_cheap=False)
+    serial = shapleig.explain_X(lam, bg, X, **kwargs)
+    parallel = shapleig.explain_X(lam, bg, X, n_jobs=2, store=tmp_path / "rows", **kwargs)
+    assert set(os.listdir(pids)) - {str(os.getpid())}  # rows ran in worker processes
+    assert [est.info["row"] for est in parallel.estimates] == [0, 1, 2, 3]  # in the order of X_rows
+    assert [est.info["seed"] for est in parallel.estimates] == [est.info["seed"] for est in serial.estimates]
+    np.testing.assert_allclose(parallel.values, serial.values, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(parallel.std, serial.std, rtol=1e-10, atol=1e-12)
+    assert sorted(p.name for p in (tmp_path / "rows").glob("*.sqlite")) == [ROW_STORE.format(r) for r in range(4)]
+    replay = shapleig.explain_X(lam, bg, X, store=tmp_path / "rows", **kwargs)  # the workers' stores, read here
+    assert [est.info["n_store_hits"] for est in replay.estimates] == [14] * 4
+    np.testing.assert_allclose(replay.values, serial.values, rtol=1e-10, atol=1e-12)
+
+
+def test_rows_on_an_executor_and_a_failing_row_raises() -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    bg, X = _data()
+    kwargs = dict(budget=12, seed=1, progress=False, exact_if_cheap=False)
+    serial = shapleig.explain_X(model, bg, X, **kwargs)
+    with ProcessPoolExecutor(2) as pool:
+        pooled = shapleig.explain_X(model, bg, X, executor=pool, **kwargs)
+        np.testing.assert_allclose(pooled.values, serial.values, rtol=1e-10, atol=1e-12)
+        bad = X.copy()
+        bad[2, 0] = 99.0
+        with pytest.raises(RuntimeError, match="row 99 cannot be predicted"):  # as the sequential run raises it
+            shapleig.explain_X(_row_failing_model, bg, bad, executor=pool, **kwargs)
+    with pytest.raises(RuntimeError, match="row 99 cannot be predicted"):
+        shapleig.explain_X(_row_failing_model, bg, bad, n_jobs=2, **kwargs)
+    with pytest.raises(RuntimeError, match="row 99 cannot be predicted"):
+        shapleig.explain_X(_row_failing_model, bg, bad, **kwargs)
+
+
+@pytest.mark.parametrize("n_jobs", [0, -2, 1.5, True, "2"])
+def test_bad_n_jobs_is_refused_naming_it(n_jobs) -> None:
+    bg, X = _data()
+    with pytest.raises(ValueError, match="n_jobs"):
+        shapleig.explain_X(model, bg, X, n_jobs=n_jobs, progress=False)
+
+
+def test_n_jobs_and_an_executor_together_are_refused() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    bg, X = _data()
+    with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="not both"):
+        shapleig.explain_X(model, bg, X, n_jobs=2, executor=pool, progress=False)
+
+
+def test_an_executor_gets_a_bounded_number_of_rows_at_a_time(monkeypatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shapleig.explanation import row_jobs
+
+    class Counting(ThreadPoolExecutor):
+        """One worker thread; records how many submitted rows were unfinished at each submission."""
+
+        def __init__(self) -> None:
+            super().__init__(1)
+            self.futures: list = []
+            self.in_flight: list[int] = []
+
+        def submit(self, *args, **kwargs):
+            self.in_flight.append(sum(not f.done() for f in self.futures) + 1)
+            self.futures.append(super().submit(*args, **kwargs))
+            return self.futures[-1]
+
+    monkeypatch.setattr(row_jobs, "MAX_SUBMITTED", 2)
+    bg, X = _data()
+    X = np.vstack([X, X[:1] + 1.0])  # 5 rows
+    kwargs = dict(budget=12, seed=2, progress=False, exact_if_cheap=False)
+    with Counting() as pool:
+        pooled = shapleig.explain_X(model, bg, X, executor=pool, **kwargs)
+    assert len(pool.in_flight) == 5 and max(pool.in_flight) <= 2
+    assert [est.info["row"] for est in pooled.estimates] == list(range(5))
+    np.testing.assert_allclose(pooled.values, shapleig.explain_X(model, bg, X, **kwargs).values, rtol=1e-10, atol=1e-12)
