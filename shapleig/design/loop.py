@@ -233,7 +233,7 @@ class DesignLoop:
         self.trace: list[tuple[int, np.ndarray]] = []
         self.trace_std: list[tuple[int, np.ndarray]] = []
         self.target_evaluations: int | None = None  # evaluations when the precision target was met
-        self._widening = 1.0  # the structure read-out's max std over the fitted one's, at the last target check
+        self._next_target_check = 0  # evaluations before the target's read-out is checked again
         self.fits: list[FitResult] = []  # every kernel fit (auto: two per refit)
         self.n_refits = 0
         self.selected: list[np.ndarray] = []  # per step, the pool rows picked
@@ -461,10 +461,14 @@ class DesignLoop:
         if not self.degenerate_evidence():
             self._probe_streak = 0
             return False
-        if self._probe_streak >= max(3, round(PROBE_CONFIRMATIONS_PER_PLAYER * self.n_players)):
+        if self._structure_confirmed():
             return False
         self._probe_streak += 1
         return True
+
+    def _structure_confirmed(self) -> bool:
+        """Whether p probes in a row (at least 3) were predicted by the degenerate structure."""
+        return self._probe_streak >= max(3, round(PROBE_CONFIRMATIONS_PER_PLAYER * self.n_players))
 
     def _probe_select(self, acquisition: Any, q: int) -> np.ndarray:
         """The acquisition's picks under the probe kernel (:mod:`shapleig.design.probe`), same archive."""
@@ -493,9 +497,10 @@ class DesignLoop:
         self.trace.append((self.evaluations, self.estimate_values()))
         self.trace_std.append((self.evaluations, std))
         limit = self.target_threshold()
-        # the anytime std is the fitted surrogate's; the read-out that must meet the target is wider by
-        # about the factor its last check found (1 before any check)
-        if limit is not None and self.target_evaluations is None and float(np.max(std)) * self._widening <= limit:
+        # the anytime std is the fitted surrogate's; the wider read-out that must meet the target is
+        # checked again only once the archive has grown by a tenth since its last failed check
+        if (limit is not None and self.target_evaluations is None and float(np.max(std)) <= limit
+                and self.evaluations >= self._next_target_check):
             self.target_evaluations = self.evaluations
         record_step(self)  # the store's trace, for a reader watching the run
 
@@ -695,7 +700,9 @@ class DesignLoop:
             return None
         fitted = self.mixture.fitted if isinstance(self.mixture, StructurePosterior) else self.mixture
         with compute_threads(self.options.threads):
-            probe = probe_hyperparameters(self.n_players, self.hyper.noise) if self.degenerate_evidence() else None
+            # the probe kernel doubts a degenerate structure until the probes have confirmed it
+            doubt = self.degenerate_evidence() and not self._structure_confirmed()
+            probe = probe_hyperparameters(self.n_players, self.hyper.noise) if doubt else None
             return structure_posterior(fitted, self.X, self.y, self._readout_rows(), self.options, self.operator,
                                        seed=self._fit_seed(3_000_000 + self.n_refits), probe=probe,
                                        kernel_fits=self.kernel_fits)
@@ -757,9 +764,7 @@ class DesignLoop:
         std = self.estimate_std() if readout is None else readout.std
         if float(np.max(std)) <= self.target_threshold():
             return True
-        fitted = float(np.max(self.estimate_std()))
-        if readout is not None and fitted > 0:
-            self._widening = max(1.0, float(np.max(std)) / fitted)
+        self._next_target_check = self.evaluations + max(1, self.evaluations // 10)
         self.target_evaluations = None
         return self.done  # nothing left to spend: finish with the target missed
 
