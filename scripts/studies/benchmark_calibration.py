@@ -165,10 +165,10 @@ def jobs(args: argparse.Namespace, methods: dict[str, dict[str, Any]]) -> list[d
         for label, options in methods.items():
             for b in budgets:
                 for seed in range(seeds):
-                    run_options = options if args.rtol is None else {**options, "rtol": args.rtol}
-                out.append({"set": set_name, "suite": suite, "game": name, "how": how, "method": label,
-                                "options": run_options, "budget_spec": str(b) if threshold else f"{b}p",
-                                "multiple": None if threshold else b, "fixed": b if threshold else None, "seed": seed})
+                    out.append({"set": set_name, "suite": suite, "game": name, "how": how, "method": label,
+                                "options": options if args.rtol is None else {**options, "rtol": args.rtol},
+                                "budget_spec": str(b) if threshold else f"{b}p", "multiple": None if threshold else b,
+                                "fixed": b if threshold else None, "seed": seed})
     return out
 
 

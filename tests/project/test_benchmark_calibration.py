@@ -99,3 +99,13 @@ def test_the_tol_line_counts_stopped_runs_within_1_96_tol() -> None:
         r.update({"stopped_by_tol": stopped, "tol": 0.1})
     # stopped: errors 0.1 (<= 0.196) and 0.3 (> 0.196); the run not stopped is not counted
     assert BC.tol_line(pd.DataFrame(rows)) == "stopped by tol: 2 of 3 runs; every |error| <= 1.96 tol in 50.0% of them"
+
+
+def test_every_game_runs_every_budget_seed_and_method() -> None:
+    args = BC.parse_args(["--sets", "families", "threshold", "--suites", "voting", "threshold-6", "--instances", "2",
+                          "--seeds", "3", "--rtol", "0.05"])
+    todo = BC.jobs(args, {"a": {}, "b": {"rough": True}})
+    # voting: 2 games x 3 budgets x 3 seeds; the threshold example: 2 budgets x 10 seeds; per method
+    assert len(todo) == 2 * (2 * 3 * 3 + 2 * 10)
+    assert len({(j["game"], j["budget_spec"], j["seed"], j["method"]) for j in todo}) == len(todo)
+    assert all(j["options"]["rtol"] == 0.05 for j in todo) and {j["options"].get("rough") for j in todo} == {None, True}
