@@ -862,6 +862,60 @@ _EDITS = (
 )
 
 
+def _hpi_score(cfg: Any) -> float:
+    """The objective behind the HPI campaign's surrogate (a cheap stand-in for a tuning benchmark)."""
+    return (-(cfg["a"] - 0.3) ** 2 + 0.1 * cfg["b"] + {"x": 0.0, "y": 0.5, "z": 0.2}[cfg["c"]]
+            + 0.05 * cfg["a"] * cfg["b"] + 0.1 * np.log(cfg["d"]))
+
+
+def run_hpi_campaign() -> dict[str, Any]:
+    """HyperSHAP's tunability game (``shapleig.hpo.hypershap_game``, extra hypershap) on a store, then
+    the same game with one thing changed that changes its values: the searcher's seed, its number
+    of samples, the surrogate trained on the targets times 2 (issue 34: each was served the first
+    game's values). Counted: variants whose values differ, variants refused by the store
+    (StoreMismatchError) and values served that are not the variant's own."""
+    from ConfigSpace import Categorical, ConfigurationSpace, Float, Integer
+    from hypershap import ExplanationTask
+    from sklearn.neighbors import KNeighborsRegressor
+
+    from shapleig import BudgetedGame, EvaluationStore, all_coalitions
+    from shapleig.errors import StoreMismatchError
+    from shapleig.hpo import hypershap_game
+
+    def task(scale: float = 1.0) -> Any:
+        cs = ConfigurationSpace(seed=1)
+        cs.add([Float("a", (0.0, 1.0), default=0.5), Integer("b", (1, 10), default=3),
+                Categorical("c", ["x", "y", "z"], default="x"), Float("d", (1e-3, 1.0), log=True, default=0.1)])
+        return ExplanationTask.from_function(cs, lambda cfg: scale * _hpi_score(cfg), n_samples=60,
+                                             base_model=KNeighborsRegressor(n_neighbors=5, weights="distance"))
+
+    rows = all_coalitions(4)
+    variants = {"searcher seed 0 -> 1": lambda: hypershap_game(task(), "tunability", n_samples=200, seed=1),
+                "samples 200 -> 100": lambda: hypershap_game(task(), "tunability", n_samples=100, seed=0),
+                "surrogate on 2 y": lambda: hypershap_game(task(2.0), "tunability", n_samples=200, seed=0)}
+    out = {"variants": len(variants), "variants whose values differ": 0, "refused": 0, "served own values": 0,
+           "wrong values served": 0}
+    for make in variants.values():
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "hpi.sqlite"
+            first = hypershap_game(task(), "tunability", n_samples=200, seed=0)
+            with EvaluationStore(path) as store:
+                old = BudgetedGame(first, 16, store=store)(rows)
+            variant = make()
+            own = np.asarray(variant(rows))
+            out["variants whose values differ"] += int(not np.allclose(own, old))
+            try:
+                with EvaluationStore(path) as store:
+                    served = BudgetedGame(make(), 16, store=store)(rows)
+            except StoreMismatchError:
+                out["refused"] += 1
+                continue
+            wrong = int(np.sum(~np.isclose(served, own)))
+            out["wrong values served"] += wrong
+            out["served own values"] += int(wrong == 0)
+    return out
+
+
 def run_edit_campaign() -> dict[str, Any]:
     """Stores whose rows were edited by hand: a finite value changed (``+ 1``, the text ``'1.5'``,
     which SQLite stores as REAL 1.5, one unit in the last place), before opening and after opening
@@ -982,6 +1036,8 @@ def main() -> None:
                         help="also: stores with triggers/views (internal-looking names) and +-inf values")
     parser.add_argument("--edit", action="store_true",
                         help="also: stores with a finite value edited by hand, a row deleted, a row copied in")
+    parser.add_argument("--hpi", action="store_true",
+                        help="also: a HyperSHAP game's store reused with another searcher seed, sample count or surrogate")
     parser.add_argument("--fifo", action="store_true",
                         help="also: `shapleig run` with a FIFO at its run journal or results table (must exit 2)")
     parser.add_argument("--seed", type=int, default=0)
@@ -1017,6 +1073,8 @@ def main() -> None:
                                      args.seed, log=print, edit=args.edit)
     if args.fifo:
         edges["FIFO at an output of shapleig run"] = run_fifo_campaign(log=print)
+    if args.hpi:
+        edges["HyperSHAP game reused with one thing changed"] = run_hpi_campaign()
     for name, figures in edges.items():
         summary[name] = figures
         print(f"\n{name}:")

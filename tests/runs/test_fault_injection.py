@@ -86,3 +86,15 @@ def test_fifo_campaign_of_issue_34():
     print(found)
     assert found["returned"] == found["commands"] == 2 and found["hung (killed)"] == 0, found
     assert found["exited 2 naming the FIFO"] == 2 and found["FIFOs replaced"] == 0, found
+
+
+def test_hpi_campaign_of_issue_34():
+    """A HyperSHAP game's store reused with another searcher seed, sample count or surrogate: each variant's
+    values differ from the first game's, and each is refused (none is served the first game's values)."""
+    pytest.importorskip("hypershap")
+    import fault_injection
+
+    found = fault_injection.run_hpi_campaign()
+    print(found)
+    assert found["variants whose values differ"] == found["variants"] == 3, found
+    assert found["refused"] == 3 and found["wrong values served"] == 0, found
