@@ -172,6 +172,26 @@ def jobs(args: argparse.Namespace, methods: dict[str, dict[str, Any]]) -> list[d
     return out
 
 
+def job_key(job: dict[str, Any]) -> str:
+    """One run's identity in the checkpoint: what it runs with which options (rows carry the same fields)."""
+    options = job["options"] if isinstance(job["options"], str) else json.dumps(job["options"], sort_keys=True)
+    return json.dumps([job[k] for k in ("set", "suite", "game", "method", "budget_spec", "seed")] + [options])
+
+
+def load_checkpoint(path: Path) -> dict[str, dict[str, Any]]:
+    """Rows of an interrupted campaign by run, the last line dropped if it was cut mid-write."""
+    if not path.exists():
+        return {}
+    done = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        done[job_key(row)] = row
+    return done
+
+
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """One run: the estimate, its std, the exact values, seconds and the read-out's diagnostics."""
     import shapleig
@@ -181,7 +201,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     p = int(game.n_players)
     budget = job["fixed"] if job["fixed"] is not None else job["multiple"] * p
     row = {k: job[k] for k in ("set", "suite", "game", "method", "budget_spec", "seed")}
-    row.update({"p": p, "budget": int(budget), "error": ""})
+    row.update({"p": p, "budget": int(budget), "error": "", "options": json.dumps(job["options"], sort_keys=True)})
     start = time.perf_counter()
     try:
         with warnings.catch_warnings():
@@ -320,14 +340,29 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("no runs: check --sets and --suites")
     print(f"{len(todo)} runs of {len(methods)} method(s)", flush=True)
     start = time.perf_counter()
+    # every finished run is appended to a checkpoint, so a killed campaign resumes where it stopped
+    checkpoint = Path(str(args.out) + ".partial.jsonl")
+    done = load_checkpoint(checkpoint)
+    rows = [done[job_key(job)] for job in todo if job_key(job) in done]
+    left = [job for job in todo if job_key(job) not in done]
+    if rows:
+        print(f"{len(rows)} runs taken from {checkpoint}", flush=True)
     if args.jobs == 1:
-        rows = [run_one(job) for job in todo]
+        finished = (run_one(job) for job in left)
     else:
         from joblib import Parallel, delayed
 
-        rows = Parallel(n_jobs=args.jobs)(delayed(run_one)(job) for job in todo)
+        finished = Parallel(n_jobs=args.jobs, return_as="generator_unordered")(delayed(run_one)(job) for job in left)
+    with open(checkpoint, "a", encoding="utf-8") as fh:
+        for i, row in enumerate(finished, 1):
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            rows.append(row)
+            if i % 50 == 0:
+                print(f"  {i}/{len(left)} runs, {time.perf_counter() - start:.0f} s", flush=True)
     df = pd.DataFrame(rows)
     df.to_parquet(args.out)
+    checkpoint.unlink()
     print(f"{len(df)} runs in {time.perf_counter() - start:.0f} s; wrote {args.out}")
     report(df, args.compare)
     return 0

@@ -109,3 +109,25 @@ def test_every_game_runs_every_budget_seed_and_method() -> None:
     assert len(todo) == 2 * (2 * 3 * 3 + 2 * 10)
     assert len({(j["game"], j["budget_spec"], j["seed"], j["method"]) for j in todo}) == len(todo)
     assert all(j["options"]["rtol"] == 0.05 for j in todo) and {j["options"].get("rough") for j in todo} == {None, True}
+
+
+def test_a_killed_campaign_resumes_from_its_checkpoint(tmp_path: Path) -> None:
+    out = tmp_path / "cal.parquet"
+    argv = ["--sets", "families", "--suites", "additive-pairs", "--quick", "--methods", "default={}", "--out", str(out)]
+    todo = BC.jobs(BC.parse_args(argv), BC.parse_methods(["default={}"]))
+    assert len(todo) == 2
+    # a row of the first run as a killed campaign left it (marker values no run computes), then a cut line
+    kept = {k: todo[0][k] for k in ("set", "suite", "game", "method", "budget_spec", "seed")}
+    kept.update({"p": 3, "budget": 6, "error": "", "options": "{}", "values": [123.0], "std": [1.0],
+                 "exact": [0.0], "wall_s": 0.0})
+    # the same run with other options (another campaign's row) must not be taken
+    other = {**kept, "options": '{"rough": true}', "values": [456.0]}
+    checkpoint = Path(str(out) + ".partial.jsonl")
+    checkpoint.write_text(BC.json.dumps(kept) + "\n" + BC.json.dumps(other) + "\n" + '{"set": "fam', encoding="utf-8")
+    assert BC.main(argv) == 0
+    df = pd.read_parquet(out)
+    assert len(df) == 2 and not checkpoint.exists()
+    reused = df[df.budget_spec == todo[0]["budget_spec"]].iloc[0]
+    assert list(reused["values"]) == [123.0]
+    fresh = df[df.budget_spec != todo[0]["budget_spec"]].iloc[0]
+    assert len(fresh["values"]) > 1 and 456.0 not in list(fresh["values"])
