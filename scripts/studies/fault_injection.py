@@ -760,8 +760,11 @@ def run_interrupt_campaign(trials: int = 3, seed: int = 0, log: Any = None) -> d
             out_path = Path(folder) / f"r{t}.parquet"
             journal = journal_path(out_path)
             wait_for = int(rng.integers(1, 5))
+            # started as a terminal's foreground command: a campaign launched in the background
+            # (``... &``) would otherwise pass on SIGINT ignored and no run would be interrupted
             proc = subprocess.Popen(command(out_path.name) + ["--quiet"], env=env, cwd=folder,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline and proc.poll() is None:
                 if journal.is_file() and len(journal.read_text().splitlines()) >= wait_for:

@@ -92,10 +92,13 @@ def test_the_journal_ignores_other_plans_errors_and_a_torn_line(tmp_path):
 # (a file) and then waits for the signal: the test sends SIGINT on that state, never after a time,
 # so a fast machine cannot finish every run before the interrupt arrives.
 _PAUSING_CLI = """
-import sys, time
+import signal, sys, time
 from pathlib import Path
 from shapleig_tasks import cli, harness
 
+# a shell's background job starts with SIGINT ignored (so would this test's run): Ctrl-C reaches a
+# foreground command, whose handler this restores
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sentinel = Path(sys.argv[1])
 append = harness.RunJournal.append
 
