@@ -103,13 +103,16 @@ def test_builtin_records_pass_their_own_checks(index: Index) -> None:
 
 
 def test_builtin_facts() -> None:
-    assert index_names()[: len(INDICES)] == INDICES == ("SV", "BV", "k-SII", "SII", "STII", "FSII")
-    assert [get_index(n).order for n in INDICES] == [1, 1, 2, 2, 2, 2]
+    assert index_names()[: len(INDICES)] == INDICES == ("SV", "BV", "k-SII", "SII", "STII", "FSII", "FBII", "BII",
+                                                         "CHII", "Moebius")
+    assert [get_index(n).order for n in INDICES] == [1, 1] + [2] * 8
+    assert [n for n in INDICES if get_index(n).any_order] == list(INDICES[2:])
     assert [n for n in INDICES if is_efficient(n)] == ["SV", "k-SII", "STII", "FSII"]
     assert [n for n in INDICES if default_hold_out_empty(n)] == ["BV"]
-    assert index_label("SV") == "Shapley value" and index_label("FBII") == "FBII"  # shapiq's own: its name
+    assert index_label("SV") == "Shapley value" and index_label("kADD-SHAP") == "kADD-SHAP"  # shapiq's own: its name
+    assert index_label("FBII") == "FBII (order 2)" and index_label("k-SII", 3) == "k-SII (order 3)"
     assert shapiq_index_name("FBII") == "FBII" and index_from_shapiq("k-SII") is get_index("k-SII")
-    assert index_from_shapiq("FBII") is None
+    assert index_from_shapiq("FBII") is get_index("FBII") and index_from_shapiq("kADD-SHAP") is None
 
 
 # -- wrong claims are refused, naming the field -----------------------------------------------------
@@ -134,8 +137,10 @@ def test_an_efficiency_claim_the_terms_do_not_keep_is_refused() -> None:
 
 
 def test_bad_records_fail_on_construction() -> None:
-    with pytest.raises(ValueError, match="order must be 1 or 2"):
-        Index("x", order=3, efficient=False, weights=wbv_weights, label="x")
+    with pytest.raises(ValueError, match="order must be a positive integer"):
+        Index("x", order=0, efficient=False, weights=wbv_weights, label="x")
+    with pytest.raises(ValueError, match="any_order needs fast_path='weights'"):
+        Index("x", order=1, efficient=False, weights=wbv_weights, label="x", fast_path="banzhaf", any_order=True)
     with pytest.raises(ValueError, match="fast_path must be one of"):
         Index("x", order=1, efficient=False, weights=wbv_weights, label="x", fast_path="esp")
     with pytest.raises(ValueError, match="non-empty string"):
