@@ -42,7 +42,14 @@ def test_options_are_validated_and_settable() -> None:
     with pytest.raises(ValueError, match="unknown index"):
         ShaplEIG(index="shapley")
     with pytest.raises(ValueError, match="max_order"):
-        ShaplEIG(index="k-SII", max_order=3)
+        ShaplEIG(index="BV", max_order=2)
+    with pytest.raises(ValueError, match="max_order"):
+        ShaplEIG(index="k-SII", max_order=0)
+    with pytest.raises(ValueError, match="acquisition_order"):
+        ShaplEIG(index="k-SII", acquisition_order=0)
+    with pytest.raises(ValueError, match="max_order=1 only"):
+        ShaplEIG(index="k-SII", acquisition_index="SV", acquisition_order=2)
+    assert ShaplEIG(index="k-SII", max_order=3).get_params()["max_order"] == 3
     with pytest.raises(ValueError, match="unknown index"):
         ShaplEIG(index="k-SII", acquisition_index="nope")
     est = ShaplEIG().set_params(index="FSII")
