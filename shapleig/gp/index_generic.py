@@ -289,12 +289,8 @@ def _shared_covariance(terms: list[tuple[int, ...]], rho: float, p: int, c: np.n
 
 
 def _union_members(members: np.ndarray, iu: np.ndarray, ju: np.ndarray) -> np.ndarray:
-    """Sorted members of ``V = T_iu cup T_ju`` per pair (int64, padded with -1 at the front)."""
-    both = np.sort(np.concatenate([members[iu], members[ju]], axis=1), axis=1)
-    dup = np.zeros_like(both, dtype=bool)
-    dup[:, 1:] = both[:, 1:] == both[:, :-1]
-    both[dup | (both < 0)] = -1
-    return np.sort(both, axis=1)
+    """The members of ``T_iu`` and ``T_ju`` per pair, sorted (int64, -1 padding; a shared player twice)."""
+    return np.sort(np.concatenate([members[iu], members[ju]], axis=1), axis=1)
 
 
 def _ard_covariance(terms: list[tuple[int, ...]], rho: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -341,7 +337,7 @@ def _unions(members: np.ndarray, iu: np.ndarray, ju: np.ndarray, p: int) -> tupl
         uniq, inv = np.unique(bits[iu] | bits[ju], return_inverse=True)
         inV = ((uniq[:, None] >> np.arange(p, dtype=np.int64)) & 1).astype(bool)
         return inV, inv.reshape(-1)
-    V = _union_members(members, iu, ju)
+    V = _union_members(members, iu, ju)  # a player in both terms appears twice: the same V below
     uniq, inv = np.unique(V, axis=0, return_inverse=True)
     inV = np.zeros((uniq.shape[0], p), dtype=bool)
     for col in range(uniq.shape[1]):

@@ -249,3 +249,25 @@ def test_a_user_record_pickles_by_value(user_indices) -> None:
 
     back = pickle.loads(pickle.dumps(WBV))
     assert back == WBV and back.weights is wbv_weights  # its module-level weights function, by reference
+
+
+def _ksii_but_sii_at_three(p: int, k: int):
+    """k-SII's weights, except at order 3, where SII's (not efficient) stand in."""
+    from shapleig.games import index_weights as iw
+
+    return iw.sii_weights(p, k) if k == 3 else iw.ksii_weights(p, k)
+
+
+def test_an_any_order_record_is_checked_at_every_order() -> None:
+    """A claim that holds at the default order 2 but not at order 3 is refused, naming the order."""
+    record = Index("test-orders", 2, True, _ksii_but_sii_at_three, "x", any_order=True)
+    with pytest.raises(ValueError, match=r"efficient=True but its terms do not sum .* \(order 3\)"):
+        register_index(record)
+    from shapleig.games import index_weights as iw
+
+    defined = dataclasses.replace(record, efficient=False, weights=iw.sii_weights,
+                                  definition=lambda p, k: dense_index_operator(p, "SII", min(k, 2)) if k < 3
+                                  else dense_index_operator(p, "BII", k))
+    with pytest.raises(ValueError, match="its definition differs .* order 3"):
+        register_index(defined)
+    assert "test-orders" not in index_names()
