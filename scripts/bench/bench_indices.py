@@ -11,7 +11,8 @@ Three parts (each single-threaded; set ``OMP_NUM_THREADS=1``):
   method's and the ratio; per index the geometric mean of the ratios and the largest; and the
   coverage of the 95% intervals per index, suite and budget (pooled over seeds and terms).
 
-- ``--max-order 3`` (any order k > 2): shapiq has no stored anchors there, so its approximators of
+- ``--max-order 3`` (any order k > 2, or ``--live`` at order 2 for the indices without stored anchors,
+  e.g. ``--live --indices FBII BII``): shapiq has no stored anchors there, so its approximators of
   the same index and order run here, live (needs shapiq: Python >= 3.12, ``pip install
   'shapleig[shapiq]'``), beside ShaplEIG: every shapiq approximator that estimates all orders
   1..k of the index (k-SII: KernelSHAPIQ, InconsistentKernelSHAPIQ, SVARMIQ, SHAPIQ,
@@ -179,6 +180,8 @@ def main() -> None:
                         help="order k only: the shapiq approximators (default: every one of the index and order)")
     parser.add_argument("--jobs", type=int, default=1, help="order k only: runs in parallel (joblib processes)")
     parser.add_argument("--resume", action="store_true", help="order k only: keep the runs already in --out")
+    parser.add_argument("--live", action="store_true",
+                        help="run shapiq live at order 2 too (indices without stored anchors: FBII, BII, ...)")
     parser.add_argument("--games", nargs="*", default=None, help="game types (default: every anchor table)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--refit", default=None, help="refit schedule (default: ShaplEIG's)")
@@ -195,8 +198,8 @@ def main() -> None:
     parser.add_argument("--summary-from", default=None, help="only summarise a CSV written by --out")
     args = parser.parse_args()
     if args.indices is None:
-        args.indices = ["BV", "k-SII", "FSII"] if args.max_order == 2 else list(ORDER_K_INDICES)
-    if args.max_order != 2:
+        args.indices = ["BV", "k-SII", "FSII"] if args.max_order == 2 and not args.live else list(ORDER_K_INDICES)
+    if args.max_order != 2 or args.live:
         from bench_indices_order import order_k, summarise_order_k  # the live shapiq side (needs shapiq)
 
         if args.summary_from:
