@@ -536,8 +536,8 @@ def order_index_covariance(rho: np.ndarray, kappa: float, order: int,
     c = parity_coefficients(operator.spec, p, operator.max_order)
     members = _members(operator)
     sizes = (members >= 0).sum(axis=1)
-    cu = np.where(sizes <= k, c[np.minimum(sizes, c.shape[0] - 1), k], 0.0)
-    # pairs of terms with |T|, |T'| <= k and non-zero coefficients; then |T cup T'| <= k
+    cu = c[sizes, k]  # zero for |T| > k: c_t(u) = 0 for u < t
+    # pairs of terms with non-zero coefficients (|T|, |T'| <= k) whose union has at most k players
     live = np.flatnonzero(cu != 0.0)
     if not live.size:
         return out
