@@ -11,6 +11,7 @@ import importlib
 from typing import Any
 
 from shapleig.errors import (
+    AcquisitionError,
     BudgetError,
     BudgetExhaustedError,
     CoalitionError,
@@ -62,6 +63,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AcquisitionError",
     "BaseEstimator",
     "BudgetCoversGameWarning",
     "BudgetError",

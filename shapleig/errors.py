@@ -19,6 +19,13 @@ class GameError(ShapleigError, ValueError):
     """A game is malformed or returned values that cannot be used (wrong count, NaN, inf)."""
 
 
+class AcquisitionError(ShapleigError, ValueError):
+    """An acquisition returned scores that cannot be used (wrong shape, NaN, nothing left to pick).
+
+    The message names the acquisition's class; nothing is selected from such scores.
+    """
+
+
 class CoalitionError(ShapleigError, ValueError):
     """A coalition matrix has the wrong shape, dtype or entries."""
 

@@ -108,6 +108,15 @@ def _import_module(name: str, spec: str) -> Any:
         return importlib.import_module(name)
     except ImportError as exc:
         raise ValueError(f"acquisition {spec!r}: cannot import module {name!r} ({exc})") from exc
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module code: named, not raw
+        raise ValueError(f"acquisition {spec!r}: importing module {name!r} failed: {_import_failure(exc)}") from exc
+
+
+def _import_failure(exc: BaseException) -> str:
+    """What ended the import of a user's module: ``sys.exit(3)`` named as such (it would end the command)."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _import_file(path_text: str, spec: str) -> Any:
@@ -125,9 +134,9 @@ def _import_file(path_text: str, spec: str) -> Any:
     sys.modules[name] = module
     try:
         loader_spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a sys.exit() in the file would end the command silently
         del sys.modules[name]
-        raise ValueError(f"acquisition {spec!r}: importing {path_text} failed: {type(exc).__name__}: {exc}") from exc
+        raise ValueError(f"acquisition {spec!r}: importing {path_text} failed: {_import_failure(exc)}") from exc
     import cloudpickle
 
     cloudpickle.register_pickle_by_value(module)  # workers cannot import a private module name
@@ -363,18 +372,33 @@ class Ablation:
         Returns:
             The written paths by kind (``table``, ``markdown``, ``traces``, ``runs``, ``plot``).
         """
-        folder = Path(out_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        paths = {"table": folder / "ablation.csv", "markdown": folder / "ablation.md",
-                 "traces": folder / "traces.csv", "runs": folder / "runs.csv"}
+        paths = output_paths(out_dir, plot=plot)
+        paths["table"].parent.mkdir(parents=True, exist_ok=True)
         self.table().to_csv(paths["table"], index=False)
         paths["markdown"].write_text(self.markdown())
         self.traces().to_csv(paths["traces"], index=False)
         self.runs.to_csv(paths["runs"], index=False)
         if plot:
-            paths["plot"] = folder / "mse.png"
             self.plot(paths["plot"])
         return paths
+
+
+def output_paths(out_dir: str | os.PathLike[str], *, plot: bool = True) -> dict[str, Path]:
+    """The files :meth:`Ablation.write` writes in ``out_dir``, by kind (the command line checks each first).
+
+    Args:
+        out_dir: the output folder.
+        plot: include the figure ``mse.png``.
+
+    Returns:
+        ``{"table": ablation.csv, "markdown": ablation.md, "traces": traces.csv, "runs": runs.csv[, "plot": mse.png]}``.
+    """
+    folder = Path(out_dir)
+    paths = {"table": folder / "ablation.csv", "markdown": folder / "ablation.md",
+             "traces": folder / "traces.csv", "runs": folder / "runs.csv"}
+    if plot:
+        paths["plot"] = folder / "mse.png"
+    return paths
 
 
 def _task_budgets(task: Task, p: int, specs: list[str]) -> list[tuple[str, int]]:
@@ -424,6 +448,8 @@ def run_ablation(
 
     Raises:
         ValueError: bad input, naming it.
+        AcquisitionError: an acquisition returned scores that break the rules of
+            :meth:`~shapleig.design.acquisition.Acquisition.score` (naming its class).
     """
     arms = make_arms(acquisitions, options)
     task_list = resolve_tasks(tasks)
@@ -436,11 +462,14 @@ def run_ablation(
         players[task.name] = p
         per_task[task.name] = _task_budgets(task, p, specs)
     by_label = {arm.spec.label: arm.label for arm in arms}
+    # the user's acquisitions run first: one whose scores break the rules (AcquisitionError at its
+    # first selection) ends the ablation before the built-in arms have spent their runs
+    specs_first = [arm.spec for arm in sorted(arms, key=lambda arm: isinstance(arm.acquisition, str))]
     frames = []
     for task in task_list:
         p, largest = players[task.name], max(n for _, n in per_task[task.name])
         grid = [str(n) for n in range(min_budget(p), largest + 1)]  # every count a run can stop at
-        df = harness.run_benchmark([task], [arm.spec for arm in arms], grid, seed_list, n_jobs=n_jobs,
+        df = harness.run_benchmark([task], specs_first, grid, seed_list, n_jobs=n_jobs,
                                    progress=progress, log=log, skip_small=True)
         frames.append(df)
     runs = pd.concat(frames, ignore_index=True)
@@ -455,4 +484,5 @@ def run_ablation(
     return Ablation(runs, per_task, arms)
 
 
-__all__ = ["DEFAULT_ACQUISITIONS", "Ablation", "Arm", "load_acquisition", "make_arm", "make_arms", "run_ablation"]
+__all__ = ["DEFAULT_ACQUISITIONS", "Ablation", "Arm", "load_acquisition", "make_arm", "make_arms", "output_paths",
+           "run_ablation"]

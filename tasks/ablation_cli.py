@@ -55,7 +55,8 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         The exit status (0).
     """
     from shapleig.errors import ShapleigError
-    from shapleig_tasks.ablation import DEFAULT_ACQUISITIONS, run_ablation
+    from shapleig_tasks.ablation import DEFAULT_ACQUISITIONS, output_paths, run_ablation
+    from shapleig_tasks.harness import check_output_file
     from shapleig_tasks.plots import check_figure_path
 
     out = Path(args.out)
@@ -63,6 +64,8 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         if out.exists() and not out.is_dir():
             raise ValueError(f"--out {out} exists and is not a folder")
         check_figure_path(out / "mse.png")
+        for path in output_paths(out, plot=not args.no_plot).values():
+            check_output_file(path)  # a FIFO among them would block the write after the whole ablation
         start = time.perf_counter()
         ablation = run_ablation(_split(args.tasks), _split(args.acquisitions or DEFAULT_ACQUISITIONS), args.budgets, args.seeds,
                                 options=ablation_options(args), n_jobs=args.jobs, progress=not args.quiet,

@@ -10,6 +10,8 @@
     shapleig demo [--out DIR] [--budgets ...] [--seeds N] [--quick]
     shapleig explain --model model.txt --data X.csv --row 3 --budget 40 [--plot fig.png]
     shapleig hpi [--model lightgbm] [--dataset diabetes] [--study tunability] [--budget 4p] [--quick]
+    shapleig dashboard PATH... [--host 127.0.0.1] [--port 8765] [--html report.html]
+    shapleig status PATH...
 
 Bad input (unknown task or method, bad options, budgets below a method's minimum, an unwritable
 output path, a corrupt table) is reported before any evaluation, with exit status 2 and one line
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from shapleig.errors import ShapleigError
-from shapleig_tasks.cli_common import UsageError, cli_store_advice, print_frame
+from shapleig_tasks.cli_common import UsageError, cli_store_advice, jobs_count, print_frame
 
 DEMO_TASK = "hpi-diabetes-8"
 DEMO_QUICK_TASK = "hpi-diabetes-5"
@@ -117,7 +119,7 @@ def _split(items: Sequence[str] | None) -> list[str]:
 
 
 def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Path, *,
-         cache: Path | None, title: str) -> Any:
+         cache: Path | None, title: str, units: str | None = None) -> Any:
     """Validate (UsageError on bad input), run, print the MSE and rank tables; return the table."""
     from shapleig_tasks.cluster import evaluation_cluster
 
@@ -133,13 +135,13 @@ def _run(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Pa
         if slots > 1 and "shapleig" in methods and not any(
                 o.startswith("shapleig:") and "batch_size" in o for o in args.option or ()):
             args.option = [*(args.option or ()), f"shapleig:batch_size={slots}"]  # one per worker in flight
-        return _run_plan(args, tasks, methods, out, cache=cache, title=title, evaluator=evaluator)
+        return _run_plan(args, tasks, methods, out, cache=cache, title=title, evaluator=evaluator, units=units)
     finally:
         cluster.__exit__(None, None, None)
 
 
 def _run_plan(args: argparse.Namespace, tasks: list[str], methods: list[str], out: Path, *,
-              cache: Path | None, title: str, evaluator: Any = None) -> Any:
+              cache: Path | None, title: str, evaluator: Any = None, units: str | None = None) -> Any:
     from shapleig_tasks import harness, plots
 
     try:
@@ -150,9 +152,13 @@ def _run_plan(args: argparse.Namespace, tasks: list[str], methods: list[str], ou
                                   method_options=args.option or (), gp_options=_gp_options(args),
                                   skip_small=args.skip_small, index=getattr(args, "index", "SV"),
                                   max_order=getattr(args, "max_order", None))
-        out = harness.check_output_path(out)
+        out = harness.check_results_path(out)
+        harness.check_output_file(harness.journal_path(out))  # the journal of finished runs beside it
         if cache is not None and any(t.expensive for t in plan.tasks):
             harness.check_output_path(cache / "probe.npz")
+        store_dir = getattr(args, "store_dir", None)
+        if store_dir is not None:
+            harness.check_output_path(Path(store_dir) / "probe.sqlite")
     except (ValueError, ShapleigError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     if not plan.jobs:
@@ -166,9 +172,11 @@ def _run_plan(args: argparse.Namespace, tasks: list[str], methods: list[str], ou
     start = time.perf_counter()
     df = harness.execute_plan(plan, out=out, n_jobs=args.jobs, cache_dir=cache, live=args.live,
                               progress=not args.quiet, errors="record" if args.keep_going else "raise",
-                              log=None if args.quiet else _err, eval_timeout=eval_timeout, evaluator=evaluator)
+                              log=None if args.quiet else _err, eval_timeout=eval_timeout, evaluator=evaluator,
+                              store_dir=store_dir)
     failed = df[df["error"].fillna("") != ""]
-    print_frame(plots.mse_table(df), "mean MSE (rows: task group, method; columns: budget)")
+    unit = f" in ({units})²" if units else ""
+    print_frame(plots.mse_table(df), f"mean MSE{unit} (rows: task group, method; columns: budget)")
     if df["task"].nunique() > 0 and df["method"].nunique() > 1:
         print_frame(plots.rank_table(df), "mean rank by MSE (1 = best), per budget")
     largest = df[df["budget"] == df.groupby(["task", "method"])["budget"].transform("max")]
@@ -225,13 +233,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     results, figure = out_dir / "results.parquet", out_dir / "mse.png"
     cache = Path(args.cache) if args.cache else out_dir / "cache"
+    from shapleig_tasks.demo import prepare_exact_values, value_units, verdict
+
     try:
         figure = _writable(figure)
-    except ValueError as exc:
+        _err(prepare_exact_values(task, cache, args.live))  # before anything runs: where the exact values come from
+        units = value_units(task)
+    except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
-    df = _run(args, [task], methods, results, cache=cache, title=f"shapleig demo on {task}")
-    plots.plot_mse(df, figure, by="task", title=f"{task}: Shapley MSE, mean +- SE over seeds")
+    df = _run(args, [task], methods, results, cache=cache, title=f"shapleig demo on {task}", units=units)
+    plots.plot_mse(df, figure, by="task", title=f"{task}: Shapley MSE, mean +- SE over seeds ({units})²")
     print(f"wrote {figure}")
+    print(verdict(df, units))
     return 0
 
 
@@ -244,17 +257,6 @@ def cmd_hpi(args: argparse.Namespace) -> int:
         raise UsageError(cli_store_advice(exc, "give another output folder with --out DIR")) from exc
     study.run(log=print)
     return 0
-
-
-def _jobs(text: str) -> int:
-    """``--jobs``: a positive number of workers, or -1 for one per core (joblib's convention)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--jobs takes an integer, got {text!r}") from None
-    if n == 0 or n < -1:
-        raise argparse.ArgumentTypeError(f"--jobs {n}: give a positive number of workers, or -1 for all cores")
-    return n
 
 
 # options whose values are never negative: a value such as -2p is reported as such, instead of
@@ -288,7 +290,7 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
                    help="budgets: integers or multiples of p (2p 4p); commas allowed")
     p.add_argument("--seeds", nargs="+", default=None if demo else ["3"],
                    help="a count N (seeds 0..N-1), a list 0,1,2 or a range 0-4 (default: 3)")
-    p.add_argument("--jobs", type=_jobs, default=1, help="parallel workers (joblib; default 1, -1 = all cores)")
+    p.add_argument("--jobs", type=jobs_count, default=1, help="parallel workers (joblib; default 1, -1 = all cores)")
     p.add_argument("--option", action="append", metavar="METHOD:KEY=VALUE[,KEY=VALUE]",
                    help="options for every method of that name ('gp:' = all GP arms); repeatable")
     p.add_argument("--refit", default=None,
@@ -302,6 +304,9 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
     p.add_argument("--live", action="store_true",
                    help="evaluate expensive games live instead of from the enumerated table")
     p.add_argument("--keep-going", action="store_true", help="record failing runs instead of stopping")
+    p.add_argument("--store-dir", default=None, metavar="DIR",
+                   help="one evaluation store per run in DIR: watch it with `shapleig dashboard DIR` (or status); "
+                        "a killed run resumes its evaluations")
     p.add_argument("--eval-timeout", type=float, default=None, metavar="SECONDS",
                    help="abandon a game evaluation that takes longer than this (it runs in a worker process)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
@@ -368,9 +373,10 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="ShaplEIG vs four baselines on a LightGBM hyperparameter-importance game (p = 8)",
         description=(
-            "Computes the LightGBM hyperparameter-importance game on diabetes (p = 8) incl. its exact "
-            "Shapley values (all 256 coalitions, cached), runs ShaplEIG and four baselines at budgets "
-            "2p..8p over 3 seeds, prints the MSE table and writes DIR/results.parquet and DIR/mse.png."
+            "Runs ShaplEIG and four baselines on the LightGBM hyperparameter-importance game on diabetes "
+            "(p = 8) at budgets 2p..8p over 3 seeds, scored against its exact Shapley values (all 256 "
+            "coalitions; shipped precomputed, so a first run takes about a minute), prints the MSE table and a "
+            "verdict line, and writes DIR/results.parquet and DIR/mse.png."
         ),
     )
     p.add_argument("--out", default="shapleig-demo", help="output folder (default: ./shapleig-demo)")
@@ -407,6 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
     from shapleig_tasks.ablation_cli import add_ablate_parser
 
     add_ablate_parser(sub)
+    from shapleig_tasks.dashboard_cli import add_dashboard_parsers
+
+    add_dashboard_parsers(sub)
     return parser
 
 

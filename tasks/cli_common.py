@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Any
 
@@ -26,3 +27,14 @@ def cli_store_advice(exc: Exception, hint: str) -> str:
     if type(exc).__name__ == "StoreMismatchError":
         text = text.split(" Use a new store path")[0].rstrip(". ") + f". {hint[:1].upper()}{hint[1:]}."
     return text
+
+
+def jobs_count(text: str) -> int:
+    """``--jobs``: a positive number of workers, or -1 for one per core (joblib's convention)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs takes an integer, got {text!r}") from None
+    if n == 0 or n < -1:
+        raise argparse.ArgumentTypeError(f"--jobs {n}: give a positive number of workers, or -1 for all cores")
+    return n

@@ -1,13 +1,14 @@
 """``shapleig explain-rows``: explain many rows of a saved model at once (:func:`shapleig.explain_X`).
 
     shapleig explain-rows --model model.txt --data X.csv --drop target --rows 0-49 --budget 40 \\
-        --store rows-store --out rows.parquet --plot importance.png
+        --store rows-store --out rows.parquet --plot importance.png [--jobs 2]
 
 Every row is explained as ``shapleig explain`` explains one; ``--store`` is a folder with one
 evaluation store per row, so rerunning the same command after a kill evaluates the model only where
-it stopped. Prints the global importance (mean |value| per feature over the rows, with its posterior
-std); ``--out`` writes the per-row values (parquet, one row per explained row and feature) and
-``--summary`` the global table (csv or parquet).
+it stopped; ``--jobs N`` explains N rows at once in worker processes, with the same values. Prints
+the global importance (mean |value| per feature over the rows, with its posterior std); ``--out``
+writes the per-row values (parquet, one row per explained row and feature) and ``--summary`` the
+global table (csv or parquet).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from shapleig_tasks.cli_common import UsageError, cli_store_advice, print_frame
+from shapleig_tasks.cli_common import UsageError, cli_store_advice, jobs_count, print_frame
 from shapleig_tasks.explain_cli import feature_frame, load_model, load_table
 
 MAX_ROWS_EXPLAINED = 100_000
@@ -106,7 +107,7 @@ def cmd_explain_rows(args: argparse.Namespace) -> int:
             res = shapleig.explain_X(model, background, data.iloc[rows], budget=args.budget, seed=seed,
                                      method=estimator, index=index, output=args.output, store=args.store,
                                      timeout=timeout, imputer=args.imputer, exact_if_cheap=not args.no_exact_if_cheap,
-                                     progress=not args.quiet, game_id=args.game_id)
+                                     progress=not args.quiet, game_id=args.game_id, n_jobs=args.jobs)
     except EvaluationFailedError as exc:  # the run failed (exit 1), the input was fine
         if "TimeoutError" in str(exc):
             raise EvaluationFailedError(f"{exc}; a model evaluation may take at most --eval-timeout {timeout:g} s: "
@@ -153,6 +154,8 @@ def add_explain_rows_parser(sub: Any) -> None:
     p.add_argument("--no-exact-if-cheap", action="store_true",
                    help="keep the method even where enumerating every coalition would cost less")
     p.add_argument("--store", default=None, help="a folder: one evaluation store per row; a rerun resumes from it")
+    p.add_argument("--jobs", type=jobs_count, default=1,
+                   help="rows explained at once in worker processes (default 1, -1 = all cores); same values")
     p.add_argument("--game-id", default=None,
                    help="a name for the model's version in the stores; needed for a pickled model whose fitted "
                         "state shapleig cannot read (not LightGBM, scikit-learn or torch)")

@@ -51,11 +51,13 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from shapleig.errors import AcquisitionError
 from shapleig.estimation.enumeration import (
     BudgetCoversGameWarning,
     covers_game,
     enumeration_message,
 )
+from shapleig.runs.store import special_file_kind
 from shapleig.seeding import SEED_LIMIT
 from shapleig_tasks.catalog import Task, resolve_tasks
 from shapleig_tasks.methods import MethodSpec, resolve_methods
@@ -162,11 +164,42 @@ def parse_seeds(items: Iterable[str | int] | int) -> list[int]:
     return seeds
 
 
-def check_output_path(path: str | os.PathLike[str]) -> Path:
-    """Make sure ``path`` can be written (creating its folder); ``ValueError`` naming why not."""
+def check_output_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` unless it names a folder or a file that is not a regular one; nothing is created.
+
+    Checked as the evaluation store checks its path (:func:`~shapleig.runs.store.special_file_kind`):
+    a FIFO, socket or device is refused, since writing to a FIFO blocks until some other process
+    reads it (for ever when none does). Every file the command line writes passes here before
+    anything is evaluated (:func:`check_output_path` adds the folder and a write probe).
+
+    Args:
+        path: the file to be written.
+
+    Returns:
+        ``path`` as a ``Path`` (``~`` expanded).
+
+    Raises:
+        ValueError: naming the path and what it is.
+    """
     out = Path(path).expanduser()
-    if out.exists() and out.is_dir():
+    if out.is_dir():
         raise ValueError(f"output path {out} is a folder; give a file name such as results.parquet")
+    try:
+        kind = special_file_kind(out)
+    except OSError as exc:
+        raise ValueError(f"output path {out} is not writable: {exc.strerror or exc}") from exc  # a file as folder
+    if kind is not None:
+        raise ValueError(f"output path {out} is {kind}, not a regular file: writing it could block for ever "
+                         f"(a FIFO waits for a reader) or lose the output; give a regular file name")
+    return out
+
+
+def check_output_path(path: str | os.PathLike[str]) -> Path:
+    """Make sure ``path`` can be written (:func:`check_output_file`, then its folder created and probed).
+
+    ``ValueError`` naming why not.
+    """
+    out = check_output_file(path)
     folder = out.parent if str(out.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -240,6 +273,13 @@ class TimedGame:
         before, self.count = self.count, self.count + int(np.asarray(coalitions).shape[0])
         self.calls.append((before, self.count, start, end))
         return values
+
+    def identity(self) -> dict[str, str]:
+        """The wrapped game's identity: timing a game changes none of its values (an evaluation store of
+        ``--store-dir`` is bound to the task's game, not to one run's timer)."""
+        from shapleig.games.identity import game_identity
+
+        return game_identity(self.game)
 
     @property
     def game_s(self) -> float:
@@ -400,10 +440,12 @@ class Plan:
     max_order: int | None = None  # the index's maximal order; None: its default
 
     def describe(self) -> str:
-        n_runs = len(self.jobs)
+        n_runs, n_rows = len(self.jobs), sum(len(job.budgets) for job in self.jobs)
+        anytime = (" (an anytime method runs once per seed at its largest budget and reads the smaller ones off "
+                   "its trace)" if n_rows != n_runs else "")
         return (
             f"{len(self.tasks)} task(s) x {len(self.methods)} method(s) x {len(self.budget_specs)} "
-            f"budget(s) x {len(self.seeds)} seed(s): {n_runs} estimator runs"
+            f"budget(s) x {len(self.seeds)} seed(s): {n_runs} estimator runs for {n_rows} table rows{anytime}"
         )
 
 
@@ -494,7 +536,7 @@ def _fitting_budgets(
         raise ValueError(f"method {spec.label!r} needs at least {min_players} players; task {task.name!r} has {p}")
     max_players = getattr(est, "max_players", None)
     if max_players is not None and p > max_players:
-        why = f" ({est.min_budget_reason(p)})" if hasattr(est, "min_budget_reason") else ""
+        why = f" ({est.max_players_reason(p)})" if hasattr(est, "max_players_reason") else ""
         raise ValueError(f"method {spec.label!r} handles at most {max_players} players{why}; "
                          f"task {task.name!r} has p = {p}")
     if not hasattr(est, "min_budget"):
@@ -513,14 +555,29 @@ def _fitting_budgets(
 
 # --------------------------------------------------------------------------------------------
 # running
+def job_store_path(store_dir: str | os.PathLike[str], task: str, method: str, seed: int, budget: int) -> Path:
+    """The evaluation store of one run in ``store_dir`` (``shapleig run --store-dir``): a file name made
+    of the task, the method's label, the seed and the budget (characters a file name cannot hold
+    replaced; a digest of the whole keeps two runs apart)."""
+    import hashlib
+
+    def part(text: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._=+-]+", "_", text).strip("._")[:60] or "x"
+
+    digest = hashlib.sha256(f"{task}|{method}|{seed}|{budget}".encode()).hexdigest()[:8]
+    return Path(store_dir) / f"{part(task)}__{part(method)}__seed{seed}__b{budget}__{digest}.sqlite"
+
+
 def run_job(
     job: Job, task: Task, game: Any, spec: MethodSpec, exact: np.ndarray, threads: int | None = None,
-    errors: str = "raise", eval_timeout: float | None = None, evaluator: Any = None,
+    errors: str = "raise", eval_timeout: float | None = None, evaluator: Any = None, store_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Run one job; one row per budget it fills. ``errors='record'`` turns a crash into rows.
     ``eval_timeout``: seconds per game call (``estimate(..., timeout=)``); the game then runs in
     a worker process, so ``game_s`` stays 0. ``evaluator``: ``estimate(..., evaluator=)`` (the
-    workers of ``shapleig run --workers`` / ``--dask-scheduler``)."""
+    workers of ``shapleig run --workers`` / ``--dask-scheduler``). ``store_dir``: every run writes
+    its evaluations and its trace to its own store there (:func:`job_store_path`), which
+    ``shapleig dashboard`` shows while it runs and a killed run resumes from."""
     p = int(game.n_players)
     base = {
         "task": task.name, "group": task.group, "kind": task.kind, "p": p, "method": spec.label,
@@ -534,9 +591,11 @@ def run_job(
         if order is not None:  # and this one in runs at another order than the index's default
             base["max_order"] = order
     try:
-        return _run(job, game, spec, exact, base, threads, eval_timeout, evaluator)
+        return _run(job, game, spec, exact, base, threads, eval_timeout, evaluator, store_dir, task.name)
     except Exception as exc:  # noqa: BLE001 - recorded, or re-raised with context
         if errors != "record":
+            if isinstance(exc, AcquisitionError):  # the method as configured is broken, not this run: bad input
+                raise AcquisitionError(f"{spec.label} on {task.name} (seed {job.seed}): {exc}") from exc
             raise RuntimeError(
                 f"{spec.label} on {task.name} (seed {job.seed}, budgets "
                 f"{[n for _, n in job.budgets]}) failed: {type(exc).__name__}: {exc}"
@@ -553,7 +612,8 @@ def run_job(
 
 
 def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, threads: int | None,
-         eval_timeout: float | None = None, evaluator: Any = None) -> list[dict]:
+         eval_timeout: float | None = None, evaluator: Any = None, store_dir: Path | None = None,
+         task_name: str = "") -> list[dict]:
     from shapleig_tasks.metrics import max_abs_error, mse
 
     estimator = spec.build()
@@ -572,9 +632,15 @@ def _run(job: Job, game: Any, spec: MethodSpec, exact: np.ndarray, base: dict, t
         extra = {} if eval_timeout is None else {"timeout": eval_timeout}
         if evaluator is not None:
             extra["evaluator"] = evaluator
-        with warnings.catch_warnings():  # budgets covering the game are reported in Plan.notes
-            warnings.simplefilter("ignore", BudgetCoversGameWarning)
-            result = estimator.estimate(timed, n_max, seed=job.seed, **extra)
+        with contextlib.ExitStack() as stack:
+            if store_dir is not None:
+                from shapleig.runs.store import EvaluationStore
+
+                path = job_store_path(store_dir, task_name, spec.label, job.seed, n_max)
+                extra["store"] = stack.enter_context(EvaluationStore(path))
+            with warnings.catch_warnings():  # budgets covering the game are reported in Plan.notes
+                warnings.simplefilter("ignore", BudgetCoversGameWarning)
+                result = estimator.estimate(timed, n_max, seed=job.seed, **extra)
         total = time.perf_counter() - start
         info = getattr(result, "info", {}) or {}
         common = {"accounting": str(info.get("accounting", "")), "noise": _noise_note(info), "error": ""}
@@ -680,6 +746,8 @@ def run_benchmark(
     plan = build_plan(tasks, methods, budgets, seeds, method_options=method_options, gp_options=gp_options,
                       skip_small=skip_small, index=index, max_order=max_order)
     out_path = check_results_path(out) if out is not None else None
+    if out_path is not None:
+        check_output_file(journal_path(out_path))
     if cache_dir is not None and any(t.expensive for t in plan.tasks):
         check_output_path(Path(cache_dir) / "probe.npz")
     return execute_plan(plan, out=out_path, n_jobs=n_jobs, cache_dir=cache_dir, live=live,
@@ -698,12 +766,15 @@ def execute_plan(
     log: Any = None,
     eval_timeout: float | None = None,
     evaluator: Any = None,
+    store_dir: str | os.PathLike[str] | None = None,
 ) -> pd.DataFrame:
-    """Run a validated :class:`Plan` (see :func:`run_benchmark`); ``eval_timeout`` and ``evaluator``
-    as in :func:`run_job` (an evaluator needs ``n_jobs=1``)."""
+    """Run a validated :class:`Plan` (see :func:`run_benchmark`); ``eval_timeout``, ``evaluator`` and
+    ``store_dir`` as in :func:`run_job` (an evaluator needs ``n_jobs=1``)."""
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
+    # the journal's path is checked before any ground truth is computed (a FIFO there blocks its first write)
+    journal = RunJournal(journal_path(out), live=live, eval_timeout=eval_timeout) if out is not None else None
     exacts, served = [], []
     for task, game in zip(plan.tasks, plan.games):
         exact, game_for_methods, notes = ground_truth(task, game, cache_dir=cache_dir, progress=progress, live=live,
@@ -717,14 +788,14 @@ def execute_plan(
                 log(f"ground truth of {task.name}: {1 << int(game.n_players)} coalitions in "
                     f"{notes['enumeration_s']:.1f} s ({notes['s_per_coalition']:.3f} s per coalition)")
     threads = None if int(n_jobs) == 1 else 1
-    journal = RunJournal(journal_path(out), live=live, eval_timeout=eval_timeout) if out is not None else None
     done = journal.read(plan) if journal is not None else {}
     if done and log is not None:
         log(f"resuming: {len(done)} of {len(plan.jobs)} runs read from {journal.path}")
     todo = [job for job in plan.jobs if job_key(plan, job, live, eval_timeout) not in done]
     calls = (
         delayed(run_job)(job, plan.tasks[job.task_index], served[job.task_index], plan.methods[job.method_index],
-                         exacts[job.task_index], threads, errors, eval_timeout, evaluator)
+                         exacts[job.task_index], threads, errors, eval_timeout, evaluator,
+                         None if store_dir is None else Path(store_dir))
         for job in todo
     )
     rows: list[dict] = [row for part in done.values() for row in part]
@@ -786,7 +857,7 @@ class RunJournal:
     (``fsync``) before the next run starts, so an interrupted command loses no finished run."""
 
     def __init__(self, path: Path, *, live: bool = False, eval_timeout: float | None = None):
-        self.path = Path(path)
+        self.path = check_output_file(path)  # a FIFO here would block the first append for ever
         self.live = bool(live)
         self.eval_timeout = eval_timeout
         self.n_kept = 0
@@ -871,6 +942,7 @@ __all__ = [
     "RunJournal",
     "TimedGame",
     "build_plan",
+    "check_output_file",
     "check_output_path",
     "package_versions",
     "check_results_path",

@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from shapleig.estimation.result import ERROR_BAR_Z
 from shapleig_tasks.ml import (
     DATASET_TASK,
     DATASETS,
@@ -275,7 +276,7 @@ class Study:
         self.out.mkdir(parents=True, exist_ok=True)
         # the settings first, so a later study on this folder is told what differs even if this run dies
         (self.out / SETTINGS_FILE).write_text(json.dumps(self.settings, indent=2, default=str))
-        store_path = self.out / "evaluations.sqlite"
+        store_path = study_files(self.out, self.settings["index"])["store"]
         resumed = store_path.is_file()
         start = time.perf_counter()
         with EvaluationStore(store_path) as store:
@@ -290,13 +291,12 @@ class Study:
                 est = self.estimator.estimate(self.game, self.budget, seed=self.seed, store=store)
         wall = time.perf_counter() - start
         table = shapley_table(self.game, est)
-        stem = VALUE_NAMES.get(est.index, est.index.lower())
-        files = {"table": self.out / f"{stem}.csv", "parquet": self.out / f"{stem}.parquet",
-                 "plot": self.out / f"{stem}.png", "store": store_path, "summary": self.out / "study.json"}
+        files = {k: v for k, v in study_files(self.out, est.index).items() if k not in ("settings", "target")}
         table.to_csv(files["table"], index=False)
         table.to_parquet(files["parquet"], index=False)
         plot_shapley(table, files["plot"], title=f"{self.settings['study']}: {self.settings['model']} on "
-                     f"{self.settings['dataset']} ({self.method}, {est.evaluations} evaluations)", index=est.index)
+                     f"{self.settings['dataset']} ({self.method}, {est.evaluations} evaluations)", index=est.index,
+                     units=f"CV {self.settings.get('metric', 'score')}")
         summary = {
             **self.settings,
             "method": self.method,
@@ -318,6 +318,24 @@ class Study:
 
 
 SETTINGS_FILE = "settings.json"
+TARGET_FILE = "ablation_target.json"  # the ablation study's target configuration, cached
+
+
+def study_files(out: Path, index: str) -> dict[str, Path]:
+    """Every file a study writes in ``out``, by kind (checked before anything is evaluated).
+
+    Args:
+        out: the output folder.
+        index: the index estimated (``"SV"``: ``shapley.csv`` ...; ``"FSII"``: ``fsii.csv`` ...).
+
+    Returns:
+        ``settings``, ``target`` (the ablation study's cached target), ``store``, ``table``,
+        ``parquet``, ``plot`` and ``summary``.
+    """
+    stem = VALUE_NAMES.get(index, index.lower())
+    return {"settings": out / SETTINGS_FILE, "target": out / TARGET_FILE, "store": out / "evaluations.sqlite",
+            "table": out / f"{stem}.csv", "parquet": out / f"{stem}.parquet", "plot": out / f"{stem}.png",
+            "summary": out / "study.json"}
 # settings keys as the command line names them
 _SETTING_NAMES = {"n_folds": "folds", "inner_budget": "inner budget", "target_config": "target config"}
 
@@ -367,27 +385,36 @@ def shapley_table(game: Any, est: Any) -> pd.DataFrame:
     return table
 
 
-def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "", n_std: float = 2.0,
-                 index: str = "SV", max_display: int = 20) -> Path:
+def plot_shapley(table: pd.DataFrame, path: str | Path, title: str = "", n_std: float = ERROR_BAR_Z,
+                 index: str = "SV", max_display: int = 20, units: str = "score units") -> Path:
     """Horizontal bars of the values of :func:`shapley_table`, largest |value| on top, with
-    ``± n_std`` posterior std error bars (2, as :func:`shapleig.plot_explanation`) for methods that
-    report a std. Interaction tables: the ``max_display`` largest terms, pairs in orange."""
+    ``± n_std`` posterior std error bars (1.96, a 95% interval, as :func:`shapleig.plot_explanation`)
+    for methods that report a std, a legend saying what bars and error bars are, and ``units`` on the
+    axis (the CV metric's). Interaction tables: the ``max_display`` largest terms, pairs in orange."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
+    from shapleig.explanation.plot import error_bar_label
     from shapleig.games.indices import index_label
 
     label, value = table.columns[0], table.columns[1]
     t = table[table["rank"] <= max_display].sort_values("rank", ascending=False)
-    fig, ax = plt.subplots(figsize=(6.5 if label == "hyperparameter" else 8.0, 0.45 * len(t) + 1.4))
+    fig, ax = plt.subplots(figsize=(6.5 if label == "hyperparameter" else 8.0, 0.45 * len(t) + 1.8))
     xerr = None if t["std"].isna().all() else n_std * t["std"].fillna(0.0).to_numpy()
     color = np.where(t["order"] > 1, "tab:orange", "tab:blue") if "order" in t else "tab:blue"
-    ax.barh(t[label], t[value], xerr=xerr, color=color, alpha=0.8, capsize=3)
+    ax.barh(t[label], t[value], color=color, alpha=0.8)
+    handles = [Patch(color="tab:blue", label=index_label(index) if "order" not in t else "single term")]
+    if "order" in t and (t["order"] > 1).any():
+        handles.append(Patch(color="tab:orange", label="pair"))
+    if xerr is not None:
+        handles.append(ax.errorbar(t[value], t[label], xerr=xerr, fmt="none", ecolor="0.15", elinewidth=1, capsize=3,
+                                   label=error_bar_label(n_std)))
     ax.axvline(0.0, color="black", lw=0.8)
-    ax.set_xlabel(index_label(index)
-                  + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
+    ax.set_xlabel(f"{index_label(index)} ({units})")
+    ax.legend(handles=handles, loc="best", fontsize=8, framealpha=0.85)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path = Path(path)
@@ -403,7 +430,7 @@ def _ablation_target(space: Any, objective: CVObjective, n_trials: int, seed: in
 
     key = hashlib.sha256(json.dumps([space.params(), objective.params(), n_trials, seed],
                                     sort_keys=True, default=str).encode()).hexdigest()[:16]
-    cache = out / "ablation_target.json"
+    cache = out / TARGET_FILE
     if cache.is_file():
         saved = json.loads(cache.read_text())
         if saved.get("key") == key:
@@ -463,7 +490,7 @@ def prepare_study(
         make_tuner,
     )
     from shapleig.seeding import resolve_seed
-    from shapleig_tasks.harness import index_method_spec, parse_budgets, resolve_budget
+    from shapleig_tasks.harness import check_output_file, index_method_spec, parse_budgets, resolve_budget
     from shapleig_tasks.methods import parse_method
 
     try:  # the study's seed fixes folds, models and tuning runs: checked before any data is loaded
@@ -510,6 +537,8 @@ def prepare_study(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"output folder {out} exists and is not a folder")
+    for path in study_files(out, spec_m.options.get("index", "SV")).values():
+        check_output_file(path)  # a FIFO among them would block a write after the (costly) evaluations
     common = dict(seed=seed)
     if study == "tunability":
         game = TunabilityGame(hp_space, objective, make_tuner(tuner, inner_budget), **common)

@@ -185,3 +185,27 @@ class WorkerKillingGame(QuadraticGame):
                 f.write(str(os.getpid()))
             os._exit(1)  # the worker dies mid-evaluation
         return super().__call__(z)
+
+
+class GatedGame(QuadraticGame):
+    """A QuadraticGame that pauses at gates: once the log holds k lines (k in ``gates``), the next call
+    writes ``<gate_dir>/at-k`` and waits until ``<gate_dir>/go-k`` exists, so a test can look at a run
+    (its store, a page showing it) at known points and then let it go on. Needs ``log_path``."""
+
+    def __init__(self, n_players: int, seed: int = 0, *, log_path: str, gate_dir: str, gates: tuple[int, ...] = ()):
+        super().__init__(n_players, seed=seed, log_path=log_path)
+        self.gate_dir = gate_dir
+        self.gates = tuple(gates)
+
+    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        z = np.asarray(coalitions, dtype=bool)
+        out = np.empty(z.shape[0])
+        for r, row in enumerate(z):
+            done = len(read_log(self.log_path))
+            if done in self.gates:
+                with open(os.path.join(self.gate_dir, f"at-{done}"), "w") as f:
+                    f.write(str(os.getpid()))
+                while not os.path.exists(os.path.join(self.gate_dir, f"go-{done}")):
+                    time.sleep(0.02)
+            out[r] = super().__call__(row[None, :])[0]
+        return out

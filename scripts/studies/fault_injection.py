@@ -52,6 +52,10 @@ Run: ``PYTHONPATH=. python scripts/studies/fault_injection.py --trials 60`` (abo
 ``--trials 0 --link-trials 5 --skew-trials 5 --interrupt-trials 3 --tamper`` the issue-27 ones;
 ``--trials 0 --edit`` issue 34's.
 
+Issue 34 added ``--fifo``: ``shapleig run`` with a FIFO (no reader) at its run journal
+``<out>.partial.jsonl`` (the store refused FIFOs, the journal path did not: the command blocked for
+ever) or at the results table; each command must return promptly with exit 2 and one line naming the path.
+
 *Model swaps* (issue 27), run with ``--swap-trials``: ``explain(A, store=s)`` then
 ``explain(B, store=s)`` where B is another LightGBM, scikit-learn or torch model, another
 background or another row (must be refused naming the difference: 0 wrong values served), or A
@@ -858,6 +862,60 @@ _EDITS = (
 )
 
 
+def _hpi_score(cfg: Any) -> float:
+    """The objective behind the HPI campaign's surrogate (a cheap stand-in for a tuning benchmark)."""
+    return (-(cfg["a"] - 0.3) ** 2 + 0.1 * cfg["b"] + {"x": 0.0, "y": 0.5, "z": 0.2}[cfg["c"]]
+            + 0.05 * cfg["a"] * cfg["b"] + 0.1 * np.log(cfg["d"]))
+
+
+def run_hpi_campaign() -> dict[str, Any]:
+    """HyperSHAP's tunability game (``shapleig.hpo.hypershap_game``, extra hypershap) on a store, then
+    the same game with one thing changed that changes its values: the searcher's seed, its number
+    of samples, the surrogate trained on the targets times 2 (issue 34: each was served the first
+    game's values). Counted: variants whose values differ, variants refused by the store
+    (StoreMismatchError) and values served that are not the variant's own."""
+    from ConfigSpace import Categorical, ConfigurationSpace, Float, Integer
+    from hypershap import ExplanationTask
+    from sklearn.neighbors import KNeighborsRegressor
+
+    from shapleig import BudgetedGame, EvaluationStore, all_coalitions
+    from shapleig.errors import StoreMismatchError
+    from shapleig.hpo import hypershap_game
+
+    def task(scale: float = 1.0) -> Any:
+        cs = ConfigurationSpace(seed=1)
+        cs.add([Float("a", (0.0, 1.0), default=0.5), Integer("b", (1, 10), default=3),
+                Categorical("c", ["x", "y", "z"], default="x"), Float("d", (1e-3, 1.0), log=True, default=0.1)])
+        return ExplanationTask.from_function(cs, lambda cfg: scale * _hpi_score(cfg), n_samples=60,
+                                             base_model=KNeighborsRegressor(n_neighbors=5, weights="distance"))
+
+    rows = all_coalitions(4)
+    variants = {"searcher seed 0 -> 1": lambda: hypershap_game(task(), "tunability", n_samples=200, seed=1),
+                "samples 200 -> 100": lambda: hypershap_game(task(), "tunability", n_samples=100, seed=0),
+                "surrogate on 2 y": lambda: hypershap_game(task(2.0), "tunability", n_samples=200, seed=0)}
+    out = {"variants": len(variants), "variants whose values differ": 0, "refused": 0, "served own values": 0,
+           "wrong values served": 0}
+    for make in variants.values():
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "hpi.sqlite"
+            first = hypershap_game(task(), "tunability", n_samples=200, seed=0)
+            with EvaluationStore(path) as store:
+                old = BudgetedGame(first, 16, store=store)(rows)
+            variant = make()
+            own = np.asarray(variant(rows))
+            out["variants whose values differ"] += int(not np.allclose(own, old))
+            try:
+                with EvaluationStore(path) as store:
+                    served = BudgetedGame(make(), 16, store=store)(rows)
+            except StoreMismatchError:
+                out["refused"] += 1
+                continue
+            wrong = int(np.sum(~np.isclose(served, own)))
+            out["wrong values served"] += wrong
+            out["served own values"] += int(wrong == 0)
+    return out
+
+
 def run_edit_campaign() -> dict[str, Any]:
     """Stores whose rows were edited by hand: a finite value changed (``+ 1``, the text ``'1.5'``,
     which SQLite stores as REAL 1.5, one unit in the last place), before opening and after opening
@@ -902,6 +960,45 @@ def run_edit_campaign() -> dict[str, Any]:
     return out
 
 
+def run_fifo_campaign(patience: float = 120.0, log: Any = None) -> dict[str, Any]:
+    """``shapleig run`` (a subprocess, as a user runs it) with a FIFO and no reader at one of its outputs:
+    the run journal ``<out>.partial.jsonl`` or the results table. Counted: commands that returned
+    (a command still blocked after ``patience`` seconds is killed and counted as hung: must be 0),
+    that exited 2 with one line naming the FIFO, and FIFOs replaced by a file (must be 0)."""
+    import subprocess
+
+    from shapleig_tasks.harness import journal_path
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    cases = {"journal": journal_path, "results table": lambda out: out}
+    out = {"commands": len(cases), "returned": 0, "hung (killed)": 0, "exited 2 naming the FIFO": 0,
+           "FIFOs replaced": 0}
+    for name, where in cases.items():
+        with tempfile.TemporaryDirectory() as folder:
+            table = Path(folder) / "r.parquet"
+            fifo = where(table)
+            os.mkfifo(fifo)
+            command = [sys.executable, "-m", "shapleig_tasks.cli", "run", "--tasks", "wvg-7", "--methods",
+                       "kernelshap", "--budgets", "2p", "--seeds", "1", "--quiet", "--out", str(table)]
+            proc = subprocess.Popen(command, env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+            try:
+                _, err = proc.communicate(timeout=patience)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                out["hung (killed)"] += 1
+            else:
+                out["returned"] += 1
+                lines = err.strip().splitlines()
+                out["exited 2 naming the FIFO"] += int(proc.returncode == 2 and len(lines) == 1
+                                                       and f"{fifo} is a FIFO" in lines[0])
+            out["FIFOs replaced"] += int(not fifo.is_fifo())
+            if log is not None:
+                log(f"FIFO at the {name}: exit {proc.returncode}; {err.strip()[:160]}")
+    return out
+
+
 def run_store_edge_campaigns(link_trials: int, skew_trials: int, interrupt_trials: int, tamper: bool,
                              seed: int = 0, log: Any = None, edit: bool = False) -> dict[str, Any]:
     """The issue-27 campaigns that were asked for (a count of 0 skips one), and issue 34's ``edit``."""
@@ -939,6 +1036,10 @@ def main() -> None:
                         help="also: stores with triggers/views (internal-looking names) and +-inf values")
     parser.add_argument("--edit", action="store_true",
                         help="also: stores with a finite value edited by hand, a row deleted, a row copied in")
+    parser.add_argument("--hpi", action="store_true",
+                        help="also: a HyperSHAP game's store reused with another searcher seed, sample count or surrogate")
+    parser.add_argument("--fifo", action="store_true",
+                        help="also: `shapleig run` with a FIFO at its run journal or results table (must exit 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--configs", nargs="+", default=None, choices=sorted(CONFIGS))
     parser.add_argument("--json", default=None, help="also write the summary and every trial to this file")
@@ -970,6 +1071,10 @@ def main() -> None:
             print(f"  {key}: {value}")
     edges = run_store_edge_campaigns(args.link_trials, args.skew_trials, args.interrupt_trials, args.tamper,
                                      args.seed, log=print, edit=args.edit)
+    if args.fifo:
+        edges["FIFO at an output of shapleig run"] = run_fifo_campaign(log=print)
+    if args.hpi:
+        edges["HyperSHAP game reused with one thing changed"] = run_hpi_campaign()
     for name, figures in edges.items():
         summary[name] = figures
         print(f"\n{name}:")

@@ -6,6 +6,7 @@ on Ctrl-C). Run from the repository root on a clean work tree:
 
     PYTHONPATH=. python scripts/studies/promise_mutations.py            # all mutations (~10 minutes)
     PYTHONPATH=. python scripts/studies/promise_mutations.py --only bic # those whose name contains "bic"
+    PYTHONPATH=. python scripts/studies/promise_mutations.py --only graded --only async  # either text
 
 Prints one line per mutation and ``caught N of M``; exits 1 if any mutation survived.
 """
@@ -415,14 +416,109 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
     ("row digest: rebuild copies rows that fail", "shapleig/runs/store_rebuild.py",
      "keep = [row for row in rows if _why_left_out(key, row) is None]", "keep = list(rows)",
      [f"{_DIGESTS} -k rebuild_keeps"]),
+    # -- issue 34, items 5-7: acquisitions' scores, hangs, raw failures -----------------------------------
+    ("acquisition scores unchecked", "shapleig/design/acquisition.py",
+     "        return check_scores(score(self, candidates), candidates, type(self).__name__)",
+     "        return score(self, candidates)", ["tests/design/test_acquisition.py -k scores_are_checked"]),
+    ("NaN acquisition scores accepted", "shapleig/design/acquisition.py", "    if nan.size:\n        raise AcquisitionError",
+     "    if False:\n        raise AcquisitionError", ["tests/design/test_acquisition.py -k scores_are_checked"]),
+    ("unavailable candidates' scores can win", "shapleig/design/acquisition.py",
+     "j = first_argmax(np.where(candidates.available, self.score(candidates), -np.inf))",
+     "j = first_argmax(self.score(candidates))", ["tests/design/test_acquisition.py -k ignore_unavailable"]),
+    ("a broken acquisition reported as a failed run", "tasks/harness.py", "            if isinstance(exc, AcquisitionError):",
+     "            if False:", ["tests/test_tasks/test_ablation.py -k broken_acquisition"]),
+    ("sys.exit() in an acquisition file ends the command", "tasks/ablation.py",
+     "    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a sys.exit()",
+     "    except Exception as exc:  # noqa: BLE001 - a sys.exit()", ["tests/test_tasks/test_ablation.py -k sys_exit"]),
+    ("output paths may be FIFOs", "tasks/harness.py", '    if kind is not None:\n        raise ValueError(f"output path',
+     '    if False:\n        raise ValueError(f"output path', ["tests/test_tasks/test_cli_output_paths.py"]),
+    ("the run journal's path left to the run", "tasks/cli.py",
+     "        harness.check_output_file(harness.journal_path(out))  # the journal of finished runs beside it\n", "",
+     ["tests/test_tasks/test_cli_output_paths.py -k partial"]),
+    ("uncertainty block read as a dict unchecked", "shapleig/estimation/uncertainty_block.py",
+     '    if not isinstance(block, dict):\n        raise ValueError(f"{name} is a JSON',
+     '    if False:\n        raise ValueError(f"{name} is a JSON', ["tests/estimation/test_uncertainty_block.py"]),
+    ("graded covariance: parity coefficients of every size", "shapleig/gp/walsh.py",
+     "c = parity_coefficients(operator.spec, p, operator.max_order, MAX_ORDER)  # orders <= 3: sizes u <= 3 only\n"
+     "    members", "c = parity_coefficients(operator.spec, p, operator.max_order)\n    members", ["tests/gp/test_walsh.py -k 600_players"]),
+    ("graded covariance: a run holds its own member", "shapleig/gp/walsh.py",
+     "run = runs[np.maximum(bounds[:, a + 1], 0), :, bounds[:, a] + 1]",
+     "run = runs[np.maximum(bounds[:, a + 1], 0), :, np.maximum(bounds[:, a], 0)]",
+     ["tests/gp/test_walsh.py -k '600_players or each_order'"]),
+    ("laplace evidence at any number of players", "shapleig/gp/options.py",
+     'return LAPLACE_MAX_PLAYERS if self.evidence == "laplace" else None', "return None",
+     ["tests/gp/test_kernel_choice.py -k laplace_refuses"]),
+    # -- issue 34, item 9: survivors of a round of one-line mutations, each caught by a test next to the code ----
+    ("graded: one order factor of 1 taken for the Hamming kernel", "shapleig/gp/graded.py",
+     "return bool(np.all(self.g == 1.0))", "return bool(np.any(self.g == 1.0))",
+     ["tests/gp/test_graded_spec.py -k walsh_definition"]),
+    ("graded BIC without the learned noise", "shapleig/gp/graded.py", "return 2 + self.orders + int(self.learn_noise)",
+     "return 2 + self.orders", ["tests/gp/test_graded_spec.py -k bic_counts"]),
+    ("importance target exp(-objective), not exp(-t objective)", "shapleig/gp/integrate.py",
+     "return -problem.X.shape[0] * value if", "return -value if", ["tests/gp/test_integrate.py -k dense_reference"]),
+    ("integrated MAP component keeps the full kernel weight", "shapleig/gp/integrate.py",
+     "out.append((k.kernel, k.weight * draws[0][0], draws[0][1]))", "out.append((k.kernel, k.weight, draws[0][1]))",
+     ["tests/gp/test_integrate.py -k split_each"]),
+    ("Laplace proposal's Hessian doubled", "shapleig/gp/integrate.py", "* (t / (2.0 * STEP))", "* (t / STEP)",
+     ["tests/gp/test_integrate.py -k dense_reference"]),
+    ("in flight: stored values not consumed first", "shapleig/runs/in_flight.py", "rank = (0, self._store_rank.get(",
+     "rank = (1, self._store_rank.get(", ["tests/runs/test_in_flight.py -k stored_values_come_first"]),
+    ("in flight: a later outcome overwrites the first", "shapleig/runs/in_flight.py",
+     "if key not in self._arrived_keys:\n            self._arrived_keys.add(key)",
+     "if True:\n            self._arrived_keys.add(key)", ["tests/runs/test_in_flight.py -k first_outcome"]),
+    ("async refit adopted one arrival late (>= -> >)", "shapleig/design/async_loop.py",
+     "self.X.shape[0] >= self._refit[3]", "self.X.shape[0] > self._refit[3]",
+     ["tests/design/test_async_loop.py -k batch_size_more_values"]),
+    ("async refit adopted at the next arrival (t + q -> t)", "shapleig/design/async_loop.py",
+     "t, t + self.options.batch_size)", "t, t)", ["tests/design/test_async_loop.py -k batch_size_more_values"]),
+    ("random picks drawn with replacement", "shapleig/design/acquisition.py", "replace=False).astype(np.int64)",
+     "replace=True).astype(np.int64)", ["tests/design/test_acquisition.py -k distinct_available"]),
+    ("model identity reads a user's sklearn subclass as a library estimator", "shapleig/explanation/model_identity.py",
+     "if is_code(owner) or not is_library(type(owner)):", "if is_code(owner):",
+     ["tests/explanation/test_explain_store_identity.py -k user_sklearn"]),
+    ("explain_X runs every row with the first row's seed", "shapleig/explanation/explain_rows.py",
+     "budget, seeds[r], store=path", "budget, seeds[0], store=path",
+     ["tests/explanation/test_explain_rows.py -k own_spawned_seed"]),
+    ("start method check or -> and (forkserver accepted)", "shapleig/runs/timeout.py",
+     "if method not in START_METHODS or method not in", "if method not in START_METHODS and method not in",
+     ["tests/runs/test_timeout.py -k three_supported"]),
+    # -- issue 35: the read-out over structures, degenerate evidence and the probe design --------------
+    ("structure read-out without the families' disagreement", "shapleig/gp/structures.py",
+     "cov += w * (m.standardized_covariance() + np.outer(d, d))", "cov += w * m.standardized_covariance()",
+     ["tests/gp/test_structures.py -k equal_weight"]),
+    ("structure families weighed by evidence, not floored at 1/M", "shapleig/gp/structures.py",
+     "            w = 1.0 / len(families)", "            w = 1.0 if m is self.fitted else 0.0",
+     ["tests/gp/test_structures.py -k three_families"]),
+    ("the kernels family drops the surrogate's kernels", "shapleig/gp/structure_readout.py",
+     "            if len(usable) >= 2:", "            if False:",
+     ["tests/gp/test_structures.py -k kernels_and_additive"]),
+    ("degenerate evidence judged by raw LOO residuals scaled by the predictive sd", "shapleig/gp/posterior.py",
+     "        return alpha[idx] / q\n", "        return alpha[idx] / np.sqrt(q)\n",
+     ["tests/design/test_structure_readout.py -k leave_one_out_quantile"]),
+    ("no probing under degenerate evidence", "shapleig/design/loop.py",
+     "        if not self.options.probe_degenerate:\n            return False",
+     "        if True:\n            return False",
+     ["tests/design/test_structure_readout.py -k probes_the_degenerate"]),
+    ("probing never stops on a confirmed structure", "shapleig/design/loop.py",
+     "        return self._probe_streak >= max(3, round(PROBE_CONFIRMATIONS_PER_PLAYER * self.n_players))",
+     "        return False", ["tests/design/test_structure_readout.py -k stops_being_probed"]),
+    ("tol checked on the narrower interval of the fitted surrogate", "shapleig/design/loop.py",
+     "        readout = self._structure_readout()\n        if readout is None and not refit:",
+     "        readout = None\n        if readout is None and not refit:",
+     ["tests/design/test_structure_readout.py -k tol"]),
+    ("rough kernel not white (a short lengthscale instead)", "shapleig/gp/rough.py",
+     "WHITE_LENGTHSCALE = 1e-300", "WHITE_LENGTHSCALE = 0.3", ["tests/gp/test_kernel_spec.py -k rough"]),
+    ("additive kernel's Walsh scale without 1/p", "shapleig/gp/additive.py",
+     "        return np.ones(p), params.variance / p", "        return np.ones(p), params.variance",
+     ["tests/gp/test_kernel_spec.py -k additive"]),
 ]
 
 
-def run(only: str | None) -> int:
+def run(only: list[str] | None) -> int:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     caught = total = 0
     for name, rel, old, new, tests in MUTATIONS:
-        if only and only not in name:
+        if only and not any(text in name for text in only):
             continue
         path = REPO / rel
         original = path.read_bytes()
@@ -455,5 +551,6 @@ def run(only: str | None) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default=None, help="run the mutations whose name contains this text")
+    parser.add_argument("--only", action="append", default=None,
+                        help="run the mutations whose name contains this text (repeat: any of them)")
     sys.exit(run(parser.parse_args().only))

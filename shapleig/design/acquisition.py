@@ -36,13 +36,15 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import threading
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from shapleig.design.initial import leverage_design
+from shapleig.errors import AcquisitionError
 from shapleig.gp.posterior import CandidatePosterior
 
 TIE_RTOL = 1e-10
@@ -86,6 +88,54 @@ def random_indices(available: np.ndarray, q: int, rng: np.random.Generator | Non
     if not avail.size:
         return np.zeros(0, dtype=np.int64)
     return rng.choice(avail, size=min(int(q), avail.size), replace=False).astype(np.int64)
+
+
+def check_scores(scores: Any, candidates: Any, owner: str) -> np.ndarray:
+    """``scores`` as float64[n] when an acquisition may return them for ``candidates``.
+
+    The rules of :meth:`Acquisition.score`: one real score per candidate (shape ``(n,)``), never
+    NaN, and, while a candidate is available, at least one available candidate above -inf.
+
+    Args:
+        scores: what the acquisition's ``score`` returned.
+        candidates: the candidate posterior or :class:`PoolView` it scored (``available``, bool[n]).
+        owner: the acquisition's class name, for the message.
+
+    Returns:
+        The scores as float64[n].
+
+    Raises:
+        AcquisitionError: naming ``owner`` and what is wrong.
+    """
+    available = np.asarray(candidates.available, dtype=bool)
+    n = available.shape[0]
+    arr = np.asarray(scores)
+    if arr.dtype.kind not in "biuf":
+        raise AcquisitionError(f"acquisition {owner}: score() returned {type(scores).__name__} of dtype "
+                               f"{arr.dtype}, not real numbers; return float[{n}], one score per candidate")
+    if arr.shape != (n,):
+        raise AcquisitionError(f"acquisition {owner}: score() returned shape {arr.shape} for a pool of {n} "
+                               f"candidates; return float[{n}], one score per candidate (-inf where not available)")
+    out = arr.astype(np.float64)
+    nan = np.flatnonzero(np.isnan(out))
+    if nan.size:
+        raise AcquisitionError(f"acquisition {owner}: score() returned NaN for {nan.size} of {n} candidates "
+                               f"(first: candidate {nan[0]}); a score is never NaN (-inf excludes a candidate)")
+    if available.any() and not np.any(out[available] > -np.inf):
+        raise AcquisitionError(f"acquisition {owner}: score() gave all {int(available.sum())} available candidates "
+                               f"-inf, so there is nothing to pick; -inf is for the candidates it excludes")
+    return out
+
+
+def _checked_score(score: Callable[..., Any]) -> Callable[..., np.ndarray]:
+    """``score`` whose result passes :func:`check_scores` (naming the instance's class) on every call."""
+
+    @functools.wraps(score)
+    def checked(self: Acquisition, candidates: Any) -> np.ndarray:
+        return check_scores(score(self, candidates), candidates, type(self).__name__)
+
+    checked.__checks_scores__ = True  # type: ignore[attr-defined]
+    return checked
 
 
 def _check_q(q: int) -> int:
@@ -143,6 +193,20 @@ class Acquisition(ABC):
     of building the candidate posterior. Instances should hold configuration, not run state: one
     instance may serve several runs (seeds, budgets, harness jobs).
 
+    Scores are checked on every call of a subclass's :meth:`score` (:func:`check_scores`), so a
+    broken acquisition stops at its first selection with an
+    :class:`~shapleig.errors.AcquisitionError` naming its class instead of selecting from garbage:
+
+    - one real number per candidate, float[n] with n = ``len(candidates.available)``;
+    - NaN never (``argmax`` would pick it: a NaN is always a bug);
+    - -inf means "never pick this one": the convention where ``available`` is False, and allowed for
+      available candidates an acquisition excludes;
+    - while a candidate is available, at least one available candidate must score above -inf
+      (all -inf leaves nothing to pick);
+    - +inf is allowed: such a candidate is picked first (ties among them to pool order);
+    - entries where ``available`` is False are ignored by :meth:`select` (only available
+      candidates are picked), so a finite value there is harmless.
+
     Example:
         >>> import numpy as np
         >>> class MaxVarianceOverSize(Acquisition):
@@ -163,10 +227,19 @@ class Acquisition(ABC):
             cls.name = cls.__name__.lower()
         if "method" not in cls.__dict__:
             cls.method = None
+        own = cls.__dict__.get("score")
+        # every score() a subclass defines is checked where it is called (select, a subclass's own
+        # select, super().score()), so no path selects from NaN or a score vector of the wrong length
+        if callable(own) and not getattr(own, "__isabstractmethod__", False) \
+                and not getattr(own, "__checks_scores__", False):
+            cls.score = _checked_score(own)  # type: ignore[method-assign]
 
     @abstractmethod
     def score(self, candidates: CandidatePosterior) -> np.ndarray:
         """One score per candidate (larger is better); -inf where ``candidates.available`` is False.
+
+        The rules (checked on every call, see the class docstring): float[n], no NaN, -inf to
+        exclude, +inf picked first, at least one available candidate above -inf.
 
         Args:
             candidates: the candidate posterior (or a :class:`PoolView` when ``uses_posterior`` is
@@ -197,7 +270,8 @@ class Acquisition(ABC):
         for _ in range(q):
             if not candidates.available.any():
                 break
-            j = first_argmax(self.score(candidates))
+            # only available candidates can be picked, whatever the scores say elsewhere
+            j = first_argmax(np.where(candidates.available, self.score(candidates), -np.inf))
             candidates.condition(j)
             picks.append(j)
         return np.asarray(picks, dtype=np.int64)
@@ -538,6 +612,7 @@ __all__ = [
     "acquisition_name",
     "acquisition_names",
     "check_acquisition",
+    "check_scores",
     "first_argmax",
     "make_acquisition",
     "method_name",

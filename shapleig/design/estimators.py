@@ -18,6 +18,7 @@ from shapleig.design.options import (
     keyword_signature,
     options_from,
 )
+from shapleig.design.trace_hook import loop_trace_identity
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game
@@ -46,6 +47,22 @@ class OptionsEstimator(BaseEstimator):
     def options(self) -> GPOptions:
         """The validated options object built from the current parameters."""
         return self.options_class(**{name: getattr(self, name) for name in self.options_class.names()})
+
+    @property
+    def max_players(self) -> int | None:  # type: ignore[override]
+        """The most players the configured surrogate takes (:attr:`GPOptions.max_players`; None: no limit)."""
+        return self.options.max_players
+
+    def max_players_reason(self, n_players: int) -> str:
+        """Why a game above :attr:`max_players` is refused (one phrase, for the error message).
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            the phrase.
+        """
+        return self.options.max_players_reason(n_players)
 
 
 class ShaplEIG(OptionsEstimator):
@@ -99,7 +116,7 @@ class ShaplEIG(OptionsEstimator):
 
         One lengthscale per player (ARD), a MAP refit at every step by botorch's fit, the p + 1
         leverage design, 1024 candidates, fixed noise 1e-6 in standardised units and the
-        uncalibrated MAP posterior.
+        uncalibrated MAP posterior (no structure read-out, no probing of degenerate evidence).
 
         Args:
             **overrides: single options to change (e.g. ``refit="decaying"``).
@@ -109,7 +126,8 @@ class ShaplEIG(OptionsEstimator):
         """
         options: dict[str, Any] = dict(surrogate="ard", calibrate=False, refit="every", initial_design="leverage",
                                        pool_size=DEFAULT_POOL_SIZE, noise=1e-6, noise_convention="standardized",
-                                       final_refit=True, warm_start=False, fit_engine="gpytorch", size_trend=False)
+                                       final_refit=True, warm_start=False, fit_engine="gpytorch", size_trend=False,
+                                       structures=(), probe_degenerate=False)
         options.update(overrides)
         return cls(**options)
 
@@ -216,6 +234,14 @@ class ShaplEIG(OptionsEstimator):
         """
         cls = AsyncDesignLoop if uses_async(self.options, game.evaluator) else DesignLoop
         return cls(game, None, seed=seed, options=self.options)
+
+    def trace_identity(self) -> tuple[str, dict[str, Any]]:
+        """The method and options identifying a run in a store's trace: the same as a ``DesignLoop`` with these options.
+
+        Returns:
+            ``(method, options)`` (:func:`~shapleig.design.trace_hook.loop_trace_identity`).
+        """
+        return loop_trace_identity(self.options)
 
     def _estimate(self, game: BudgetedGame, seed: int) -> ShapleyEstimate:
         result = self.make_loop(game, seed).run()

@@ -32,7 +32,9 @@ from shapleig.design.initial import (
     initial_design,
 )
 from shapleig.design.options import LoopOptions, options_from
+from shapleig.design.probe import probe_hyperparameters
 from shapleig.design.refit import AutoRefit, refit_schedule
+from shapleig.design.trace_hook import record_finish, record_step
 from shapleig.errors import BudgetError
 from shapleig.estimation.base import evaluation_progress_bar
 from shapleig.estimation.result import ShapleyEstimate
@@ -51,11 +53,22 @@ from shapleig.gp.posterior import (
     standardize,
 )
 from shapleig.gp.priors import standardized_noise
+from shapleig.gp.structure_readout import structure_posterior
+from shapleig.gp.structures import StructurePosterior
 from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import SeedLike, resolve_seed
 from shapleig.threads import compute_threads
 
 logger = logging.getLogger(__name__)
+# Degenerate evidence (DesignLoop.degenerate_evidence): this quantile of the primary kernel's
+# leave-one-out prediction errors within this fraction of the values' std, judged on at most this
+# many evaluations
+DEGENERATE_LOO_ERROR = 1e-2
+DEGENERATE_QUANTILE = 0.9
+DEGENERATE_MAX_POINTS = 256
+# Probe steps in a row that leave the evidence degenerate before the design trusts the structure,
+# per player (at least 3)
+PROBE_CONFIRMATIONS_PER_PLAYER = 1.0
 
 # Independent random streams derived from the loop seed (SeedSequence.spawn order).
 _DESIGN, _POOL, _SELECT, _FIT = range(4)
@@ -182,6 +195,9 @@ class DesignLoop:
         fixed = options.hyperparameters
         if fixed is not None and fixed.n_players != p:
             raise ValueError(f"hyperparameters are for p = {fixed.n_players}, the game has p = {p}")
+        if options.max_players is not None and p > options.max_players:  # as ShaplEIG.estimate refuses it
+            raise ValueError(f"the surrogate takes at most {options.max_players} players "
+                             f"({options.max_players_reason(p)}); the game has p = {p}")
         self.options = options
         self.n_players = p
         self.budget = loop_budget(game, budget, p, store, evaluator)
@@ -216,9 +232,12 @@ class DesignLoop:
         self._cold_fit_on = 0  # archive size at the last fit from the initial values
         self.iteration = 0  # acquisitions made so far ("it" of the schedule)
         self.n_steps = 0
+        self.n_probe_steps = 0  # acquisitions under the probe kernel (degenerate evidence)
+        self._probe_streak = 0  # probe steps in a row that left the evidence degenerate
         self.trace: list[tuple[int, np.ndarray]] = []
         self.trace_std: list[tuple[int, np.ndarray]] = []
         self.target_evaluations: int | None = None  # evaluations when the precision target was met
+        self._next_target_check = 0  # evaluations before the target's read-out is checked again
         self.fits: list[FitResult] = []  # every kernel fit (auto: two per refit)
         self.n_refits = 0
         self.selected: list[np.ndarray] = []  # per step, the pool rows picked
@@ -425,11 +444,45 @@ class DesignLoop:
     def _select(self, q: int) -> np.ndarray:
         """The acquisition's next ``q`` pool indices, conditioned on in the candidate state."""
         acquisition = self.acquisition_function
+        if acquisition.uses_posterior and self._probing():
+            return self._probe_select(acquisition, q)
         if acquisition.uses_posterior:
             cand = self._candidate_state()  # sets _cand_index
             return self._cand_index[acquisition.select(cand, q, self._select_rng)]
         # no candidate state needed (random): the pool's availability is the same mask
         return acquisition.select(PoolView(self.pool.W, self.available), q, self._select_rng)
+
+    def _probing(self) -> bool:
+        """Whether this step probes: ``probe_degenerate``, degenerate evidence, and the structure not yet confirmed.
+
+        Each probe step that leaves the evidence degenerate (the probed coalitions were predicted
+        too) confirms the structure once; after :data:`PROBE_CONFIRMATIONS_PER_PLAYER` times p in a row the design
+        trusts it again (an exactly additive game is not probed to the end of the budget). Evidence
+        that stops being degenerate resets the count.
+        """
+        if not self.options.probe_degenerate:
+            return False
+        if not self.degenerate_evidence():
+            self._probe_streak = 0
+            return False
+        if self._structure_confirmed():
+            return False
+        self._probe_streak += 1
+        return True
+
+    def _structure_confirmed(self) -> bool:
+        """Whether p probes in a row (at least 3) were predicted by the degenerate structure."""
+        return self._probe_streak >= max(3, round(PROBE_CONFIRMATIONS_PER_PLAYER * self.n_players))
+
+    def _probe_select(self, acquisition: Any, q: int) -> np.ndarray:
+        """The acquisition's picks under the probe kernel (:mod:`shapleig.design.probe`), same archive."""
+        index = np.flatnonzero(self.available)
+        probe = ShapleyPosterior(probe_hyperparameters(self.n_players, self.hyper.noise), self.X, self.y,
+                                 operator=self.operator)
+        self.n_probe_steps += 1
+        self._candidates = None  # the fitted kernel's state is not conditioned on this pick: rebuild it when next used
+        cand = probe.candidates(self.pool.W[index], operator=self.acquisition_operator)
+        return index[acquisition.select(cand, q, self._select_rng)]
 
     def _refresh_noise(self) -> None:
         """Under the raw-units convention the standardised noise follows s_y; rebuild if it moved."""
@@ -448,8 +501,12 @@ class DesignLoop:
         self.trace.append((self.evaluations, self.estimate_values()))
         self.trace_std.append((self.evaluations, std))
         limit = self.target_threshold()
-        if limit is not None and self.target_evaluations is None and float(np.max(std)) <= limit:
+        # the anytime std is the fitted surrogate's; the wider read-out that must meet the target is
+        # checked again only once the archive has grown by a tenth since its last failed check
+        if (limit is not None and self.target_evaluations is None and float(np.max(std)) <= limit
+                and self.evaluations >= self._next_target_check):
             self.target_evaluations = self.evaluations
+        record_step(self)  # the store's trace, for a reader watching the run
 
     def _evaluate(self, Z: np.ndarray) -> np.ndarray:
         start = time.perf_counter()
@@ -575,12 +632,21 @@ class DesignLoop:
             self._final_refit()
         if self.options.draws and self.kernel_fits and self.fixed_hyperparameters is None:
             self._integrate()
+        self._read_structures()
+        limit = self.target_threshold()
+        if self.target_evaluations is None and limit is not None and float(np.max(self.estimate_std())) <= limit:
+            self.target_evaluations = self.evaluations  # the budget ran out where the reported interval meets it
+        if self.degenerate_evidence():
+            logger.warning("degenerate evidence: the fitted kernel predicts the evaluations from each other almost "
+                           "exactly (a low-dimensional structure such as an additive game, a dictator or a function "
+                           "of the coalition size); the intervals assume that structure holds where the design did "
+                           "not look (info['degenerate_evidence']); more evaluations test it")
         self._finished = True
         self._close_bar()
         post = self.mixture
         empty = ~self.X.any(axis=1)
         baseline = float(self.y[np.flatnonzero(empty)[0]]) if empty.any() else None
-        return ShapleyEstimate(
+        est = ShapleyEstimate(
             values=post.mean,
             evaluations=self.evaluations,
             budget=self.budget,
@@ -594,6 +660,8 @@ class DesignLoop:
             index=self.operator.index,
             terms=list(self.operator.terms),
         )
+        record_finish(self, est)  # the final read-out replaced the last entry: the store's trace follows
+        return est
 
     def run(self) -> ShapleyEstimate:
         """Run until the budget (or the pool) is spent, or the precision target is met; return the estimate.
@@ -623,15 +691,61 @@ class DesignLoop:
         self.trace[-1] = (self.evaluations, self.estimate_values())
         self.trace_std[-1] = (self.evaluations, self.estimate_std())
 
+    def _readout_rows(self) -> np.ndarray:
+        """The archive rows the read-out's fits use: all, without the empty coalition for held-out indices."""
+        rows = np.arange(self.X.shape[0])
+        if self.operator.hold_out_empty:
+            rows = rows[self.X.any(axis=1)]
+        return rows
+
+    def _structure_readout(self) -> StructurePosterior | None:
+        """The ``structures`` read-out beside the current mixture (None: nothing to add)."""
+        if not self.options.structures or self.fixed_hyperparameters is not None or not self.kernel_fits:
+            return None
+        fitted = self.mixture.fitted if isinstance(self.mixture, StructurePosterior) else self.mixture
+        with compute_threads(self.options.threads):
+            # the probe kernel doubts a degenerate structure until the probes have confirmed it
+            doubt = self.degenerate_evidence() and not self._structure_confirmed()
+            probe = probe_hyperparameters(self.n_players, self.hyper.noise) if doubt else None
+            return structure_posterior(fitted, self.X, self.y, self._readout_rows(), self.options, self.operator,
+                                       seed=self._fit_seed(3_000_000 + self.n_refits), probe=probe,
+                                       kernel_fits=self.kernel_fits)
+
+    def _read_structures(self) -> None:
+        """The structure families widen the final read-out (:mod:`shapleig.gp.structures`); the mean stays."""
+        start = time.perf_counter()
+        post = self._structure_readout()
+        self.timings["selection_s"] += time.perf_counter() - start
+        if post is not None:
+            self.mixture = post
+            self.trace_std[-1] = (self.evaluations, self.estimate_std())
+
+    def degenerate_evidence(self) -> bool:
+        """Whether the most probable kernel predicts 90% of the evaluations from the others (to 1% of their std).
+
+        Then the archive is explained exactly by a low-dimensional structure (an additive game, a
+        dictator, a function of the coalition size): the posterior is nearly certain everywhere, and
+        its intervals are only as good as that structure, which the design may have confirmed on a
+        slice of the game where it happens to hold. Judged on at most :data:`DEGENERATE_MAX_POINTS`
+        evaluations (a seeded subset beyond).
+
+        Returns:
+            the flag (False before the first fit).
+        """
+        if self.posterior is None or self.X.shape[0] <= self.n_players + 1:
+            return False
+        errors = self.posterior.loo_errors(DEGENERATE_MAX_POINTS, np.random.default_rng(self.X.shape[0]))
+        # a quantile, not the maximum: the empty and grand coalitions (or any lone coalition size) stand
+        # apart from a structure that predicts all the others, e.g. one of the size alone
+        return bool(np.quantile(np.abs(errors), DEGENERATE_QUANTILE) <= DEGENERATE_LOO_ERROR)
+
     def _integrate(self) -> None:
         """The final read-out with the hyperparameters integrated; replaces the last anytime entry.
 
         ``integrate`` draws per kernel around the last MAP fits (:mod:`shapleig.gp.integrate`).
         """
         start = time.perf_counter()
-        rows = np.arange(self.X.shape[0])
-        if self.operator.hold_out_empty:
-            rows = rows[self.X.any(axis=1)]
+        rows = self._readout_rows()
         with compute_threads(self.options.threads):
             kernels = integrated_kernels(self.X[rows], self.y[rows], self.kernel_fits, self.options.draws,
                                          seed=self._fit_seed(2_000_000 + self.n_refits))
@@ -642,11 +756,19 @@ class DesignLoop:
 
     def _target_holds_after_refit(self) -> bool:
         """False when the target was met but the final refit's read-out no longer meets it."""
-        if self.target_evaluations is None or not self._final_refit_due():
+        if self.target_evaluations is None:
             return True
-        self._final_refit()
-        if float(np.max(self.estimate_std())) <= self.target_threshold():
+        refit = self._final_refit_due()
+        if refit:
+            self._final_refit()
+        # the interval a stopped run reports: with structures, the widened one (an honest tol)
+        readout = self._structure_readout()
+        if readout is None and not refit:
+            return True  # the read-out that met the target is the one reported
+        std = self.estimate_std() if readout is None else readout.std
+        if float(np.max(std)) <= self.target_threshold():
             return True
+        self._next_target_check = self.evaluations + max(1, self.evaluations // 10)
         self.target_evaluations = None
         return self.done  # nothing left to spend: finish with the target missed
 
@@ -690,7 +812,16 @@ class DesignLoop:
             "game_seconds": self.timings["game_s"],
             **self._kernel_info(h),
             "jitter": None if self.posterior is None else self.posterior.jitter,
+            "degenerate_evidence": self.degenerate_evidence(),
+            "probe_steps": self.n_probe_steps,
+            "structures_readout": self._structures_info(),
         }
+
+    def _structures_info(self) -> dict[str, Any] | None:
+        """The structure read-out's family weights and disagreement (None when not in force)."""
+        if not isinstance(self.mixture, StructurePosterior):
+            return None
+        return {"weights": self.mixture.family_weights, "max_shift_over_std": self.mixture.disagreement()}
 
     @staticmethod
     def _kernel_info(h: Hyperparameters | None) -> dict[str, Any]:

@@ -74,9 +74,10 @@ class LoopOptions(GPOptions):
             ``"leverage"`` (any name registered in :mod:`shapleig.design.acquisition`), or an
             :class:`~shapleig.design.acquisition.Acquisition` instance (a user-defined subclass too).
         refit: ``"auto"`` (default: every step up to min(8p, 128) evaluations, then a geometric backstop in
-            t plus an innovation trigger, :class:`~shapleig.design.refit.AutoRefit`), ``"every"``,
-            ``"adaptive"``, ``"decaying"``, ``"geometric"``, ``"never"`` or a callable ``it -> bool``
-            (:mod:`shapleig.design.refit`).
+            t plus an innovation trigger, :class:`~shapleig.design.refit.AutoRefit`), ``"auto:<k>"``
+            (the same, every step only up to k p evaluations; ``"auto:1:1.125:2"``: about half the
+            loop's time, docs/benchmarks.md §2), ``"every"``, ``"adaptive"``, ``"decaying"``,
+            ``"geometric"``, ``"never"`` or a callable ``it -> bool`` (:mod:`shapleig.design.refit`).
         hand_over: the acquisition count at which the geometric refit schedule starts (offsets it).
         fit_points: a refit fits the hyperparameters on at most this many archive points (the
             p + 1 design points and a seeded uniform subset of the rest; when p + 1 exceeds it, the
@@ -113,6 +114,11 @@ class LoopOptions(GPOptions):
             acquisition_order=2`` reads out every term up to triples but designs for the pairs.
         hold_out_empty: v(empty) enters the index exactly and the GP is fitted to the non-empty
             coalitions (docs/math.md §14.5); None: the index's default (on for BV only).
+        probe_degenerate: while the fitted kernel predicts the archive almost exactly from itself
+            (degenerate evidence, ``info["degenerate_evidence"]``: an additive game, a dictator, a
+            function of the size), the acquisition scores the pool under a rough probe kernel
+            (:mod:`shapleig.design.probe`, docs/math.md §13) until an evaluation breaks the structure or
+            p probes in a row confirm it; True (default), False: always under the fitted kernel.
     """
 
     acquisition: str | Acquisition = option("eig", Checked(check_acquisition, bad=("greedy", 3, Acquisition)))
@@ -136,6 +142,7 @@ class LoopOptions(GPOptions):
     acquisition_index: str | None = option(None, Checked(lambda v: v if v is None else _index(v), bad=("XYZ",)))
     acquisition_order: int | None = option(None, Interval(int, 1, none=True))
     hold_out_empty: bool | None = option(None, Boolean(none=True))
+    probe_degenerate: bool = option(True, Boolean())
 
     def __post_init__(self) -> None:
         super().__post_init__()  # validates every field (LoopOptions' too: validate_fields sees them all)

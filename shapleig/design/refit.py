@@ -122,7 +122,9 @@ class AutoRefit:
     the posterior: deterministic per seed.
 
     Attributes:
-        every_until: the archive size up to which every step refits; None: ``min(8p, 128)``.
+        every_until: the archive size up to which every step refits; None: ``min(per_player * p, 128)``.
+        per_player: with ``every_until`` None, every step refits up to ``per_player * p`` evaluations
+            (at most 128): 8 for ``"auto"``; ``"auto:<k>"`` sets it.
         growth: a refit is due once the archive has grown by this factor since the last fit.
         threshold: the ``mean(z^2)`` above which the points added since the last fit trigger a refit.
         min_gap_divisor: an innovation-triggered refit needs at least ``t_fit / min_gap_divisor`` new
@@ -135,7 +137,8 @@ class AutoRefit:
             defaults.
     """
 
-    every_until: int | None = None  # None: min(8p, 128)
+    every_until: int | None = None  # None: min(per_player * p, 128)
+    per_player: float = 8.0
     growth: float = 1.125
     threshold: float = 4.0
     min_gap_divisor: int = 32
@@ -143,6 +146,14 @@ class AutoRefit:
     cold_growth: float = 1.5
     late_cold_growth: float = 2.0
     warm_options: tuple[tuple[str, float], ...] | None = tuple(WARM_FIT_OPTIONS.items())
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.per_player) and self.per_player > 0):
+            raise ValueError(f"per_player must be positive and finite, got {self.per_player}")
+        if not (np.isfinite(self.growth) and self.growth > 1):
+            raise ValueError(f"growth must be a finite factor above 1, got {self.growth}")
+        if not (np.isfinite(self.threshold) and self.threshold > 0):
+            raise ValueError(f"threshold must be positive and finite, got {self.threshold}")
 
     @property
     def __name__(self) -> str:
@@ -161,10 +172,12 @@ class AutoRefit:
         Returns:
             the archive size.
         """
-        return int(self.every_until) if self.every_until is not None else min(8 * int(n_players), 128)
+        if self.every_until is not None:
+            return int(self.every_until)
+        return min(int(round(self.per_player * int(n_players))), 128)
 
-    def late(self, t: int, n_players: int) -> bool:
-        """Whether a refit at archive size ``t`` is a late one (sparse refits).
+    def sparse(self, t: int, n_players: int) -> bool:
+        """Whether refits at archive size ``t`` are sparse (geometric in t, or triggered by the innovations).
 
         Args:
             t: the archive size.
@@ -174,6 +187,23 @@ class AutoRefit:
             whether ``t`` is beyond :meth:`until`.
         """
         return t > self.until(n_players)
+
+    def late(self, t: int, n_players: int) -> bool:
+        """Whether a refit at archive size ``t`` is a late one: sparse, and beyond ``min(8p, 128)``.
+
+        Late refits (on up to ``fit_points`` rows) cost most: their cold checks wait for the archive
+        to grow by ``late_cold_growth`` and skip the kernels the evidence ruled out. Below
+        ``min(8p, 128)`` a ruled-out kernel is still fitted in full at every cold check, so that it
+        can come back (ARD, once the data show which players matter), however sparse the refits.
+
+        Args:
+            t: the archive size.
+            n_players: the number of players p.
+
+        Returns:
+            whether ``t`` is beyond both :meth:`until` and ``min(8p, 128)``.
+        """
+        return self.sparse(t, n_players) and t > min(8 * int(n_players), 128)
 
     def warm(self, t: int, n_players: int) -> bool:
         """Whether a refit at archive size ``t`` starts warm (from the last hyperparameters).
@@ -245,12 +275,27 @@ class AutoRefit:
 
         def auto(it: int) -> bool:
             t, t_fit, p = int(loop.X.shape[0]), int(loop._fitted_on), int(loop.n_players)
-            between = self.late(t, p) and 0 <= t_fit < t and t < self.growth * t_fit
+            between = self.sparse(t, p) and 0 <= t_fit < t and t < self.growth * t_fit
             z = loop.posterior.innovations()[t_fit:t] if between and loop.posterior is not None else None
             return self.due(t, t_fit, z, p)
 
         auto.__name__ = "auto"
         return auto
+
+
+def _auto_with(name: str) -> AutoRefit:
+    """``"auto:<k>[:<growth>[:<threshold>]]"``: :class:`AutoRefit` refitting every step up to k p evaluations."""
+    parts = name.split(":")[1:]
+    try:
+        if not 1 <= len(parts) <= 3:
+            raise ValueError
+        values = [float(v) for v in parts]
+        keys = ("per_player", "growth", "threshold")
+        return AutoRefit(**dict(zip(keys, values)))
+    except ValueError as exc:
+        detail = f" ({exc})" if str(exc) else ""
+        raise ValueError(f"bad refit schedule {name!r}{detail}: write auto:<k> (every step up to k p evaluations), "
+                         f"auto:<k>:<growth> or auto:<k>:<growth>:<threshold>, e.g. auto:2 or auto:1:1.125:4") from None
 
 
 REFIT_SCHEDULES = ("auto", "auto-cold", "every", "decaying", "geometric", "never", "adaptive")
@@ -263,7 +308,8 @@ _ALIASES = {"every_iteration": "every", "init_64_factor_4": "decaying"}
 def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedule:  # noqa: C901
     """Refit schedule ``it -> bool`` by name; ``it`` counts acquisitions from 0 after the design.
 
-    ``"auto"`` (default, :class:`AutoRefit`), ``"auto-cold"`` (every refit cold), ``"every"``, ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
+    ``"auto"`` (default, :class:`AutoRefit`), ``"auto:<k>[:<growth>[:<threshold>]]"`` (:class:`AutoRefit`
+    refitting every step only up to k p evaluations, then sparse), ``"auto-cold"`` (every refit cold), ``"every"``, ``"decaying"`` (always if it < 64; it % 8 == 0 below 192; it % 16 == 0
     below 448; it % 32 == 0 after), ``"geometric"`` (it = hand_over + k with k = 0 or a power of two),
     ``"never"`` (only the initial fit at it = 0; the loop adds the final refit), ``"adaptive"``
     (:class:`AdaptiveRefit`: geometric backstop plus evidence-triggered refits; ``"adaptive:<t>"``
@@ -280,6 +326,8 @@ def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedu
     """
     if callable(name):
         return name
+    if isinstance(name, str) and name.startswith("auto:"):
+        return _auto_with(name)
     if isinstance(name, str) and name.startswith("adaptive:"):
         try:
             threshold = float(name.split(":", 1)[1])

@@ -18,6 +18,7 @@ from shapleig.estimation.enumeration import (
     enumeration_message,
 )
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.estimation.trace_record import start_trace
 from shapleig.games.game import Game, check_budget, check_game
 from shapleig.games.numeric import check_value_range
 from shapleig.runs.budget import BudgetedGame
@@ -170,6 +171,17 @@ class BaseEstimator(abc.ABC):
         """
         return "its fixed phase"
 
+    def max_players_reason(self, n_players: int) -> str:
+        """Why games above ``max_players`` are refused (one phrase, for the error message).
+
+        Args:
+            n_players: the number of players of the game.
+
+        Returns:
+            the phrase (by default :meth:`min_budget_reason`'s: the phase that grows with p).
+        """
+        return self.min_budget_reason(n_players)
+
     # complexity, argument count over budget: the shared public estimate() signature; one argument check per branch
     def estimate(  # noqa: C901, PLR0913
         self,
@@ -224,7 +236,7 @@ class BaseEstimator(abc.ABC):
         p = check_game(game, self.min_players)
         if self.max_players is not None and p > self.max_players:
             raise GameError(f"{self.name} handles at most {self.max_players} players "
-                              f"({self.min_budget_reason(p)}); the game has p = {p}")
+                            f"({self.max_players_reason(p)}); the game has p = {p}")
         budget = check_budget(budget, minimum=None)  # the method's own minimum is stated below
         seed = resolve_seed(seed, random_state)
         exact = covers_game(p, budget)
@@ -248,11 +260,22 @@ class BaseEstimator(abc.ABC):
         message = enumeration_message(p, budget) if exact else ""
         if exact and budget > (1 << p):
             warnings.warn(message, BudgetCoversGameWarning, stacklevel=2)
+        # the anytime trace goes to the store as the run goes (shapleig.estimation.trace_record); started
+        # before anything of the caller's BudgetedGame is changed, so a store that cannot record leaves it as it was
+        method, params = self.trace_identity()
+        try:
+            recorder = start_trace(budgeted, method=method, seed=seed, budget=budget, params=params,
+                                   index=getattr(self, "index", "SV"), max_order=getattr(self, "max_order", None))
+        except BaseException:
+            if owned is not None and callable(getattr(owned, "close", None)):
+                owned.close()
+            raise
         start = time.perf_counter()
         # cap a caller's BudgetedGame at this call's budget for the duration of the run
         own_cap = budgeted.budget
         budgeted.budget = budgeted.evaluations + budget
         bar = self._progress_bar(budgeted, p, budget) if progress else None
+        budgeted.trace_recorder = recorder
         try:
             result = (enumerate_game(budgeted, method=self.name, index=getattr(self, "index", "SV"),
                                      max_order=getattr(self, "max_order", None))
@@ -264,6 +287,11 @@ class BaseEstimator(abc.ABC):
             if bar is not None:
                 budgeted.progress_bar = None
                 bar.close()
+            budgeted.trace_recorder = None
+        if recorder is not None:  # what the method did not record as it went (all of it, for most baselines)
+            recorder.sync(result.trace, result.trace_std)
+            recorder.end(budgeted.evaluations)
+            result.info["trace_run"] = recorder.run_id
         if exact:
             result.info["message"] = message
         check_value_range(budgeted.history()[1], self.name)  # rounding noise is an error, not a result
@@ -280,6 +308,17 @@ class BaseEstimator(abc.ABC):
             if budgeted.is_cached(empty)[0]:
                 result.baseline = float(budgeted(empty)[0])
         return result
+
+    def trace_identity(self) -> tuple[str, dict[str, Any]]:
+        """The method's name and the options that, with the seed and budget, identify a run in a store's trace.
+
+        A run resumed with the same identity continues the trace the killed run wrote
+        (:mod:`shapleig.estimation.trace_record`).
+
+        Returns:
+            ``(name, options)``: :attr:`name` and :meth:`get_params` here.
+        """
+        return self.name, self.get_params()
 
     def _progress_bar(self, budgeted: BudgetedGame, p: int, budget: int) -> Any:
         """A tqdm bar over the evaluations this run can make (:func:`evaluation_progress_bar`)."""

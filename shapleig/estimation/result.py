@@ -7,6 +7,9 @@ from typing import Any
 
 import numpy as np
 
+# error bars wherever an estimate is drawn or printed: +- 1.96 std, the central 95% of a normal posterior
+ERROR_BAR_Z = 1.96
+
 
 @dataclass
 class ShapleyEstimate:
@@ -32,7 +35,9 @@ class ShapleyEstimate:
             selection by :meth:`get_n_order` or :meth:`get_top_k`); None: counted from ``terms``.
 
     ``est[i]`` and ``est[(i, j)]`` read the value of one term (``est[()]`` is ``baseline``, as in
-    shapiq); :meth:`std_of` its std; :meth:`get_n_order` and :meth:`get_top_k` select terms.
+    shapiq); :meth:`std_of` its std; :meth:`get_n_order` and :meth:`get_top_k` select terms. Its
+    ``repr`` is one short line (the first values, the counts of trace entries and info keys), and
+    :meth:`summary` a table of the largest terms with their ± 1.96 std.
 
     Examples:
         >>> import numpy as np
@@ -43,6 +48,13 @@ class ShapleyEstimate:
         [[0.804, 1.608], [1.196, 2.392]]
         >>> est[1], est[(0,)], est.get_top_k(1).terms
         (2.0, 1.0, [(1,)])
+        >>> est
+        ShapleyEstimate(SV, 2 terms, evaluations 0/0, values [1, 2], std [0.1, 0.2], trace 0 steps, info 0 keys)
+        >>> print(est.summary())
+        SV estimate, 2 players, 0 of budget 0 evaluations
+        term     value  ± 1.96 std  95% interval
+        1            2       0.392  [1.608, 2.392]
+        0            1       0.196  [0.804, 1.196]
     """
 
     values: np.ndarray
@@ -62,6 +74,53 @@ class ShapleyEstimate:
     def __post_init__(self) -> None:
         if self.terms is None and self.values is not None:
             self.terms = [(i,) for i in range(int(np.asarray(self.values).shape[0]))]
+
+    def __repr__(self) -> str:
+        """One line: the index, counts, the first values and std (4 significant digits), not the trace or info."""
+        def short(vec: Any, k: int = 6) -> str:
+            v = np.asarray(vec, dtype=np.float64).ravel()
+            text = ", ".join(f"{x:.4g}" for x in v[:k])
+            return f"[{text}{f', ... {v.size - k} more' if v.size > k else ''}]"
+
+        method = f"{self.method}, " if self.method else ""
+        std = "" if self.std is None else f", std {short(self.std)}"
+        return (f"ShapleyEstimate({self.index}, {method}{len(self.terms or [])} terms, evaluations "
+                f"{self.evaluations}/{self.budget}, values {short(self.values)}{std}, trace {len(self.trace)} steps, "
+                f"info {len(self.info)} keys)")
+
+    def _term_labels(self) -> list[str]:
+        """One label per term: the feature names of an explanation, else the player numbers; a pair ``"a x b"``."""
+        names = self.info.get("feature_names")
+        names = list(names) if names is not None and len(names) == self.n_players else None
+        return [" x ".join(str(names[i]) if names else str(i) for i in t) for t in (self.terms or [])]
+
+    def summary(self, max_terms: int = 20) -> str:
+        """A table of the ``max_terms`` largest terms (by |value|) with their ± 1.96 std and 95% interval.
+
+        Args:
+            max_terms: how many terms to list (the rest are counted).
+
+        Returns:
+            the text: a header line (index, players, evaluations, method), then one line per term.
+        """
+        values = np.asarray(self.values, dtype=np.float64)
+        labels = self._term_labels()
+        order = np.argsort(-np.abs(values), kind="stable")[: max(int(max_terms), 0)]
+        by = f" by {self.method}" if self.method else ""
+        lines = [f"{self.index} estimate{by}, {self.n_players} players, {self.evaluations} of budget {self.budget} "
+                 f"evaluations"]
+        width = max([len("term"), *(len(labels[k]) for k in order)])
+        lines.append(f"{'term':<{width}}  {'value':>8}  {f'± {ERROR_BAR_Z:g} std':>10}  95% interval")
+        for k in order:
+            if self.std is None:
+                lines.append(f"{labels[k]:<{width}}  {values[k]:>8.4g}  {'-':>10}  -")
+                continue
+            half = ERROR_BAR_Z * float(np.asarray(self.std)[k])
+            lines.append(f"{labels[k]:<{width}}  {values[k]:>8.4g}  {half:>10.4g}  "
+                         f"[{values[k] - half:.4g}, {values[k] + half:.4g}]")
+        if len(values) > len(order):
+            lines.append(f"... {len(values) - len(order)} smaller terms")
+        return "\n".join(lines)
 
     @property
     def n_players(self) -> int:

@@ -50,6 +50,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from shapleig.estimation.uncertainty_block import UNCERTAINTY_KEY, parse_uncertainty_block, read_json_object
 from shapleig.games.indices import shapiq_index_name
 
 MISSING_EXTRA = (
@@ -66,8 +67,6 @@ SHAPIQ_VERSION = importlib.metadata.version("shapiq")
 if tuple(int(part) for part in SHAPIQ_VERSION.split(".")[:2]) < MIN_SHAPIQ:
     raise ImportError(f"shapiq {SHAPIQ_VERSION} is installed; {MISSING_EXTRA}")
 
-# the key of the uncertainty block in shapiq's JSON files and dicts
-UNCERTAINTY_KEY = "shapleig_uncertainty"
 # the former attribute names (kept as aliases of std / covariance)
 STD_ATTRIBUTE = "shapleig_std"
 COVARIANCE_ATTRIBUTE = "shapleig_covariance"
@@ -369,19 +368,30 @@ class UncertainInteractionValues(InteractionValues):
             the values with their uncertainty.
         """
         path = Path(path)
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_object(path)
         if UNCERTAINTY_KEY not in data:
             raise ValueError(f"{path} holds shapiq InteractionValues without uncertainty (no "
                              f"{UNCERTAINTY_KEY!r} block); load it with shapiq.InteractionValues.load")
+        block = parse_uncertainty_block(data[UNCERTAINTY_KEY], str(path))  # checked before shapiq reads the file
         plain = _SHAPIQ_FROM_JSON_FILE.__func__(InteractionValues, path)
-        return cls._from_block(plain, data[UNCERTAINTY_KEY])
+        return cls._from_block(plain, block, str(path))
 
     @classmethod
-    def _from_block(cls, plain: InteractionValues, block: dict[str, Any]) -> UncertainInteractionValues:
+    def _from_block(cls, plain: InteractionValues, block: tuple[list, np.ndarray, np.ndarray | None],
+                    where: str) -> UncertainInteractionValues:
+        """The values of ``plain`` with a block parsed by :func:`parse_uncertainty_block`; ``where`` names its source."""
         from shapiq.utils.saving import safe_str_to_tuple
 
-        terms = [safe_str_to_tuple(t) if isinstance(t, str) else _term(t) for t in block["terms"]]
-        return cls._lift(plain, terms, block["std"], block.get("covariance"))
+        raw, std, cov = block
+        try:
+            terms = [safe_str_to_tuple(t) if isinstance(t, str) else _term(t) for t in raw]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: a term of the {UNCERTAINTY_KEY!r} block is not shapiq's notation "
+                             f"of a set of players: {exc}") from exc
+        try:
+            return cls._lift(plain, terms, std, cov)
+        except ValueError as exc:
+            raise ValueError(f"{where}: the {UNCERTAINTY_KEY!r} block does not fit the values: {exc}") from exc
 
     def to_dict(self) -> dict:
         """Like shapiq's ``to_dict`` plus the entry ``"shapleig_uncertainty"`` (terms, std, covariance).
@@ -403,8 +413,9 @@ class UncertainInteractionValues(InteractionValues):
         """
         if UNCERTAINTY_KEY not in data:
             raise ValueError(f"the dict has no {UNCERTAINTY_KEY!r} entry; use shapiq.InteractionValues.from_dict")
+        block = parse_uncertainty_block(data[UNCERTAINTY_KEY], "the dict")
         plain = InteractionValues.from_dict({k: v for k, v in data.items() if k != UNCERTAINTY_KEY})
-        return cls._from_block(plain, data[UNCERTAINTY_KEY])
+        return cls._from_block(plain, block, "the dict")
 
     def __repr__(self) -> str:
         return super().__repr__().replace("InteractionValues(", "UncertainInteractionValues(", 1)
@@ -423,8 +434,9 @@ if not getattr(_SHAPIQ_FROM_JSON_FILE, "__shapleig_dispatch__", False):
         path = Path(path)
         if cls is InteractionValues and path.name.endswith(".json") and path.is_file():
             with path.open("r", encoding="utf-8") as handle:
-                if UNCERTAINTY_KEY in json.load(handle):
-                    return UncertainInteractionValues.from_json_file(path)
+                data = json.load(handle)
+            if isinstance(data, dict) and UNCERTAINTY_KEY in data:
+                return UncertainInteractionValues.from_json_file(path)
         return _SHAPIQ_FROM_JSON_FILE.__func__(cls, path)
 
     _dispatching_from_json_file.__doc__ = _SHAPIQ_FROM_JSON_FILE.__func__.__doc__

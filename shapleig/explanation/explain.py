@@ -29,7 +29,7 @@ from shapleig.errors import GameError
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.efficiency import condition_on_total
 from shapleig.estimation.result import ShapleyEstimate
-from shapleig.explanation.cheap_exact import enumeration_decision, is_gp_method
+from shapleig.explanation.cheap_exact import decide, is_gp_method
 from shapleig.explanation.choose_imputer import imputer_game
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, ImputerGame, model_predict
 from shapleig.games.game import check_budget
@@ -173,9 +173,11 @@ def explain(  # noqa: PLR0913
             ``imputer_options={"k": 20}``).
         imputer_options: the imputer's options.
         exact_if_cheap: for a GP method on a cheap small game, enumerate all 2^d coalitions instead
-            when the measured time of one model call says that costs less than the GP
-            (:mod:`shapleig.explanation.cheap_exact`); the decision and its figures are in
-            ``info["exact_if_cheap"]``. False keeps the requested method (bitwise reproducible).
+            when the measured cost of the model (per call and per row) says that costs less than the
+            GP, whose own time is predicted by a measured overhead law scaled by this machine's speed
+            (:mod:`shapleig.explanation.cheap_exact`); the decision, its figures, the predicted seconds
+            (``predicted_s``) and the run's own (``took_s``) are in ``info["exact_if_cheap"]``. False
+            keeps the requested method (bitwise reproducible).
 
     Returns:
         A :class:`ShapleyEstimate` in the model's output units: ``values`` (float64[d] for SV and
@@ -284,13 +286,15 @@ def explain_game(game: ImputerGame, estimator: Any, budget: int, seed: Any, *, s
     ends = game.predict_rows(np.vstack([game.x[None, :], game.background]))
     seconds = time.perf_counter() - start
     prediction, baseline = float(ends[0]), float(ends[1:].mean())
-    decision = enumeration_decision(p, budget, seconds, is_gp_method(estimator)) if exact_if_cheap else None
+    decision = decide(game, budget, seconds, is_gp_method(estimator)) if exact_if_cheap else None
     run_budget = (1 << p) if decision is not None and decision["enumerate"] else budget
     calls_before = game.calls
     # budget >= 2^d: every method enumerates (exact values, std 0; info["message"] says so)
     kwargs = {"progress": progress} if _accepts_progress(estimator) else {}
+    start = time.perf_counter()
     est = estimator.estimate(BudgetedGame(game, run_budget, store=store, evaluator=evaluator), run_budget, seed=seed,
                              **kwargs)
+    took = time.perf_counter() - start
     est.baseline = baseline
     if get_index(est.index).efficient:  # the others need not sum to f(x) - baseline
         est.info["efficiency_gap"] = condition_on_total(est, prediction - baseline)
@@ -298,7 +302,7 @@ def explain_game(game: ImputerGame, estimator: Any, budget: int, seed: Any, *, s
                     n_background=int(game.background.shape[0]), imputer=getattr(game, "imputer", "interventional"),
                     x=game.x.copy())
     if decision is not None:
-        est.info["exact_if_cheap"] = {**decision, "requested_budget": int(budget)}
+        est.info["exact_if_cheap"] = {**decision, "requested_budget": int(budget), "took_s": took}
     return est
 
 

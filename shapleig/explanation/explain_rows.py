@@ -5,7 +5,9 @@ method, budget and efficiency), with one progress bar over the rows. With ``stor
 row's coalition values go to that folder (one evaluation store per row, ``row-00000.sqlite``, ...:
 a store belongs to one game, and each row is its own game), so a killed run started again replays the
 stored values of the finished rows and of the interrupted one, evaluating the model only where it
-stopped.
+stopped. Rows are independent runs, each with its own seed: ``n_jobs=`` (joblib worker processes) or
+``executor=`` (a process pool, Dask) explains several at once with the values of the sequential run
+(:mod:`shapleig.explanation.row_jobs`).
 
 **The global summary** is the mean absolute value of each term over the rows,
 ``G_j = (1/n) sum_r |phi_rj|``, with its uncertainty under the per-row Gaussian posteriors
@@ -20,6 +22,7 @@ so ``E G_j`` and ``Var G_j = (1/n^2) sum_r Var|phi_rj|`` are exact (closed form,
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -27,15 +30,14 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from shapleig.errors import GameError
-from shapleig.estimation.result import ShapleyEstimate
+from shapleig.estimation.result import ERROR_BAR_Z, ShapleyEstimate
 from shapleig.explanation.choose_imputer import imputer_game
-from shapleig.explanation.explain import check_readable_identity, default_budget, explain_game, resolve_index_method
+from shapleig.explanation.explain import check_readable_identity, default_budget, resolve_index_method
 from shapleig.explanation.imputer import DEFAULT_MAX_ROWS, _as_matrix, _frame_layout, model_predict
+from shapleig.explanation.row_jobs import ROW_STORE, RowJob, check_n_jobs, run_rows
 from shapleig.games.game import check_budget
-from shapleig.runs.evaluators import with_timeout
+from shapleig.runs.timeout import check_timeout
 from shapleig.seeding import UNSET, SeedLike, resolve_seed, spawn_seeds
-
-ROW_STORE = "row-{:05d}.sqlite"
 
 
 def folded_normal_moments(mu: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,11 +171,11 @@ class RowsExplanation:
         return pd.concat(frames, ignore_index=True)[["row", "term", "value", "std", "prediction", "baseline"]]
 
     def plot(self, kind: str = "bar", *, out: Any = None, max_display: int = 12) -> Any:
-        """The global importance as a matplotlib Figure.
+        """The global importance as a matplotlib Figure, error bars ± 1.96 std with a legend, units on the axis.
 
-        ``"bar"``: mean |value| per term, +- 2 std; ``"beeswarm"``: every row's value per feature,
-        coloured by the feature's value. The Figure is built without pyplot (the backend is left
-        alone) and saved to ``out`` when given.
+        ``"bar"``: mean |value| per term, ± 1.96 std of that mean; ``"beeswarm"``: every row's value per
+        feature, coloured by the feature's value, each with its ± 1.96 posterior std. The Figure is built
+        without pyplot (the backend is left alone) and saved to ``out`` when given.
 
         Args:
             kind: ``"bar"`` or ``"beeswarm"``.
@@ -185,25 +187,38 @@ class RowsExplanation:
         """
         from matplotlib.figure import Figure
 
+        from shapleig.explanation.plot import add_value_legend, error_bar_label
+
         if kind not in ("bar", "beeswarm"):
             raise ValueError(f"kind must be 'bar' or 'beeswarm', got {kind!r}")
         mean, std = self.global_importance()
         order = np.argsort(-mean, kind="stable")[:max_display][::-1]
-        fig = Figure(figsize=(7.0, 0.45 * len(order) + 1.5))
+        fig = Figure(figsize=(7.0, 0.45 * len(order) + 1.9))
         ax = fig.add_subplot()
         labels = [self.labels[j] for j in order]
         if kind == "bar":
-            ax.barh(range(len(order)), mean[order], xerr=None if std is None else 2 * std[order], color="#1f77b4",
-                    capsize=3)
-            ax.set_xlabel("mean |value| over the rows" + ("" if std is None else " (± 2 posterior std)"))
+            ax.barh(range(len(order)), mean[order], color="#1f77b4")
+            bar = None if std is None else ax.errorbar(
+                mean[order], range(len(order)), xerr=ERROR_BAR_Z * std[order], fmt="none", ecolor="0.15",
+                elinewidth=1, capsize=3, label=error_bar_label())
+            ax.set_xlabel(f"mean |{self.index} value| over the rows (model output units)")
+            add_value_legend(ax, bar, signed=False, what="mean |value|")
         else:
-            values = self.values
+            values, row_std = self.values, self.std
             rng = np.random.default_rng(0)  # the jitter only: fixed, so the figure is reproducible
+            bar = None
             for y, j in enumerate(order):
                 colour = _feature_colour(self.data, self.terms[j])
-                ax.scatter(values[:, j], y + rng.uniform(-0.25, 0.25, len(self)), c=colour, cmap="coolwarm", s=12)
+                ys = y + rng.uniform(-0.25, 0.25, len(self))
+                if row_std is not None:
+                    bar = ax.errorbar(values[:, j], ys, xerr=ERROR_BAR_Z * row_std[:, j], fmt="none", ecolor="0.35",
+                                      elinewidth=0.7, alpha=0.6, label=error_bar_label())
+                ax.scatter(values[:, j], ys, c=colour, cmap="coolwarm", s=12, zorder=3)
             ax.axvline(0.0, color="grey", lw=0.8)
-            ax.set_xlabel(f"{self.index} value per row (colour: the feature's value, low blue to high red)")
+            ax.set_xlabel(f"{self.index} value per row (model output units; colour: the feature's value, "
+                          f"low blue to high red)")
+            if bar is not None:
+                ax.legend(handles=[bar], loc="best", fontsize=8, framealpha=0.85)
         ax.set_yticks(range(len(order)))
         ax.set_yticklabels(labels)
         ax.set_title(f"{len(self)} rows, {self.estimates[0].method if self.estimates else ''}")
@@ -258,6 +273,8 @@ def explain_X(  # noqa: PLR0913
     imputer: str = "interventional",
     imputer_options: Mapping[str, Any] | None = None,
     exact_if_cheap: bool = True,
+    n_jobs: int = 1,
+    executor: Executor | None = None,
 ) -> RowsExplanation:
     """Explain every row of ``X_rows`` (the arguments of :func:`shapleig.explain`, for many rows).
 
@@ -285,10 +302,15 @@ def explain_X(  # noqa: PLR0913
         store: a folder (created if needed): one evaluation store per row inside it
             (``row-00000.sqlite``, ...), so a killed run resumes without re-evaluating the model.
         progress: one tqdm bar over the rows.
+        n_jobs: rows explained at once in joblib worker processes (1: one after another in this
+            process; -1: one worker per core). Each row keeps its own seed, so the values are those of
+            the sequential run; the model and background are sent to each worker (cloudpickle).
+        executor: a ``concurrent.futures.Executor`` running one task per row instead (a
+            ``ProcessPoolExecutor``, Dask's ``client.get_executor()``); with ``n_jobs`` left at 1.
 
     Returns:
         A :class:`RowsExplanation`: per-row estimates, ``summary()`` (mean |value| per term with its
-        posterior std), ``plot()``, ``to_frame()``, ``to_shap()``.
+        posterior std), ``plot()`` (error bars ± 1.96 std), ``to_frame()``, ``to_shap()``.
 
     Examples:
         >>> import numpy as np
@@ -299,7 +321,10 @@ def explain_X(  # noqa: PLR0913
         >>> res.values.shape, res.summary()["term"].tolist()
         ((4, 3), ['x1', 'x0', 'x2'])
     """
-    evaluator = with_timeout(None, timeout)
+    workers = check_n_jobs(n_jobs)
+    if executor is not None and n_jobs != 1:
+        raise ValueError("give n_jobs or executor, not both (the executor's own workers run the rows)")
+    timeout = check_timeout(timeout)
     fn = model_predict(model, output=None, predict=predict)
     columns, _ = _frame_layout(X_rows)
     rows = _as_matrix(X_rows, "X_rows")
@@ -307,35 +332,24 @@ def explain_X(  # noqa: PLR0913
         raise GameError("X_rows has no rows")
     estimator = resolve_index_method(method, dict(method_options or {}), index)
     seed = resolve_seed(seed, random_state)
-    seeds = spawn_seeds(seed, rows.shape[0])
-    folder = _store_folder(store)
+    game_options = dict(imputer=imputer, imputer_options=imputer_options, output=output, max_rows=max_rows,
+                        feature_names=feature_names, game_id=game_id)
 
     def row(r: int) -> Any:  # the r-th row as the kind of input X_rows is (a DataFrame row keeps its dtypes)
         return X_rows.iloc[[r]] if columns is not None else rows[r]
 
-    games = [imputer_game(fn, background, row(0), imputer=imputer, imputer_options=imputer_options, output=output,
-                          max_rows=max_rows, feature_names=feature_names, game_id=game_id)]  # checks model, shapes
-    check_readable_identity(games[0], store, game_id)
-    budget = default_budget(estimator, games[0].n_players) if budget is None else check_budget(budget)
+    first_game = imputer_game(fn, background, row(0), **game_options)  # checks model, shapes
+    check_readable_identity(first_game, store, game_id)
+    budget = default_budget(estimator, first_game.n_players) if budget is None else check_budget(budget)
+    job = RowJob(fn, background, estimator, budget, spawn_seeds(seed, rows.shape[0]), _store_folder(store), timeout,
+                 exact_if_cheap, game_options)
     from tqdm.auto import tqdm
 
-    estimates = []
-    try:
-        with tqdm(total=rows.shape[0], unit="row", desc="explain_X", disable=not progress) as bar:
-            for r in range(rows.shape[0]):
-                game = games.pop() if games else imputer_game(fn, background, row(r), imputer=imputer,
-                                                              imputer_options=imputer_options, output=output,
-                                                              max_rows=max_rows, feature_names=feature_names,
-                                                              game_id=game_id)
-                path = None if folder is None else folder / ROW_STORE.format(r)
-                est = explain_game(game, estimator, budget, seeds[r], store=path, evaluator=evaluator,
-                                   progress=False, exact_if_cheap=exact_if_cheap)
-                est.info["row"] = r
-                estimates.append(est)
-                bar.update(1)
-    finally:
-        if evaluator is not None:
-            evaluator.close()  # the worker process of a timed run
+    estimates: list[Any] = [None] * rows.shape[0]
+    with tqdm(total=rows.shape[0], unit="row", desc="explain_X", disable=not progress) as bar:
+        for r, est in run_rows(job, rows.shape[0], row, n_jobs=workers, executor=executor, first_game=first_game):
+            estimates[r] = est
+            bar.update(1)
     first = estimates[0]
     return RowsExplanation(estimates, rows, list(first.info["feature_names"]), index=first.index,
                            terms=list(first.terms or []))

@@ -73,6 +73,8 @@ class ImputerGame:
             model's fitted state cannot be read (:mod:`shapleig.explanation.model_identity`).
     """
 
+    units = "model output units"  # of v(S) and of the values (what a trace in a store and the dashboard say)
+
     def __init__(
         self,
         predict: Callable,

@@ -1,6 +1,9 @@
 """Plot one explanation.
 
 Shapley values (or the terms of another index) with posterior error bars, as bars or a waterfall.
+Error bars are ``± 1.96`` posterior std (a 95% interval) unless asked otherwise, and every plot says
+so in a legend and names the values' units on its axis (:func:`error_bar_label`,
+:func:`add_value_legend`, shared with ``RowsExplanation.plot`` and ``shapleig hpi``'s plot).
 
 The figure is a bare ``matplotlib.figure.Figure`` (no pyplot), so the caller's backend is left
 alone: save it (``out=`` or ``fig.savefig``), or show it in a notebook, which displays figures.
@@ -14,10 +17,55 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from shapleig.estimation.result import ShapleyEstimate
+from shapleig.estimation.result import ERROR_BAR_Z, ShapleyEstimate
 from shapleig.games.indices import index_label
 
 PLOT_KINDS = ("bar", "waterfall")
+POSITIVE, NEGATIVE = "#d6604d", "#4393c3"
+
+
+def error_bar_label(n_std: float = ERROR_BAR_Z) -> str:
+    """What an error bar is, for a legend: ``"± 1.96 posterior std (95% interval)"``.
+
+    Args:
+        n_std: the half-width in posterior standard deviations.
+
+    Returns:
+        the label.
+    """
+    return f"± {n_std:g} posterior std" + (" (95% interval)" if n_std == ERROR_BAR_Z else "")
+
+
+def value_units(est: ShapleyEstimate) -> str:
+    """The units of an estimate's values, for an axis: the model's output for an explanation, else the game's.
+
+    Args:
+        est: the estimate (``info["units"]`` wins when set).
+
+    Returns:
+        the units' name.
+    """
+    if est.info.get("units"):
+        return str(est.info["units"])
+    return "model output units" if est.info.get("prediction") is not None else "game units"
+
+
+def add_value_legend(ax: Any, error_bar: Any = None, *, signed: bool = True, what: str = "estimate") -> None:
+    """A legend naming the bars (red positive, blue negative) and, when drawn, the error bars.
+
+    Args:
+        ax: the Axes.
+        error_bar: the artist of the error bars (``ax.errorbar(..., label=error_bar_label())``), or None.
+        signed: the bars are coloured by sign (else one entry for ``what``).
+        what: what a bar or dot is.
+    """
+    from matplotlib.patches import Patch
+
+    handles = ([Patch(color=POSITIVE, label=f"{what} > 0"), Patch(color=NEGATIVE, label=f"{what} < 0")] if signed
+               else [Patch(color="#1f77b4", label=what)])
+    if error_bar is not None:
+        handles.append(error_bar)
+    ax.legend(handles=handles, loc="best", fontsize=8, framealpha=0.85)
 
 
 def _top_features(est: ShapleyEstimate, names: Sequence[str], max_display: int) -> tuple[list[str], np.ndarray, np.ndarray | None]:
@@ -54,7 +102,7 @@ def plot_explanation(
     kind: str = "bar",
     feature_names: Sequence[str] | None = None,
     max_display: int = 12,
-    n_std: float = 2.0,
+    n_std: float = ERROR_BAR_Z,
     title: str | None = None,
     out: str | os.PathLike[str] | None = None,
     ax: Any = None,
@@ -71,7 +119,7 @@ def plot_explanation(
         feature_names: labels (default ``est.info["feature_names"]``, else ``x0..``); a pair of an
             interaction index is labelled ``"a x b"``.
         max_display: rows shown; the remaining terms are summed into one row.
-        n_std: the half-width of the error bars in posterior standard deviations.
+        n_std: the half-width of the error bars in posterior standard deviations (1.96: a 95% interval).
         title: the title; None: :func:`default_title`.
         out: also save the figure there (format from the suffix; folders are created).
         ax: draw into this Axes instead of a new figure.
@@ -111,22 +159,29 @@ def plot_explanation(
     else:
         fig = ax.figure
     y = np.arange(len(labels))[::-1]  # the first (largest) row on top
-    colors = np.where(values >= 0, "#d6604d", "#4393c3")
+    colors = np.where(values >= 0, POSITIVE, NEGATIVE)
+    units = value_units(est)
+    bar = None
     if kind == "bar":
-        ax.barh(y, values, xerr=xerr, color=colors, error_kw={"elinewidth": 1, "capsize": 2})
+        ax.barh(y, values, color=colors)
+        if xerr is not None:
+            bar = ax.errorbar(values, y, xerr=xerr, fmt="none", ecolor="0.15", elinewidth=1, capsize=2.5,
+                              label=error_bar_label(n_std))
         ax.axvline(0.0, color="0.3", linewidth=0.8)
-        what = index_label(est.index)
-        ax.set_xlabel(what + (f" (bars: ± {n_std:g} posterior std)" if xerr is not None else ""))
+        ax.set_xlabel(f"{index_label(est.index)} ({units})")
+        add_value_legend(ax, bar, what=index_label(est.index))
     else:
         base = 0.0 if est.baseline is None else float(est.baseline)
         starts = base + np.concatenate([[0.0], np.cumsum(values)[:-1]])
         ax.barh(y, values, left=starts, color=colors)
         if xerr is not None:
-            ax.errorbar(starts + values, y, xerr=xerr, fmt="none", ecolor="0.2", elinewidth=1, capsize=2)
+            bar = ax.errorbar(starts + values, y, xerr=xerr, fmt="none", ecolor="0.15", elinewidth=1, capsize=2.5,
+                              label=error_bar_label(n_std))
         ax.axvline(base, color="0.3", linewidth=0.8, linestyle=":")
         end = base + float(np.sum(values))
         ax.axvline(end, color="0.3", linewidth=0.8)
-        ax.set_xlabel(f"model output: baseline {base:.4g} -> prediction {end:.4g}")
+        ax.set_xlabel(f"{units}: baseline {base:.4g} -> prediction {end:.4g}")
+        add_value_legend(ax, bar, what="step")
     ax.set_yticks(y, labels)
     ax.grid(True, axis="x", alpha=0.3)
     if title is None:
@@ -207,4 +262,5 @@ def save_figure(fig: Any, out: str | os.PathLike[str] | None, dpi: int = 130) ->
     return fig
 
 
-__all__ = ["PLOT_KINDS", "check_figure_path", "figure_formats", "plot_explanation", "save_figure"]
+__all__ = ["PLOT_KINDS", "add_value_legend", "check_figure_path", "error_bar_label", "figure_formats",
+           "plot_explanation", "save_figure", "value_units"]

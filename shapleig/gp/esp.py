@@ -21,6 +21,7 @@ overflow nor underflow at large p.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -270,13 +271,24 @@ def _columns_reference(z: np.ndarray, kf: KernelFactors) -> np.ndarray:
     return sign * (kf.outputscale * kf.one_minus_b)[:, None] * out
 
 
+@functools.lru_cache(maxsize=64)
+def _gauss_legendre_unit(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights on [0, 1], read-only.
+
+    Cached: numpy solves an eigenproblem for them at every call (about 0.4 ms at 8 nodes), and the
+    loop asks for the same few node counts at every step.
+    """
+    x, w = np.polynomial.legendre.leggauss(int(n_nodes))
+    t, w = 0.5 * (x + 1.0), 0.5 * w
+    t.setflags(write=False)
+    w.setflags(write=False)
+    return t, w
+
+
 def _columns_integral(z: np.ndarray, kf: KernelFactors) -> np.ndarray:
     """Owen's multilinear-integral route: Gauss-Legendre with ceil(p/2) nodes, in log space."""
     m, p = z.shape
-    n_nodes = max(1, (p + 1) // 2)
-    x, w = np.polynomial.legendre.leggauss(n_nodes)
-    t = 0.5 * (x + 1.0)
-    w = 0.5 * w
+    t, w = _gauss_legendre_unit(max(1, (p + 1) // 2))
     # q_r(t) = 1 - (1-b_r) t  (z_r = 0)  or  1 - (1-b_r)(1-t)  (z_r = 1); shape (m, nodes, p).
     tt = np.where(z[:, None, :], 1.0 - t[None, :, None], t[None, :, None])
     logq = np.log1p(-kf.one_minus_b[None, None, :] * tt)
@@ -360,9 +372,7 @@ def shared_size_tables(n_players: int, lengthscale: float, outputscale: float) -
     p = int(n_players)
     kf = kernel_factors(np.full(p, float(lengthscale)), outputscale)
     omb = kf.one_minus_b[0]
-    x, w = np.polynomial.legendre.leggauss(max(1, (p + 1) // 2))
-    t = 0.5 * (x + 1.0)
-    w = 0.5 * w
+    t, w = _gauss_legendre_unit(max(1, (p + 1) // 2))
     log_q1 = np.log1p(-omb * (1.0 - t))[:, None]  # (nodes, 1)
     log_q0 = np.log1p(-omb * t)[:, None]
     m = np.arange(p + 1)[None, :]

@@ -317,7 +317,7 @@ class GradedFit(FitTerms):
         return out
 
     def resample(self, raw: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The lengthscale redrawn from its prior; the outputscale and g kept."""
+        """The lengthscale redrawn from its prior, the outputscale kept, g back at 1 (its prior's centre)."""
         ls = math.exp(self.prior_loc + self.prior_scale * rng.standard_normal())
         out = raw.copy()
         out[1] = float(inverse_softplus(max(ls - MIN_LENGTHSCALE, 1e-300)))

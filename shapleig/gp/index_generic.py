@@ -197,33 +197,38 @@ def _shared_columns(z: np.ndarray, kf, W: np.ndarray, terms: list[tuple[int, ...
     return out
 
 
-def parity_coefficients(index: str | Index, n_players: int, max_order: int | None = None) -> np.ndarray:
+def parity_coefficients(index: str | Index, n_players: int, max_order: int | None = None,
+                        max_size: int | None = None) -> np.ndarray:
     """``c[t, u] = (-2)^t sum_{S subset N minus T} w_t(|S|) (-1)^{|S cap U|}`` for |T| = t, T in U, |U| = u.
 
     ``(B chi_U)_T = [T subset U] c_|T|(|U|)`` for the parity function chi_U (docs/math.md §14.3).
     Summed in exact rational arithmetic: the alternating sums cancel (for Banzhaf to exactly zero),
-    which floats would not resolve.
+    which floats would not resolve. All sizes u = 0..p cost O(p^3) big-integer products (20 s at
+    p = 400); the graded kernel's parts need u <= 3 only, O(p) each (``max_size``).
 
     Args:
         index: an index name or record.
         n_players: the number of players p.
         max_order: the maximal order k; None: the index's own.
+        max_size: compute u = 0..max_size only (None: every u up to p).
 
     Returns:
-        float64[k+1, p+1] (read-only), row t for the terms of t players (row 0 and u < t are zero).
+        float64[k+1, m+1] (read-only), m = p or ``min(max_size, p)``: row t for the terms of t players
+        (row 0 and u < t are zero).
     """
     spec, k = _order_of(index, max_order)
-    return _parity_coefficients(spec, int(n_players), k)
+    p = int(n_players)
+    return _parity_coefficients(spec, p, k, p if max_size is None else min(int(max_size), p))
 
 
 @lru_cache(maxsize=128)
-def _parity_coefficients(index: Index, p: int, k: int) -> np.ndarray:
-    c = np.zeros((k + 1, p + 1))
+def _parity_coefficients(index: Index, p: int, k: int, max_size: int) -> np.ndarray:
+    c = np.zeros((k + 1, max_size + 1))
     for t, w in enumerate(index.exact_weights(p, k), start=1):
         # integer numerators over a common denominator: each g is one exact integer sum
         den = lcm(*(x.denominator for x in w))
         num = [x.numerator * (den // x.denominator) for x in w]
-        for u in range(t, p + 1):
+        for u in range(t, max_size + 1):
             a, b = u - t, p - u
             # Krawtchouk values: coefficients of (1 - x)^a (1 + x)^b, exact integers
             kraw = [0] * (a + b + 1)

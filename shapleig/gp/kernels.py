@@ -34,6 +34,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from shapleig.gp.additive import Additive
 from shapleig.gp.esp import hamming_kernel
 from shapleig.gp.graded import Graded
 from shapleig.gp.index_esp import IndexOperator
@@ -51,6 +52,7 @@ from shapleig.gp.priors import (
     sigmoid,
     softplus,
 )
+from shapleig.gp.rough import Rough
 
 _LOG_2PI = math.log(2.0 * math.pi)
 # |log(size lengthscale)| is clipped here (e^8 ~ 3000 size ranges: flat; e^-8: white noise over
@@ -618,10 +620,12 @@ class SizeFit(FitTerms):
 
 # base kernels by name; a surrogate mode fits a tuple of them (each with the size kernel as the
 # options say). register_kernel adds to both.
-BASE_KERNELS: dict[str, KernelSpec] = {"shared": Hamming(ard=False), "ard": Hamming(ard=True), "graded": Graded()}
+BASE_KERNELS: dict[str, KernelSpec] = {"shared": Hamming(ard=False), "ard": Hamming(ard=True), "graded": Graded(),
+                                       "additive": SumKernel((Additive(), Rough()), alias="additive")}
 SURROGATES: dict[str, tuple[str, ...]] = {
     "auto": ("shared", "ard"), "laplace": ("shared", "ard"), "shared": ("shared",), "ard": ("ard",),
     "graded": ("graded",), "graded-ard": ("graded", "ard"), "graded-auto": ("shared", "graded", "ard"),
+    "additive": ("additive",),
 }
 # how a mode weighs its kernels: BIC (the default) or the Laplace evidence over the lengthscales
 EVIDENCE: dict[str, str] = {"laplace": "laplace"}
@@ -694,19 +698,21 @@ def check_size_trend(size_trend: bool | str) -> bool | str:
     return size_trend
 
 
-def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool) -> list[KernelSpec]:
+def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool, rough: bool = False) -> list[KernelSpec]:
     """The kernels a surrogate fits, in fitting order, named as in results.
 
     A mode fits each of its base kernels; with ``size_trend="both"`` twice, the plain one first
     (its name) and the one with the size trend (its name + ``"+size"``), with True only the latter,
     named as the plain one (the trend is then simply part of the kernel); ``jumps`` adds the jumps
-    of the size kernel to every one of them. A :class:`KernelSpec` (or a sequence of them) is
-    fitted as given: ``size_trend`` and ``jumps`` shape the named modes only.
+    of the size kernel to every one of them, ``rough`` the rough part (:class:`~shapleig.gp.rough.Rough`)
+    without changing their names. A :class:`KernelSpec` (or a sequence of them) is fitted as given:
+    ``size_trend``, ``jumps`` and ``rough`` shape the named modes only.
 
     Args:
         surrogate: a mode name, a :class:`KernelSpec`, or a sequence of specs.
         size_trend: False, True or ``"both"``.
         jumps: add the size kernel's jumps.
+        rough: add the rough (white-noise) part of the game to every kernel.
 
     Returns:
         the kernel specs.
@@ -720,8 +726,11 @@ def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool) -> li
     out: list[KernelSpec] = []
     for name in SURROGATES[surrogate]:
         base = BASE_KERNELS[name]
-        plain = SumKernel((base, SizeKernel(trend=False, jumps=True)), alias=name) if jumps else base
-        with_trend = SumKernel((base, SizeKernel(trend=True, jumps=jumps)), alias=name)
+        # one rough part at most (a kernel such as "additive" carries its own)
+        extra: tuple[KernelSpec, ...] = (Rough(),) if rough and not any(isinstance(q, Rough) for q in base.parts) else ()
+        plain = SumKernel((base, SizeKernel(trend=False, jumps=True), *extra), alias=name) if jumps else \
+            (SumKernel((base, *extra), alias=name) if extra else base)
+        with_trend = SumKernel((base, SizeKernel(trend=True, jumps=jumps), *extra), alias=name)
         if trend == "both":
             out += [plain, with_trend.renamed(f"{name}+size")]
         else:

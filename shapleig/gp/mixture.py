@@ -233,6 +233,14 @@ class MixturePosterior:
             self._cov = cov
         return self._cov
 
+    def standardized_covariance(self) -> np.ndarray:
+        """The read-out covariance of phi in standardised units (divided by ``unit**2``), float64[d, d].
+
+        Returns:
+            float64[d, d], a copy.
+        """
+        return self._covariance_standardized().copy()
+
     @property
     def covariance(self) -> np.ndarray:
         """Mixture covariance of phi, float64[p, p], raw units.

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from shapleig.gp.constraints import Boolean, Checked, Interval, OneOf, option, validate_fields
+from shapleig.gp.evidence import LAPLACE_MAX_PLAYERS, laplace_players_reason
 from shapleig.gp.kernel_spec import KernelSpec
 from shapleig.gp.kernels import (
     check_size_trend,
@@ -33,6 +34,7 @@ from shapleig.gp.kernels import (
 from shapleig.gp.mixture import check_calibrate
 from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import DEFAULT_FIT_ENGINE, FIT_ENGINES, NOISE_CONVENTIONS, check_fit_engine
+from shapleig.gp.structures import DEFAULT_STRUCTURES, check_structures
 
 # hyperparameter draws per kernel of the graded surrogate's read-out (integrate=None)
 GRADED_DRAWS = 16
@@ -113,10 +115,21 @@ class GPOptions:
             docs/math.md §15): ``"both"`` (default: every kernel with and without it, weighed by
             evidence), True (always) or False (never; the published setting). Needs the numpy fit
             engine unless False. ``jumps`` and ``size_trend`` shape the named surrogates only.
+        rough: every kernel of a named surrogate also fits the rough part of the game, a white-noise
+            kernel (:mod:`shapleig.gp.rough`): independent variation of each coalition that the
+            smooth kernels do not predict, uncertain wherever not evaluated.
         integrate: hyperparameter draws per kernel at the final read-out (Laplace proposal,
             importance weights, law of total covariance; :mod:`shapleig.gp.integrate`); 0: the MAP
             alone; None (default): :data:`GRADED_DRAWS` for the graded surrogates (``"graded"``,
             ``"graded-ard"``, ``"graded-auto"``), 0 otherwise. Acquisition and the anytime trace keep the MAP.
+        structures: the structure families of the final read-out (:mod:`shapleig.gp.structures`,
+            docs/math.md §13), fitted on the final archive: the interval becomes the law of total
+            covariance over the fitted surrogate and each family at equal weight, about the fitted
+            surrogate's mean (the estimate is unchanged; the interval includes where the structures
+            disagree about the index). Families: ``"kernels"`` (each of the surrogate's kernels alone),
+            ``"graded"`` (the graded kernel, hyperparameters integrated), ``"additive"`` (the additive
+            model with a white-noise remainder). Default: all three (docs/calibration.md); None or
+            ``()``: the fitted surrogate alone (the published read-out).
     """
 
     noise: float = option(1e-6, Interval(float, 0.0, open=True))
@@ -127,8 +140,10 @@ class GPOptions:
     fit_engine: str = option(DEFAULT_FIT_ENGINE, OneOf(FIT_ENGINES, "fit engine"))
     threads: int | None = option(1, Interval(int, 1, none=True))
     jumps: bool = option(False, Boolean())
+    rough: bool = option(False, Boolean())
     size_trend: bool | str = option("both", Checked(check_size_trend, bad=("always", None)))
     integrate: int | None = option(None, Interval(int, 0, none=True))
+    structures: tuple[str, ...] = option(DEFAULT_STRUCTURES, Checked(check_structures, bad=("ard", 3)))
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -149,7 +164,7 @@ class GPOptions:
     @property
     def kernels(self) -> list[KernelSpec]:
         """The kernel specs the surrogate fits, in order, named as in results (:func:`surrogate_kernels`)."""
-        return surrogate_kernels(self.surrogate, self.size_trend, self.jumps)
+        return surrogate_kernels(self.surrogate, self.size_trend, self.jumps, self.rough)
 
     @property
     def draws(self) -> int:
@@ -162,6 +177,25 @@ class GPOptions:
     def evidence(self) -> str:
         """How the kernels are weighed: ``"bic"`` or ``"laplace"`` (docs/math.md §13)."""
         return surrogate_evidence(self.surrogate)
+
+    @property
+    def max_players(self) -> int | None:
+        """The most players the surrogate takes; None: no limit.
+
+        :data:`~shapleig.gp.evidence.LAPLACE_MAX_PLAYERS` for the Laplace evidence (its cost grows as p^4).
+        """
+        return LAPLACE_MAX_PLAYERS if self.evidence == "laplace" else None
+
+    def max_players_reason(self, n_players: int) -> str:
+        """Why games above :attr:`max_players` are refused (one phrase, for the error message).
+
+        Args:
+            n_players: the number of players p.
+
+        Returns:
+            the phrase.
+        """
+        return laplace_players_reason(n_players)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

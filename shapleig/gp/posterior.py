@@ -492,6 +492,24 @@ class ShapleyPosterior:
         idx, _, q, alpha = self._deletions(max_deletions, rng)
         return alpha[idx] / np.sqrt(q)
 
+    def loo_errors(self, max_deletions: int = 1000, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Leave-one-out prediction errors ``y_i - E[y_i | y_-i] = [K^-1 r]_i / [K^-1]_ii``, float64[m].
+
+        In standardised units (divided by ``y_scale``, the values' sample std); closed form,
+        hyperparameters frozen; beyond ``max_deletions`` observations a subset drawn by ``rng``.
+
+        Args:
+            max_deletions: the most deletions; beyond it a random subset is used.
+            rng: the generator of that subset (None: seed 0).
+
+        Returns:
+            float64[m], m = min(t, max_deletions).
+        """
+        if self.X.shape[0] == 0:
+            return np.zeros(0)
+        idx, _, q, alpha = self._deletions(max_deletions, rng)
+        return alpha[idx] / q
+
     def jackknife_covariance(self, max_deletions: int = 1000,
                              rng: np.random.Generator | None = None, standardized: bool = False) -> np.ndarray:
         """Jackknife covariance of the posterior mean of phi, float64[p, p], raw units.
@@ -754,7 +772,10 @@ class CandidatePosterior:
         n = self.W.shape[0]
         self.available = np.ones(n, dtype=bool)
         self.selected: list[int] = []
-        self._V = _solve_lower(posterior._L, h.kernel_matrix(posterior.X, self.W))
+        # L^-1 K(X, W) in the first _V_rows rows of a buffer with spare rows: conditioning appends a
+        # row per step, and a reallocation per step copied all t x n of it (most of a step at t ~ 200)
+        self._V_buf = _solve_lower(posterior._L, h.kernel_matrix(posterior.X, self.W))
+        self._V_rows = self._V_buf.shape[0]
         psi_W = h.index_columns(posterior.operator, self.W)
         self._B = psi_W - posterior._Yt.T @ self._V
         # k(w, w): the kernel's own diagonal (not the outputscale: a size part or a graded kernel add to it)
@@ -768,6 +789,20 @@ class CandidatePosterior:
         """The number of candidates in the pool (available or not)."""
         return int(self.W.shape[0])
 
+    @property
+    def _V(self) -> np.ndarray:
+        """``L^-1 K(X, W)``, float64[t, n] (a view of the buffer's rows in use)."""
+        return self._V_buf[: self._V_rows]
+
+    def _append_V_row(self, row: np.ndarray) -> None:
+        """Append a row to ``L^-1 K(X, W)``, doubling the buffer when it is full."""
+        if self._V_rows == self._V_buf.shape[0]:
+            grown = np.empty((max(2 * self._V_rows, self._V_rows + 8), self._V_buf.shape[1]))
+            grown[: self._V_rows] = self._V_buf[: self._V_rows]
+            self._V_buf = grown
+        self._V_buf[self._V_rows] = row
+        self._V_rows += 1
+
     def copy(self) -> "CandidatePosterior":
         """Independent copy (to explore a batch without touching this state).
 
@@ -776,8 +811,9 @@ class CandidatePosterior:
         """
         out = CandidatePosterior.__new__(CandidatePosterior)
         out.__dict__.update(self.__dict__)
-        for name in ("available", "_V", "_B", "_v", "shapley_covariance"):
+        for name in ("available", "_B", "_v", "shapley_covariance"):
             setattr(out, name, getattr(self, name).copy())
+        out._V_buf = self._V.copy()
         out.selected = list(self.selected)
         return out
 
@@ -853,7 +889,7 @@ class CandidatePosterior:
         self._B = self._B - np.outer(b_star, c / v_star)
         self._v = self._v - c**2 / v_star
         # Cholesky border row of the enlarged archive: c(w)/sqrt(v*).
-        self._V = np.vstack([self._V, (c / np.sqrt(v_star))[None, :]])
+        self._append_V_row(c / np.sqrt(v_star))
         self.available[j] = False
         self.selected.append(j)
         self._chol_phi = None

@@ -103,6 +103,8 @@ class BudgetedGame:
         self.n_failed_attempts = 0  # attempts that raised or returned NaN/inf
         # an object with update(n) (a tqdm bar), advanced by one per charged coalition
         self.progress_bar: Any = None
+        # the run's trace recorder (shapleig.estimation.trace_record), set by estimate() while it runs
+        self.trace_recorder: Any = None
 
     # -- accounting -------------------------------------------------------------------------
     @property

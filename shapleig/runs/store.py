@@ -66,6 +66,9 @@ digests, 64 hex digits); a store given its digests when opened by this version a
 ``digests_added`` (when) and ``deleted_before_digests`` (ids already missing then), a rebuilt one
 ``rebuilt_from``. Table ``claims`` holds the
 coalitions being evaluated right now: ``coalition``, ``owner``, ``host``, ``pid``, ``heartbeat``.
+Tables ``trace_runs``, ``trace`` and ``trace_ends`` hold the anytime trace of the runs on the store, each row with
+its digest under the same key (:mod:`shapleig.runs.trace_table`); a store of an earlier version
+gets them, empty, when it is next opened.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ import stat
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -106,6 +109,19 @@ from shapleig.runs.row_digest import (
     rows_missing,
 )
 from shapleig.runs.store_protocol import Store, missing_store_methods
+from shapleig.runs.trace_table import (
+    TRACE_SCHEMA,
+    TraceEntry,
+    TraceRun,
+    check_trace_columns,
+    insert_end,
+    insert_entry,
+    insert_run,
+    latest_per_step,
+    read_ends,
+    read_entries,
+    read_runs,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +216,37 @@ def check_meta(path: str, meta: dict[str, str]) -> dict[str, str]:
                          f"refusing to use it (give a new file name)")
     meta.setdefault("game", "?")
     return meta
+
+
+# the kinds of path that exist but are neither a regular file nor a folder, as messages name them
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def special_file_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a folder; None otherwise.
+
+    Opening a FIFO blocks until another process opens its other end (for ever when none does),
+    and a socket or device is no file to keep results in. The store refuses such paths, and the
+    command line every file it writes (``shapleig_tasks.harness.check_output_path``).
+
+    Args:
+        path: the path (symbolic links are followed).
+
+    Returns:
+        ``"a FIFO (named pipe)"``, ``"a socket"``, ``"a character device"``, ``"a block device"`` or
+        ``"a special file"``; None for a missing path, a regular file or a folder.
+
+    Raises:
+        OSError: the path cannot be inspected (other than by not existing).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((name for is_kind, name in _SPECIAL_FILES if is_kind(mode)), "a special file")
 
 
 @dataclass(frozen=True)
@@ -384,7 +431,7 @@ class EvaluationStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             self._check_contents(conn)  # again, under the lock: another process may have won
-            for statement in filter(str.strip, _SCHEMA.split(";")):
+            for statement in filter(str.strip, (_SCHEMA + TRACE_SCHEMA).split(";")):
                 conn.execute(statement)
             self._add_digests(conn)
             self._check_rows_complete(conn)
@@ -461,6 +508,7 @@ class EvaluationStore:
                              f"temporary database that loses every value; give a plain file path (or \":memory:\" "
                              f"for a store that lives only in this process, on purpose)")
         try:
+            kind = special_file_kind(self.path)
             info = os.stat(self.path)  # follows symbolic links: the file SQLite will open
         except FileNotFoundError:
             return
@@ -468,8 +516,8 @@ class EvaluationStore:
             raise StoreError(f"cannot read evaluation store {self.path}: {exc}") from exc
         if stat.S_ISDIR(info.st_mode):
             return  # named as a folder just below
-        if not stat.S_ISREG(info.st_mode):
-            raise StoreError(f"evaluation store path {self.path} is not a regular file (a FIFO, socket or device); "
+        if kind is not None:
+            raise StoreError(f"evaluation store path {self.path} is {kind}, not a regular file; "
                              f"SQLite needs a regular file: give a file name such as runs.sqlite")
         if info.st_nlink > 1:
             raise StoreError(
@@ -514,6 +562,7 @@ class EvaluationStore:
             )
         if not tables:
             return
+        check_trace_columns(self.path, conn)
         for name, columns in _TABLES.items():
             info = conn.execute(f"PRAGMA table_info({name})").fetchall() if name in tables else []
             if not columns <= {r[1] for r in info}:
@@ -961,6 +1010,92 @@ class EvaluationStore:
                 ) from exc
         if status == "ok":
             self._claims.forget([code])
+
+    # -- the anytime trace of the runs (shapleig.runs.trace_table) ---------------------------
+    def start_trace_run(self, run: TraceRun) -> bool:
+        """Record a run in ``trace_runs`` unless it is recorded already (a resumed run).
+
+        Args:
+            run: the run (its id, method, seed, budget and info).
+
+        Returns:
+            True when the run was new.
+        """
+        self._require_bound()
+        with self.transaction("could not record the run's trace") as conn:
+            return insert_run(conn, self._trace_key(), run)
+
+    def record_trace(self, entries: Sequence[dict[str, Any]]) -> int:
+        """Append entries of a run's anytime trace in one transaction, leaving out those the store holds as they are.
+
+        Args:
+            entries: each with ``run``, ``step``, ``evaluations``, ``time``, ``eval_seconds``, ``worker``,
+                ``pending``, ``values``, ``std`` and ``diagnostics`` (:func:`~shapleig.runs.trace_table.insert_entry`).
+
+        Returns:
+            how many rows were written.
+        """
+        self._require_bound()
+        with self._lock:
+            # not synced to disk at each step (evaluations are): the trace is derived, and a run resumed after a
+            # power cut rewrites what was lost; the next evaluation's synced commit carries these pages too
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                with self.transaction("could not record the run's trace") as conn:
+                    key = self._trace_key()
+                    return sum(insert_entry(conn, key, self.path, entry) for entry in entries)
+            finally:
+                self.conn.execute("PRAGMA synchronous = FULL")
+
+    def end_trace_run(self, run: str, evaluations: int) -> bool:
+        """Record that ``run`` returned its estimate (a reader shows it finished, also short of its budget).
+
+        Args:
+            run: the run's id.
+            evaluations: the evaluations it spent.
+
+        Returns:
+            True when a row was written.
+        """
+        self._require_bound()
+        with self.transaction("could not record the run's end") as conn:
+            return insert_end(conn, self._trace_key(), run, evaluations, time.time())
+
+    def trace_ends(self) -> dict[str, tuple[float, int]]:
+        """When each run on the store returned its estimate: ``{run: (time, evaluations)}``.
+
+        Returns:
+            the latest end of each run that ended.
+        """
+        with self._lock:
+            return read_ends(self.conn, self._key(), self.path)
+
+    def trace_runs(self) -> list[TraceRun]:
+        """The runs recorded on this store, oldest first (each row checked against its digest).
+
+        Returns:
+            one :class:`~shapleig.runs.trace_table.TraceRun` per run.
+        """
+        with self._lock:
+            return read_runs(self.conn, self._key(), self.path)
+
+    def trace(self, run: str) -> list[TraceEntry]:
+        """The anytime trace of ``run`` as the store holds it: the latest entry of every step.
+
+        Args:
+            run: the run's id (``est.info["trace_run"]``).
+
+        Returns:
+            one :class:`~shapleig.runs.trace_table.TraceEntry` per step, in step order.
+        """
+        with self._lock:
+            return latest_per_step(read_entries(self.conn, self._key(), self.path, run))
+
+    def _trace_key(self) -> bytes:
+        key = self._key()
+        if key is None:  # bound (checked by the caller), so only if meta was emptied
+            raise StoreError(f"evaluation store {self.path}: its meta table was emptied while it was open")
+        return key
 
     # -- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:

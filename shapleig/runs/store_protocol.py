@@ -26,6 +26,13 @@ The contract, in the order ``BudgetedGame`` uses it:
 Coalitions are ``bool[m, p]`` arrays (``bool[p]`` for :meth:`Store.append`); values ``float64``.
 A store must never serve a non-finite value, nor one game's values to another.
 
+Optionally, a store can hold the anytime trace of the runs on it (what ``shapleig dashboard`` and
+``shapleig status`` show while a run goes): :data:`TRACE_METHODS`, ``start_trace_run(run)``,
+``record_trace(entries)`` and ``end_trace_run(run, evaluations)`` as
+:class:`~shapleig.runs.store.EvaluationStore` has them
+(:mod:`shapleig.runs.trace_table`). A store without them runs every estimate the same and records
+no trace; they are looked up with ``getattr(store, name, None)``, nothing else of a store is.
+
 Whether an object is a store is decided by :func:`missing_store_methods` (ordinary attribute
 access, as ``BudgetedGame`` uses the store), not by ``isinstance(obj, Store)`` alone: from Python
 3.12 on, ``isinstance`` with a runtime-checkable protocol looks members up statically
@@ -121,6 +128,8 @@ class Store(Protocol):
 
 
 STORE_METHODS = ("bind", "lookup", "claim", "wait_for_others", "release", "append", "close")
+# optional: a store that has both records the runs' anytime trace (shapleig.estimation.trace_record)
+TRACE_METHODS = ("start_trace_run", "record_trace", "end_trace_run")
 
 
 def missing_store_methods(obj: Any) -> list[str]:
@@ -146,4 +155,4 @@ def missing_store_methods(obj: Any) -> list[str]:
     return [name for name in STORE_METHODS if not callable(getattr(obj, name, None))]
 
 
-__all__ = ["STORE_METHODS", "Store", "missing_store_methods"]
+__all__ = ["STORE_METHODS", "TRACE_METHODS", "Store", "missing_store_methods"]

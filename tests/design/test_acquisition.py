@@ -7,7 +7,7 @@ import copy
 import numpy as np
 import pytest
 
-from shapleig import FunctionGame, ShaplEIG, explain
+from shapleig import AcquisitionError, FunctionGame, ShaplEIG, explain
 from shapleig.design.acquisition import (
     EIG,
     Acquisition,
@@ -18,8 +18,10 @@ from shapleig.design.acquisition import (
     acquisition_name,
     acquisition_names,
     check_acquisition,
+    check_scores,
     make_acquisition,
     method_name,
+    random_indices,
     register_acquisition,
     select,
     unregister_acquisition,
@@ -227,8 +229,65 @@ def test_random_on_a_pool_view_matches_the_candidate_posterior():
     b = RandomAcquisition().select(view, 4, np.random.default_rng(7))
     np.testing.assert_array_equal(a, b)
     assert view.selected == b.tolist() and not view.available[b].any()
+    j = int(np.flatnonzero(view.available)[0])
+    assert view.condition(j) == 0.0 and view.selected[-1] == j  # no information gain is computed
     with pytest.raises(ValueError, match="already picked"):
         view.condition(int(b[0]))
+
+
+def test_random_picks_are_distinct_available_indices_for_every_seed():
+    """Without replacement: q picks of the available rows are distinct (a repeat would pick a
+    coalition twice and then be refused by the pool), and asking for more than is available
+    gives each available row once."""
+    available = np.zeros(12, dtype=bool)
+    available[[1, 2, 5, 7, 8, 11]] = True
+    for seed in range(40):
+        picks = random_indices(available, 4, np.random.default_rng(seed))
+        assert len(picks) == 4 and len(set(picks.tolist())) == 4 and available[picks].all(), (seed, picks)
+        every = random_indices(available, 10, np.random.default_rng(seed))
+        assert sorted(every.tolist()) == [1, 2, 5, 7, 8, 11], (seed, every)
+        view = PoolView(np.zeros((12, 3), dtype=bool), available)
+        chosen = RandomAcquisition().select(view, 6, np.random.default_rng(seed))
+        assert sorted(chosen.tolist()) == [1, 2, 5, 7, 8, 11] and not view.available.any()
+    assert random_indices(np.zeros(5, dtype=bool), 3, np.random.default_rng(0)).shape == (0,)
+    # the random acquisition's scores: 0 for every available candidate, -inf for the others
+    view = PoolView(np.zeros((12, 3), dtype=bool), available)
+    assert view.n_candidates == 12
+    np.testing.assert_array_equal(RandomAcquisition().score(view), np.where(available, 0.0, -np.inf))
+
+
+def test_pool_only_acquisitions_never_build_a_candidate_state(monkeypatch):
+    """Random and leverage picks do not read the posterior: the loop hands them the pool's
+    availability and never builds the O(pool x archive) candidate state."""
+    assert not Leverage().uses_posterior and not RandomAcquisition().uses_posterior and EIG().uses_posterior
+
+    def refused(self):
+        raise AssertionError("a candidate state was built")
+
+    monkeypatch.setattr(DesignLoop, "_candidate_state", refused)
+    game = FunctionGame(lambda Z: Z @ np.arange(1.0, 6.0), 5)
+    for name in ("leverage", "random"):
+        loop = DesignLoop(game, 14, acquisition=name, pool_size=32, seed=0, batch_size=2)
+        assert loop.run().evaluations == 14
+    with pytest.raises(AssertionError, match="candidate state"):
+        DesignLoop(game, 14, acquisition="eig", pool_size=32, seed=0).run()
+
+
+def test_leverage_scores_on_a_pool_without_proper_coalitions():
+    """Only the empty coalition left: it carries all the mass; an empty pool scores nothing."""
+    only_empty = PoolView(np.zeros((1, 4), dtype=bool), np.ones(1, dtype=bool))
+    np.testing.assert_array_equal(Leverage().score(only_empty), [1.0])
+    assert Leverage().score(PoolView(np.zeros((0, 4), dtype=bool), np.zeros(0, dtype=bool))).shape == (0,)
+
+
+def test_first_argmax_takes_the_first_score_within_the_tolerance():
+    from shapleig.design.acquisition import first_argmax
+
+    assert first_argmax(np.array([0.5, 1.0]), rtol=0.5) == 0  # 0.5 is exactly 0.5 below 1: a tie
+    assert first_argmax(np.array([0.4999, 1.0]), rtol=0.5) == 1
+    assert first_argmax(np.array([1.0, 3.0, 3.0]), rtol=0.0) == 1  # exact ties: the first
+    assert first_argmax(np.array([-np.inf, -np.inf])) == 0
+    assert first_argmax(np.array([-2.0, -1.0]), rtol=1.0) == 0  # within |best| of the best
 
 
 def test_leverage_scores_make_sizes_uniform():
@@ -298,3 +357,85 @@ def test_the_botorch_face_of_a_user_defined_acquisition():
     np.testing.assert_array_equal(sizes.numpy(), W.sum(axis=1))
     with pytest.raises(ValueError, match="RandomSelection"):
         AcquisitionFace(model, "random", posterior=post)
+
+
+# -- the rules every acquisition's scores obey (issue 34, item 5) --------------------------------
+
+class _Scores(Acquisition):
+    """Returns ``make(candidates)``: a broken (or a rule-testing) acquisition."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def score(self, candidates):
+        return self.make(candidates)
+
+
+class AllNaN(_Scores):
+    """Every score NaN."""
+
+
+class OneShort(_Scores):
+    """One score fewer than the pool."""
+
+
+class _CountingGame(FunctionGame):
+    def __init__(self, p: int):
+        w = np.arange(1.0, p + 1.0)
+        super().__init__(lambda Z: Z @ w, n_players=p)
+        self.rows = 0
+
+    def __call__(self, Z):
+        self.rows += len(Z)
+        return super().__call__(Z)
+
+
+_AVAILABLE_ONE = lambda c: np.where(c.available, 1.0, -np.inf)  # noqa: E731 - a valid score vector
+
+
+@pytest.mark.parametrize(("acquisition", "match"), [
+    (AllNaN(lambda c: np.full(len(c.available), np.nan)), r"AllNaN: score\(\) returned NaN for \d+ of \d+ candidates"),
+    (OneShort(lambda c: _AVAILABLE_ONE(c)[:-1]), r"OneShort: score\(\) returned shape \((\d+),\) for a pool of"),
+    (_Scores(lambda c: np.concatenate([_AVAILABLE_ONE(c), [1.0]])), r"_Scores: score\(\) returned shape"),
+    (_Scores(lambda c: _AVAILABLE_ONE(c)[:, None]), r"returned shape \(\d+, 1\)"),
+    (_Scores(lambda c: np.full(len(c.available), -np.inf)), r"all \d+ available candidates -inf"),
+    (_Scores(lambda c: np.array(["a"] * len(c.available))), r"not real numbers"),
+    (_Scores(lambda c: None), r"returned NoneType"),
+])
+def test_scores_are_checked_at_the_first_selection_naming_the_class(acquisition, match):
+    p = 5
+    game = _CountingGame(p)
+    with pytest.raises(AcquisitionError, match=match):
+        ShaplEIG(acquisition=acquisition, refit="never").estimate(game, 12, seed=0)
+    assert game.rows == p + 1  # the initial design only: the first selection stopped the run
+    if isinstance(acquisition, (AllNaN, OneShort)):  # the same check on the posterior-free path
+        acquisition.uses_posterior = False
+        with pytest.raises(AcquisitionError, match=match):
+            ShaplEIG(acquisition=acquisition, refit="never").estimate(_CountingGame(p), 12, seed=0)
+
+
+def test_scores_may_exclude_with_minus_inf_pick_plus_inf_first_and_ignore_unavailable_entries():
+    W = all_coalitions(4)[1:-1]  # 14 proper coalitions, pool order = code order
+    sizes = W.sum(axis=1)
+    # finite scores everywhere (unavailable included): the largest size wins among available rows only
+    view = PoolView(W, np.arange(14) != 6)  # code 7 = {0, 1, 2}, the first size-3 coalition, taken
+    assert _Scores(lambda c: sizes.astype(float)).select(view, 1).tolist() == [10]  # code 11 = {0, 1, 3}
+    # +inf is picked first (ties among +inf to pool order), -inf never while anything else is left
+    scores = np.zeros(14)
+    scores[[4, 9]] = np.inf
+    scores[[0, 1, 2]] = -np.inf
+    plus = _Scores(lambda c: scores)
+    pool = PoolView(W, np.ones(14, dtype=bool))
+    picks = plus.select(pool, 11).tolist()
+    assert picks[:2] == [4, 9] and sorted(picks[2:]) == [3, 5, 6, 7, 8, 10, 11, 12, 13]
+    with pytest.raises(AcquisitionError, match=r"_Scores: score\(\) gave all 3 available candidates -inf"):
+        plus.select(pool, 1)  # only the excluded ones are left: nothing to pick
+    # NaN is refused wherever it is, unavailable entries included
+    with pytest.raises(AcquisitionError, match=r"returned NaN for 1 of 14 candidates \(first: candidate 6\)"):
+        _Scores(lambda c: np.where(c.available, 1.0, np.nan)).select(PoolView(W, np.arange(14) != 6), 1)
+    # an acquisition that excludes all but the singletons runs until they are spent
+    singles = _Scores(lambda c: np.where(c.available & (c.W.sum(axis=1) == 1), 1.0, -np.inf))
+    assert sorted(singles.select(PoolView(W, np.ones(14, dtype=bool)), 4).tolist()) == [0, 1, 3, 7]
+    # bool and integer scores are real numbers
+    assert check_scores(np.ones(14, dtype=bool), view, "x").dtype == np.float64
+    assert check_scores(list(range(14)), view, "x").tolist() == list(map(float, range(14)))

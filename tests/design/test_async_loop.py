@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -236,3 +237,228 @@ def test_async_runs_select_through_the_acquisition_object(overlap, monkeypatch):
     wanted = {name: int((X[:, 0] & ~X[:, 1]).sum()) for name, X in evaluated.items()}
     assert wanted["user"] == 2 ** (P - 2), wanted
     assert wanted["eig"] < 2 ** (P - 2), wanted  # the check tells the object from the default
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_background_refit_is_adopted_once_batch_size_more_values_have_arrived(workers, monkeypatch):
+    """A refit launched on t evaluations is adopted at the arrival that brings the archive to
+    t + batch_size, before that step's pick, never earlier (the driver would wait for the fit) or
+    later; decided by arrival counts only, so the same for one worker or three."""
+    q, budget = 3, 24
+    adopted: list[tuple[int, int, int]] = []  # (archive size, t fitted, arrivals still pending)
+    adopt = AsyncDesignLoop._adopt_refit
+
+    def spy(self):
+        adopted.append((self.X.shape[0], self._refit[2], self.n_pending))
+        adopt(self)
+        assert self._fitted_on == adopted[-1][1]  # the kernels fitted on t are the ones in use
+
+    monkeypatch.setattr(AsyncDesignLoop, "_adopt_refit", spy)
+    game = QuadraticGame(P, seed=3)
+    with ThreadPoolExecutor(workers) as pool:
+        loop = AsyncDesignLoop(game, budget, batch_size=q, pool_size=64, seed=0, refit="every", final_refit=False,
+                               evaluator=ExecutorEvaluator(pool))
+        est = loop.run()
+    assert est.evaluations == budget
+    during = [(n, t) for n, t, pending in adopted if pending]  # adopted mid-run (not at finish)
+    assert len(during) >= 3, adopted
+    assert all(n == t + q for n, t in during), adopted
+    # every refit launched was adopted, a new one launched at once on that archive (the schedule is "every")
+    assert [t for _, t in during[1:]] == [n for n, _ in during[:-1]], adopted
+
+
+class _AddedTimes(dict):
+    """The loop's ``timings``, recording what each timed region adds to a total."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.added: list[tuple[str, float]] = []
+
+    def __setitem__(self, key: str, value: float) -> None:
+        self.added.append((key, value - self.get(key, 0.0)))
+        super().__setitem__(key, value)
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["design-first", "design-overlap"])
+def test_each_timed_region_adds_its_own_duration_and_a_fresh_loop_is_not_done(overlap, monkeypatch):
+    """Every timed region (waiting for an arrival, absorbing it, selecting, the design step, adopting
+    a refit) adds its duration to its total. On a fake clock that starts at 1e12 s and advances 1 s
+    per reading, each addition is positive (a region subtracting its time adds a negative amount)
+    and no larger than the time that passed (a region adding its start time adds 2e12 s). A loop not
+    yet stepped has nothing pending and is not done."""
+    import itertools
+    import types
+
+    import shapleig.design.async_loop as async_loop
+    import shapleig.design.loop as sync_loop
+
+    readings = itertools.count(10**12)  # one value per reading, also across threads
+    clock = types.SimpleNamespace(perf_counter=lambda: float(next(readings)))
+    monkeypatch.setattr(async_loop, "time", clock)
+    monkeypatch.setattr(sync_loop, "time", clock)
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
+    game = QuadraticGame(P, seed=2)
+    with ThreadPoolExecutor(2) as pool:
+        loop = AsyncDesignLoop(game, 16, batch_size=3, pool_size=64, seed=0, refit="every",
+                               evaluator=ExecutorEvaluator(pool))
+        assert loop.n_pending == 0 and not loop.done
+        loop.timings = _AddedTimes(loop.timings)
+        loop.run()
+    elapsed = next(readings) - 10**12
+    added = [(k, v) for k, v in loop.timings.added if k in ("selection_s", "update_s", "game_s")]
+    assert {k for k, _ in added} == {"selection_s", "update_s", "game_s"}
+    assert all(0 < v <= elapsed for _, v in added), added
+    assert loop.n_refits >= 3  # refits were adopted along the way (their regions were timed)
+
+
+@pytest.mark.parametrize("overlap, batch_size", [(False, 3), (True, 3), (True, 2), (True, 1)])
+def test_the_design_is_evaluated_first_unless_overlapped(overlap, batch_size, monkeypatch):
+    """Without overlap_design (or with one evaluation at a time) the first step evaluates the design
+    and fits, as the sequential loop does; with it the design is submitted and the step returns at
+    once. After the design at most batch_size coalitions are in flight."""
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
+    with ThreadPoolExecutor(2) as pool:
+        loop = AsyncDesignLoop(QuadraticGame(P, seed=2), 16, batch_size=batch_size, pool_size=64, seed=0,
+                               evaluator=ExecutorEvaluator(pool))
+        loop.step()
+        state = (loop.X.shape[0], loop.n_pending, loop.fitted_on)
+        in_flight = []
+        while loop.step():
+            if loop.X.shape[0] >= P + 1:
+                in_flight.append(loop.n_pending)
+        loop.finish()
+    overlapped = overlap and batch_size > 1
+    assert state == ((0, P + 1, -1) if overlapped else (P + 1, 0, P + 1))
+    assert max(in_flight) == batch_size and loop.evaluations == 16
+
+
+def test_no_acquisition_after_the_precision_target_is_met():
+    """A target every std meets at once (tol far above the values' scale): the design's read-out meets
+    it, nothing more is acquired, the final refit confirms it."""
+    with ThreadPoolExecutor(2) as pool:
+        loop = AsyncDesignLoop(QuadraticGame(P, seed=2), 16, batch_size=3, pool_size=64, seed=0, tol=1e6,
+                               evaluator=ExecutorEvaluator(pool))
+        est = loop.run()
+    assert est.evaluations == P + 1 and loop.submitted == [] and loop.target_evaluations == P + 1
+
+
+def test_early_picks_use_the_initial_hyperparameters_with_the_noise_at_a_unit_scale(monkeypatch):
+    """While the design is out, the picks come from the first kernel's initial hyperparameters with
+    the noise at a unit scale (raw noise 1e-3 is 1e-3 standardised), conditioned on the design.
+    (Every built-in kernel starts from the same prior, so which kernel is first does not show here.)"""
+    from shapleig.gp.fitting import initial_hyperparameters
+
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", True)
+    with ThreadPoolExecutor(1) as pool:
+        loop = AsyncDesignLoop(QuadraticGame(P, seed=2), 16, batch_size=3, pool_size=64, seed=0, noise=1e-3,
+                               noise_convention="raw", evaluator=ExecutorEvaluator(pool))
+        loop.step()  # the design is submitted, its candidate state built
+        design = loop._design
+        hyper = initial_hyperparameters(loop.options.kernels[0], P, 1e-3)
+        reference = ShapleyPosterior(hyper, design, np.zeros(P + 1)).candidates(loop.pool.W).eig()
+        eig = loop._design_state.eig()
+        keep = np.isfinite(reference)
+        assert keep.sum() > 10 and np.array_equal(np.isfinite(eig), keep)
+        np.testing.assert_allclose(eig[keep], reference[keep], rtol=1e-10)
+        loop.run()
+
+
+def test_the_design_is_not_overlapped_by_default():
+    with ThreadPoolExecutor(2) as pool:
+        loop = AsyncDesignLoop(QuadraticGame(P, seed=2), 16, batch_size=3, pool_size=64, seed=0,
+                               evaluator=ExecutorEvaluator(pool))
+        loop.step()
+        assert (loop.X.shape[0], loop.n_pending) == (P + 1, 0)  # the design evaluated whole first
+        loop.run()
+
+
+class _HoldsTheGrandCoalition:
+    """Evaluates on the driver threads; the grand coalition (in the design) waits until another
+    coalition after the rest of the design has been evaluated: an acquisition arrives before the
+    design is complete."""
+
+    concurrent = True
+
+    def __init__(self) -> None:
+        self.evaluated = 0
+        self.released = threading.Event()
+        self.lock = threading.Lock()
+
+    def evaluate(self, game, coalitions, *, max_retries=1, on_result=None):
+        from shapleig.runs.evaluators import EvaluationRecord
+
+        row = np.asarray(coalitions, dtype=bool)[0]
+        if row.all():
+            assert self.released.wait(60), "no acquisition arrived while the design was out"
+        value = np.asarray(game(coalitions), dtype=float)
+        on_result(EvaluationRecord(0, float(value[0]), 0.0, "ok", 1))
+        with self.lock:
+            self.evaluated += not row.all()
+            if self.evaluated > P:  # the other p design rows and one acquisition
+                self.released.set()
+        return value
+
+
+def test_acquisitions_that_arrive_during_the_design_are_read_out_with_it(monkeypatch):
+    """With overlap_design an acquisition evaluated before the last design value is absorbed with
+    the design: the first read-out covers them all, then one read-out per arrival; every
+    acquisition is counted."""
+    monkeypatch.setattr(AsyncDesignLoop, "overlap_design", True)
+    budget = 14
+    loop = AsyncDesignLoop(QuadraticGame(P, seed=2), budget, batch_size=3, pool_size=64, seed=0,
+                           evaluator=_HoldsTheGrandCoalition())
+    est = loop.run()
+    counts = [n for n, _ in est.trace]
+    assert counts[0] > P + 1 and np.all(np.diff(counts) == 1) and counts[-1] == budget, counts
+    assert loop.iteration == len(loop.submitted) == budget - (P + 1)
+
+
+class _FailsAfter(QuadraticGame):
+    """A QuadraticGame whose calls fail once ``good`` of them have succeeded."""
+
+    def __init__(self, n_players: int, good: int) -> None:
+        super().__init__(n_players, seed=2)
+        self.good, self.calls, self.lock = good, 0, threading.Lock()
+
+    def __call__(self, coalitions):
+        with self.lock:
+            self.calls += 1
+            if self.calls > self.good:
+                raise RuntimeError("the game broke")
+        return super().__call__(coalitions)
+
+
+def test_a_failure_is_raised_without_waiting_for_a_refit_running_in_the_background(monkeypatch):
+    """The game fails while a background refit is still running (here held until the failure is
+    out): the run raises at once; the refit finishes on its own."""
+    import shapleig.design.loop as sync_loop
+    from shapleig.errors import EvaluationFailedError
+
+    real, held, refits = sync_loop.fit_kernels, threading.Event(), []
+
+    def held_in_the_background(*args, **kwargs):
+        if threading.current_thread().name.startswith("shapleig-refit"):
+            refits.append(1)
+            assert held.wait(60), "the test never released the refit"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sync_loop, "fit_kernels", held_in_the_background)
+    outcome: dict = {}
+
+    def run() -> None:
+        with ThreadPoolExecutor(2) as pool:
+            loop = AsyncDesignLoop(_FailsAfter(P, good=P + 1 + 5), 20, batch_size=3, pool_size=64, seed=0,
+                                   refit="every", evaluator=ExecutorEvaluator(pool, max_retries=0))
+            try:
+                loop.run()
+            except EvaluationFailedError as exc:
+                outcome["error"] = exc
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    runner.join(60)  # raises at once; a run waiting for the held refit would still be running
+    finished = not runner.is_alive()
+    held.set()
+    runner.join()
+    assert finished, "the failure waited for the background refit"
+    assert "the game broke" in str(outcome.get("error")) and refits

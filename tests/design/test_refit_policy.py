@@ -288,3 +288,50 @@ def test_auto_trigger_reads_the_mean_square_of_the_new_residuals_only():
     assert policy.bind(_stand_in_loop(t, t_fit, new_bad))(40) is True
     assert policy.bind(_stand_in_loop(t, t_fit, old_bad))(40) is False
     assert policy.due(t, t_fit, np.array([3.0, -3.0, 3.0, -3.0]), 2) is True  # mean(z) = 0 would not
+
+
+# -- "auto:<k>": every step only up to k p evaluations, then sparse ---------------------------------
+def test_auto_k_schedule_rule_and_its_spelling():
+    policy = refit_schedule("auto:1:1.125:2")
+    assert (policy.per_player, policy.growth, policy.threshold) == (1.0, 1.125, 2.0)
+    assert policy.until(10) == 10 and policy.until(500) == 128 and refit_schedule("auto:2.5").until(4) == 10
+    assert policy.due(10, 9, None, 10)  # every step up to p
+    assert not policy.due(11, 10, np.zeros(1), 10)  # 11 < 1.125 * 10, a well-predicted point
+    assert policy.due(12, 10, None, 10)  # 12 >= 1.125 * 10: the geometric backstop
+    assert policy.due(11, 10, np.array([1.5]), 10)  # mean z^2 = 2.25 > 2: the trigger
+    assert not refit_schedule("auto:1").due(11, 10, np.array([1.5]), 10)  # the default threshold 4
+    for bad in ("auto:0", "auto:x", "auto:1:1", "auto:1:1.1:0", "auto:1:2:3:4", "auto:"):
+        with pytest.raises(ValueError, match="auto:<k>"):
+            refit_schedule(bad)
+
+
+def test_sparse_refits_below_8p_still_fit_ruled_out_kernels_at_cold_checks():
+    """Sparse from k p on, but "late" (cold checks every doubling, ruled-out kernels skipped) only
+    beyond min(8p, 128): below it a kernel the evidence ruled out early is fitted in full at each
+    cold check, so it can come back (ARD once the data show which players matter)."""
+    from shapleig.design.refit import AutoRefit
+
+    policy = AutoRefit(per_player=1)
+    assert policy.sparse(12, 6) and not policy.late(12, 6) and policy.late(49, 6)
+    assert all(AutoRefit().sparse(t, 6) == AutoRefit().late(t, 6) for t in range(1, 200))
+    p = 6
+    loop = DesignLoop(_game(p), 8 * p, seed=2, refit="auto:1", final_refit=False)
+    plans: list[tuple[int, object]] = []
+    import shapleig.design.loop as loop_module
+
+    orig = loop_module.fit_kernels
+
+    def spy(X, y, options, **kw):
+        plans.append((X.shape[0], kw["plan"]))
+        return orig(X, y, options, **kw)
+
+    loop_module.fit_kernels = spy
+    try:
+        loop.run()
+    finally:
+        loop_module.fit_kernels = orig
+    sizes = [t for t, _ in plans]
+    assert sizes[:1] == [p + 1] and len(sizes) < (8 * p - (p + 1)) / 2  # far fewer than every step
+    assert not any(plan.lazy_cold_check for _, plan in plans)  # nothing "late" below 8p
+    colds = [t for t, plan in plans if plan.cold_check or not plan.warm]
+    assert colds[0] == p + 1 and any(t > 2 * p for t in colds)  # cold checks go on in the sparse phase

@@ -357,12 +357,18 @@ def test_to_frame_titles_and_std_labels():
     est.info["row"] = 7
     ax = shapleig.plot_explanation(est).axes[0]
     assert ax.get_title().startswith(f"row 7: prediction {est.info['prediction']:.4g} (shapleig, 12 evaluations")
-    assert "± 2 posterior std" in ax.get_xlabel()
+    # the error bars are labelled: what they are (a legend), the units (the axis)
+    assert "± 1.96 posterior std (95% interval)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert ax.get_xlabel() == "Shapley value (model output units)"
+    segments = next(c for c in ax.collections if hasattr(c, "get_segments")).get_segments()
+    half = sorted(abs(seg[1][0] - seg[0][0]) / 2 for seg in segments)
+    np.testing.assert_allclose(half, sorted(1.96 * est.std))
     plain = shapleig.explain(f, X[:8], X[0], budget=12, method="permutation")
     assert plain.to_frame()["std"].isna().all() and list(plain.to_frame()["player"]) == ["x0", "x1", "x2", "x3"]
     game_est = shapleig.ShaplEIG().estimate(shapleig.FunctionGame(f, 4), 10, seed=0)
     assert list(game_est.to_frame()["player"]) == [0, 1, 2, 3]
-    assert "std" not in shapleig.plot_explanation(plain).axes[0].get_xlabel()
+    plain_ax = shapleig.plot_explanation(plain).axes[0]
+    assert not any("std" in t.get_text() for t in plain_ax.get_legend().get_texts()) and "std" not in plain_ax.get_xlabel()
 
 
 def test_negative_row_is_one_line_error_with_exit_2_from_python_m(tmp_path):
@@ -394,10 +400,10 @@ def test_a_budget_too_small_is_refused_even_where_enumeration_would_be_chosen(lg
     """exact_if_cheap decides on a measured time; whether a too-small budget is an error must not."""
     import shapleig.explanation.explain as explain_module
 
-    def always_enumerate(n_players, budget, seconds, gp_method):
+    def always_enumerate(game, budget, seconds, gp_method):
         return {"enumerate": True, "reason": "forced by the test", "seconds_per_coalition": seconds}
 
-    monkeypatch.setattr(explain_module, "enumeration_decision", always_enumerate)
+    monkeypatch.setattr(explain_module, "decide", always_enumerate)
     model, bg, x = lgbm6
     with pytest.raises(shapleig.BudgetError, match="shapleig needs budget >= 8"):
         shapleig.explain(model, bg, x, budget=5)

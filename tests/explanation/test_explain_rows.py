@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 import shapleig
-from shapleig.explanation.cheap_exact import GP_OVERHEAD_S_PER_EVALUATION, MARGIN, enumeration_decision
+from shapleig.explanation.cheap_exact import (
+    ENUMERATION_S_PER_VALUE,
+    MARGIN,
+    OVERHEAD_BUDGET_POWER,
+    OVERHEAD_PLAYERS_POWER,
+    OVERHEAD_SCALE,
+    enumeration_decision,
+)
 from shapleig.explanation.explain_rows import ROW_STORE, folded_normal_moments
 
 W = np.array([1.0, -2.0, 0.5, 0.0, 3.0])
@@ -148,9 +155,12 @@ def test_exact_if_cheap_enumerates_a_cheap_small_game_and_says_so() -> None:
 
 
 def test_enumeration_decision_rule() -> None:
-    o = GP_OVERHEAD_S_PER_EVALUATION
-    # at p = 10, budget 40: enumeration pays iff 1024 t < MARGIN * 40 (t + o)
-    boundary = MARGIN * 40 * o / (1024 - MARGIN * 40)
+    # a per-coalition time alone is all per row: enumeration costs 2^p t plus its own work, the GP
+    # budget t plus the loop's predicted time (the overhead law at speed 1)
+    overhead = OVERHEAD_SCALE * 40 ** OVERHEAD_BUDGET_POWER * 10 ** OVERHEAD_PLAYERS_POWER
+    own = ENUMERATION_S_PER_VALUE * 1024 * 10
+    boundary = (MARGIN * overhead - own) / (1024 - MARGIN * 40)  # 1024 t + own = MARGIN (40 t + overhead)
+    assert boundary > 0
     assert enumeration_decision(10, 40, 0.9 * boundary, True)["enumerate"]
     assert not enumeration_decision(10, 40, 1.1 * boundary, True)["enumerate"]
     assert not enumeration_decision(10, 1024, 0.0, True)["enumerate"]  # the budget already covers it
@@ -181,3 +191,166 @@ def test_results_index_by_term_and_select_terms() -> None:
     assert singles.terms == [(i,) for i in range(5)] and singles.max_order == 1
     with pytest.raises(ValueError, match="non-negative"):
         est.get_top_k(-1)
+
+
+def test_rows_plots_label_their_error_bars_and_units() -> None:
+    """Both plots of explain_X draw ± 1.96 std error bars, say so in a legend and name the units."""
+    bg, X = _data()
+    res = shapleig.explain_X(model, bg, X[:3], budget=14, progress=False, exact_if_cheap=False)
+    mean, std = res.global_importance()
+    for kind in ("bar", "beeswarm"):
+        ax = res.plot(kind).axes[0]
+        assert "± 1.96 posterior std (95% interval)" in [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "model output units" in ax.get_xlabel()
+        bars = [c for c in ax.collections if hasattr(c, "get_segments")]
+        half = sorted(abs(seg[1][0] - seg[0][0]) / 2 for c in bars for seg in c.get_segments())
+        expected = 1.96 * (std if kind == "bar" else res.std.ravel())
+        np.testing.assert_allclose(half, sorted(expected), rtol=1e-9)
+def test_each_row_runs_with_its_own_spawned_seed() -> None:
+    """Row r runs with the r-th seed spawned from ``seed`` (numpy's SeedSequence here), as
+    ``explain`` with that seed would: not one seed for every row."""
+    bg, _ = _data()
+    X = np.random.default_rng(9).normal(size=(7, 5))  # more rows than features
+    res = shapleig.explain_X(model, bg, X, budget=12, seed=5, progress=False, exact_if_cheap=False)
+    spawned = [int(s.generate_state(1, dtype=np.uint32)[0]) for s in np.random.SeedSequence(5).spawn(7)]
+    assert [res[r].info["seed"] for r in range(7)] == spawned and len(set(spawned)) == 7
+    for r in (0, 6):
+        one = shapleig.explain(model, bg, X[r], budget=12, seed=spawned[r], progress=False, exact_if_cheap=False)
+        np.testing.assert_allclose(res.values[r], one.values, rtol=1e-10, atol=1e-12)
+
+
+def test_the_progress_bar_counts_rows(monkeypatch) -> None:
+    """One bar over the rows: its total is the number of rows and it advances once per row."""
+    import tqdm.auto
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total=None, disable=False, **kwargs) -> None:
+            self.total, self.disable, self.n = total, disable, 0
+            bars.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            pass
+
+        def update(self, n: int = 1) -> None:
+            self.n += n
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    bg, X = _data()
+    shapleig.explain_X(model, bg, X[:3], method="exact", progress=True)
+    assert [(b.total, b.n, b.disable) for b in bars] == [(3, 3, False)]
+
+
+def test_a_feature_point_is_coloured_by_its_value_rank_and_a_pair_grey() -> None:
+    from shapleig.explanation.explain_rows import _feature_colour
+
+    data = np.array([[3.0, 0.2], [1.0, 0.1], [2.0, 0.3], [5.0, 0.0]])
+    np.testing.assert_allclose(_feature_colour(data, (0,)), [2 / 3, 0.0, 1 / 3, 1.0])  # ranks 2, 0, 1, 3
+    np.testing.assert_array_equal(_feature_colour(data, (0, 1)), [0.5] * 4)
+    np.testing.assert_array_equal(_feature_colour(data.astype(object), (1,)), [0.5] * 4)  # text: grey
+
+
+def test_the_figure_is_sized_to_the_terms_shown() -> None:
+    """7 inches wide, 0.45 inch per term shown plus 1.9 for the axis, title and legend."""
+    bg, X = _data()
+    res = shapleig.explain_X(model, bg, X, method="exact", progress=False)
+    for kind, shown in (("bar", 5), ("beeswarm", 3)):
+        fig = res.plot(kind, max_display=shown)
+        np.testing.assert_allclose(fig.get_size_inches(), [7.0, 0.45 * shown + 1.9])
+
+
+def _row_failing_model(X: np.ndarray) -> np.ndarray:
+    """``model``, raising on the imputed rows of one explained row (its first feature is 99)."""
+    if (X[:, 0] == 99.0).any():
+        raise RuntimeError("row 99 cannot be predicted")
+    return model(X)
+
+
+def test_rows_in_parallel_give_the_sequential_values_and_share_the_store_folder(tmp_path: Path) -> None:
+    bg, X = _data()
+    pids = str(tmp_path / "pids")  # a str: a Path's lazily cached slots would enter the store's identity
+    os.mkdir(pids)
+
+    def lam(D: np.ndarray) -> np.ndarray:  # a closure: travels by value to the workers
+        open(os.path.join(pids, str(os.getpid())), "w").close()
+        return D @ W + 0.5 * D[:, 0] * D[:, 1]
+
+    kwargs = dict(budget=14, seed=3, progress=False, exact_if_cheap=False)
+    serial = shapleig.explain_X(lam, bg, X, **kwargs)
+    parallel = shapleig.explain_X(lam, bg, X, n_jobs=2, store=tmp_path / "rows", **kwargs)
+    assert set(os.listdir(pids)) - {str(os.getpid())}  # rows ran in worker processes
+    assert [est.info["row"] for est in parallel.estimates] == [0, 1, 2, 3]  # in the order of X_rows
+    assert [est.info["seed"] for est in parallel.estimates] == [est.info["seed"] for est in serial.estimates]
+    np.testing.assert_allclose(parallel.values, serial.values, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(parallel.std, serial.std, rtol=1e-10, atol=1e-12)
+    assert sorted(p.name for p in (tmp_path / "rows").glob("*.sqlite")) == [ROW_STORE.format(r) for r in range(4)]
+    replay = shapleig.explain_X(lam, bg, X, store=tmp_path / "rows", **kwargs)  # the workers' stores, read here
+    assert [est.info["n_store_hits"] for est in replay.estimates] == [14] * 4
+    np.testing.assert_allclose(replay.values, serial.values, rtol=1e-10, atol=1e-12)
+
+
+def test_rows_on_an_executor_and_a_failing_row_raises() -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    bg, X = _data()
+    kwargs = dict(budget=12, seed=1, progress=False, exact_if_cheap=False)
+    serial = shapleig.explain_X(model, bg, X, **kwargs)
+    with ProcessPoolExecutor(2) as pool:
+        pooled = shapleig.explain_X(model, bg, X, executor=pool, **kwargs)
+        np.testing.assert_allclose(pooled.values, serial.values, rtol=1e-10, atol=1e-12)
+        bad = X.copy()
+        bad[2, 0] = 99.0
+        with pytest.raises(RuntimeError, match="row 99 cannot be predicted"):  # as the sequential run raises it
+            shapleig.explain_X(_row_failing_model, bg, bad, executor=pool, **kwargs)
+    with pytest.raises(RuntimeError, match="row 99 cannot be predicted"):
+        shapleig.explain_X(_row_failing_model, bg, bad, n_jobs=2, **kwargs)
+    with pytest.raises(RuntimeError, match="row 99 cannot be predicted"):
+        shapleig.explain_X(_row_failing_model, bg, bad, **kwargs)
+
+
+@pytest.mark.parametrize("n_jobs", [0, -2, 1.5, True, "2"])
+def test_bad_n_jobs_is_refused_naming_it(n_jobs) -> None:
+    bg, X = _data()
+    with pytest.raises(ValueError, match="n_jobs"):
+        shapleig.explain_X(model, bg, X, n_jobs=n_jobs, progress=False)
+
+
+def test_n_jobs_and_an_executor_together_are_refused() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    bg, X = _data()
+    with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="not both"):
+        shapleig.explain_X(model, bg, X, n_jobs=2, executor=pool, progress=False)
+
+
+def test_an_executor_gets_a_bounded_number_of_rows_at_a_time(monkeypatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shapleig.explanation import row_jobs
+
+    class Counting(ThreadPoolExecutor):
+        """One worker thread; records how many submitted rows were unfinished at each submission."""
+
+        def __init__(self) -> None:
+            super().__init__(1)
+            self.futures: list = []
+            self.in_flight: list[int] = []
+
+        def submit(self, *args, **kwargs):
+            self.in_flight.append(sum(not f.done() for f in self.futures) + 1)
+            self.futures.append(super().submit(*args, **kwargs))
+            return self.futures[-1]
+
+    monkeypatch.setattr(row_jobs, "MAX_SUBMITTED", 2)
+    bg, X = _data()
+    X = np.vstack([X, X[:1] + 1.0])  # 5 rows
+    kwargs = dict(budget=12, seed=2, progress=False, exact_if_cheap=False)
+    with Counting() as pool:
+        pooled = shapleig.explain_X(model, bg, X, executor=pool, **kwargs)
+    assert len(pool.in_flight) == 5 and max(pool.in_flight) <= 2
+    assert [est.info["row"] for est in pooled.estimates] == list(range(5))
+    np.testing.assert_allclose(pooled.values, shapleig.explain_X(model, bg, X, **kwargs).values, rtol=1e-10, atol=1e-12)

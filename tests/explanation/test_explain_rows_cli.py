@@ -25,7 +25,7 @@ def saved(tmp_path: Path) -> tuple[Path, Path, pd.DataFrame]:
     return tmp_path / "m.txt", tmp_path / "X.csv", X
 
 
-def test_explain_rows_command_matches_explain_x_and_resumes(saved, tmp_path: Path, capsys) -> None:
+def test_explain_rows_command_matches_explain_x_and_resumes(saved, tmp_path: Path, capsys, monkeypatch) -> None:
     model_path, data_path, X = saved
     args = ["explain-rows", "--model", str(model_path), "--data", str(data_path), "--drop", "target", "--rows", "0-2,5",
             "--budget", "12", "--background", "20", "--store", str(tmp_path / "rows"), "--out", str(tmp_path / "r.parquet"),
@@ -47,6 +47,13 @@ def test_explain_rows_command_matches_explain_x_and_resumes(saved, tmp_path: Pat
     assert main(args) == 0  # the rerun replays the stores
     again = pd.read_parquet(tmp_path / "r.parquet")
     np.testing.assert_array_equal(again["value"], values["value"])
+    jobs = [a if a != str(tmp_path / "rows") else str(tmp_path / "rows2") for a in args] + ["--jobs", "2"]
+    real, asked = shapleig.explain_X, []
+    monkeypatch.setattr(shapleig, "explain_X", lambda *a, **k: asked.append(k["n_jobs"]) or real(*a, **k))
+    assert main(jobs) == 0 and asked == [2]  # two rows at once in worker processes: the same values
+    np.testing.assert_allclose(pd.read_parquet(tmp_path / "r.parquet")["value"], values["value"], rtol=1e-10,
+                               atol=1e-12)
+    assert len(list((tmp_path / "rows2").glob("row-*.sqlite"))) == 4
 
 
 @pytest.mark.parametrize("extra,message", [
@@ -56,6 +63,7 @@ def test_explain_rows_command_matches_explain_x_and_resumes(saved, tmp_path: Pat
     (["--imputer", "marginal"], "choose one of"),
     (["--summary", "s.txt"], ".csv or .parquet"),
     (["--method", "nosuch"], "unknown method"),
+    (["--jobs", "0"], "--jobs 0"),
 ])
 def test_bad_input_exits_2_before_any_evaluation(saved, capsys, extra, message) -> None:
     model_path, data_path, _ = saved

@@ -199,3 +199,156 @@ def test_an_object_with_a_torch_module_attribute_is_not_taken_for_the_torch_wrap
             return np.asarray(rows) @ self.w
 
     assert predictor_identity(Scorer(np.ones(D))) != predictor_identity(Scorer(np.zeros(D)))
+
+
+# A user's scikit-learn subclass, as its source file reads before and after an edit: the class keeps
+# its name and module, only a method's body changes.
+USER_RIDGES = {
+    "predict": '''
+class UserRidge(Ridge):
+    def predict(self, X):
+        return {factor} * super().predict(X)
+''',
+    "a method predict calls": '''
+class UserRidge(Ridge):
+    def _decision_function(self, X):
+        return {factor} * super()._decision_function(X)
+''',
+}
+
+
+def _user_ridge(source: str, factor: float) -> linear_model.Ridge:
+    namespace = {"Ridge": linear_model.Ridge, "__name__": __name__}
+    exec(source.format(factor=factor), namespace)  # noqa: S102 - the test's own class source
+    return namespace["UserRidge"](alpha=1.0).fit(X, Y)
+
+
+@pytest.mark.parametrize("edited", list(USER_RIDGES))
+def test_an_edited_method_of_a_user_sklearn_subclass_is_another_model(tmp_path, edited):
+    """Same class name, parameters and fitted attributes; after the edit the values double. The
+    store refuses the edited class and serves the class rebuilt from the unedited source."""
+    source, store = USER_RIDGES[edited], tmp_path / "s.sqlite"
+    first = _explain(_user_ridge(source, 1.0), store)
+    assert first.info["model_calls"] > 0
+    np.testing.assert_allclose(_explain(_user_ridge(source, 2.0), None).values, 2.0 * first.values, rtol=1e-12)
+    msg = _refused(_user_ridge(source, 2.0), store)
+    assert "What differs" in msg, msg
+    assert _explain(_user_ridge(source, 1.0), store).info["model_calls"] == 0
+
+
+def test_a_scikit_learn_meta_estimator_holding_a_lightgbm_model(tmp_path):
+    """A fitted LightGBM model held by a scikit-learn estimator (``regressor_`` of a
+    TransformedTargetRegressor) is digested with it: another inner model is refused, the same one
+    refitted is served."""
+    from sklearn.compose import TransformedTargetRegressor
+
+    def fitted(target):
+        inner = lgb.LGBMRegressor(n_estimators=6, num_leaves=4, verbose=-1, n_jobs=1, random_state=0)
+        return TransformedTargetRegressor(regressor=inner).fit(X, target)
+
+    store = tmp_path / "s.sqlite"
+    first = _explain(fitted(Y), store)
+    assert "model fitted regressor_" in _refused(fitted(-Y), store)
+    again = _explain(fitted(Y), store)
+    assert again.info["model_calls"] == 0 and np.array_equal(again.values, first.values)
+
+
+def test_a_library_object_that_is_not_an_estimator_is_opaque_naming_its_package():
+    """A scikit-learn object without ``get_params`` (a KDTree's query) and a SciPy interpolator are
+    not read as estimators: opaque, naming the package, until a game_id names them."""
+    from sklearn.neighbors import KDTree
+
+    from shapleig.explanation.model_identity import predictor_identity
+
+    interpolate = pytest.importorskip("scipy.interpolate")
+    for fn, package in ((KDTree(X).query, "sklearn"), (interpolate.RBFInterpolator(X[:40], Y[:40]), "scipy")):
+        identity = predictor_identity(fn)
+        assert f"not of {package} objects; give game_id=" in identity.get("opaque", ""), identity
+
+
+def test_a_torch_buffer_left_out_of_the_state_dict_is_in_the_identity(tmp_path):
+    """A non-persistent buffer (not in ``state_dict``) still scales the output: another value is
+    another model."""
+    torch = pytest.importorskip("torch")
+
+    class Scale(torch.nn.Module):
+        def __init__(self, factor: float) -> None:
+            super().__init__()
+            self.register_buffer("factor", torch.tensor(factor, dtype=torch.float64), persistent=False)
+
+        def forward(self, x):
+            return x * self.factor
+
+    def model(factor: float):
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(D, 1).double(), Scale(factor))
+
+    store = tmp_path / "s.sqlite"
+    first = _explain(model(2.0), store)
+    np.testing.assert_allclose(_explain(model(3.0), None).values, 1.5 * first.values, rtol=1e-12)
+    assert "model buffer 1.factor" in _refused(model(3.0), store)
+    assert _explain(model(2.0), store).info["model_calls"] == 0
+
+
+def test_the_iteration_a_booster_predicts_up_to_is_in_its_identity():
+    """``predict`` stops at ``best_iteration`` when it is positive (1 included); 0 and -1 mean
+    every tree. Boosters differing only there are other models, 0 and -1 the same one."""
+    from shapleig.explanation.model_identity import predictor_identity
+
+    booster = _booster(Y)
+    seen = {}
+    for best in (0, -1, 1, 2):
+        booster.best_iteration = best
+        seen[best] = predictor_identity(booster)
+    assert seen[0] == seen[-1] and seen[0]["model.best_iteration"] == "all trees"
+    assert seen[1]["model.best_iteration"] == "1" and seen[2]["model.best_iteration"] == "2"
+    assert not np.allclose(booster.predict(X[:5], num_iteration=1), booster.predict(X[:5], num_iteration=0))
+
+
+TORCH_BLOCK = '''
+class Block(torch.nn.Module):
+    def forward(self, x):
+        return {factor} * x
+'''
+
+
+def test_an_edited_forward_of_a_user_module_inside_a_library_container_is_another_model(tmp_path):
+    """A user's module class inside ``nn.Sequential``: its code is in the identity (an edited
+    ``forward`` is another model), the library classes' by their version."""
+    torch = pytest.importorskip("torch")
+
+    def model(factor: float):
+        namespace = {"torch": torch, "__name__": __name__}
+        exec(TORCH_BLOCK.format(factor=factor), namespace)  # noqa: S102 - the test's own class source
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(D, 1).double(), namespace["Block"]())
+
+    store = tmp_path / "s.sqlite"
+    first = _explain(model(1.0), store)
+    np.testing.assert_allclose(_explain(model(2.0), None).values, 2.0 * first.values, rtol=1e-12)
+    assert "the code of model.class changed" in _refused(model(2.0), store)
+    assert _explain(model(1.0), store).info["model_calls"] == 0
+
+
+def test_a_torch_module_attribute_outside_the_state_dict_is_in_the_identity(tmp_path):
+    """Attributes that are not tensors count: LeakyReLU's slope, and a forward hook on the outer
+    module (here doubling its output)."""
+    torch = pytest.importorskip("torch")
+
+    def doubled(module, inputs, output):
+        return 2.0 * output
+
+    def model(slope: float, hook: bool = False):
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(D, 1).double(), torch.nn.LeakyReLU(slope))
+        if hook:
+            net.register_forward_hook(doubled)
+        return net
+
+    store = tmp_path / "s.sqlite"
+    first = _explain(model(0.1), store)
+    assert not np.allclose(_explain(model(0.5), None).values, first.values)
+    assert "model structure" in _refused(model(0.5), store)
+    np.testing.assert_allclose(_explain(model(0.1, hook=True), None).values, 2.0 * first.values, rtol=1e-12)
+    assert "model structure" in _refused(model(0.1, hook=True), store)
+    assert _explain(model(0.1), store).info["model_calls"] == 0

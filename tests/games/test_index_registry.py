@@ -225,7 +225,7 @@ def test_user_index_runs_through_the_estimators_and_the_registry(user_indices) -
     assert index_label(WBV.name) == "weighted Banzhaf value (q = 0.3)"
     from shapleig.explanation.plot import plot_explanation
 
-    assert plot_explanation(est).axes[0].get_xlabel().startswith("weighted Banzhaf value (q = 0.3) (bars:")
+    assert plot_explanation(est).axes[0].get_xlabel().startswith("weighted Banzhaf value (q = 0.3) (")
     for name in (WBV.name, WBII.name):  # shapiq has no weighted Banzhaf index: shapiq_name None
         with pytest.raises(ValueError, match="no shapiq counterpart"):
             shapiq_index_name(name)

@@ -48,9 +48,14 @@ def operator_matrix(p: int, index: str, hold_out: bool) -> np.ndarray:
     return B
 
 
+# the last two have one or two order factors exactly 1 (and are not the Hamming kernel)
+G_VALUES = [[2.5, 0.3, 4.0], [1.0, 0.3, 4.0], [2.5, 1.0, 1.0]]
+
+
+@pytest.mark.parametrize("g", G_VALUES, ids=["no-g-one", "g1-one", "g2-g3-one"])
 @pytest.mark.parametrize("index,hold_out", OPERATORS)
-def test_graded_products_equal_the_walsh_definition(index, hold_out):
-    g = np.array([2.5, 0.3, 4.0])
+def test_graded_products_equal_the_walsh_definition(index, hold_out, g):
+    g = np.array(g)
     params = GradedParams(np.full(P, 0.7), 1.4, g)
     spec = Graded()
     Z, K = dense_graded(P, 0.7, 1.4, g)
@@ -163,10 +168,20 @@ def test_graded_mode_registered_with_and_without_the_size_trend():
 def test_bad_params_are_refused_by_name():
     with pytest.raises(ValueError, match="g must hold"):
         GradedParams(np.ones(3), 1.0, [1.0, -1.0])
+    for count in (0, 4):  # 1..3 order factors
+        with pytest.raises(ValueError, match="g must hold"):
+            GradedParams(np.ones(3), 1.0, np.ones(count))
+    for s in (0.0, -1.0, math.inf):
+        with pytest.raises(ValueError, match="outputscale must be positive and finite"):
+            GradedParams(np.ones(3), s, np.ones(3))
+    for ls in (np.ones(0), np.array([1.0, 0.0]), np.ones((2, 2))):
+        with pytest.raises(ValueError, match="lengthscales must be a finite positive vector"):
+            GradedParams(ls, 1.0, np.ones(3))
     with pytest.raises(ValueError, match="one shared lengthscale"):
         Graded().check_params(GradedParams(np.array([1.0, 2.0, 1.0]), 1.0, np.ones(3)))
-    with pytest.raises(ValueError, match="orders"):
-        Graded(orders=4)
+    for orders in (4, 0, True, 2.5, "2"):  # an integer in 1..3
+        with pytest.raises(ValueError, match="orders must be an integer in 1..3"):
+            Graded(orders=orders)
     with pytest.raises(ValueError, match="needs 2 g values"):
         Graded(orders=2).check_params(GradedParams(np.ones(3), 1.0, np.ones(3)))
 
@@ -243,3 +258,68 @@ def test_an_outputscale_that_underflows_gives_a_floored_kernel_not_an_error():
     assert np.all(np.isfinite(K)) and 0 < np.abs(K).max() <= 1e-11
     assert np.all(np.isfinite(terms.gradient(raw, np.ones((8, 8)), state)))
     assert terms.unpack(raw).outputscale == 1e-12
+
+
+def test_the_bic_counts_every_coordinate_the_fit_learns():
+    """BIC = -t * neg_mll - d/2 log t with d counted by hand: the mean constant, the outputscale, the
+    shared lengthscale, K order factors and the learned noise."""
+    from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
+
+    rng = np.random.default_rng(11)
+    X = rng.random((24, P)) < 0.5
+    y = X @ rng.normal(size=P) + 0.3 * X[:, 0] * X[:, 1]
+    (fit,) = fit_kernels(X, y, GPOptions(surrogate="graded", size_trend=False), seed=0, plan=RefitPlan.cold(),
+                         previous=None)
+    assert fit.kernel == "graded" and fit.fit.success
+    d = 1 + 1 + 1 + 3 + 1
+    assert fit.log_evidence == pytest.approx(-24 * fit.fit.neg_mll - 0.5 * d * math.log(24), rel=0, abs=1e-9)
+    # the spec's count is the fit's coordinates (less the mean constant), with or without the noise
+    for spec, by_hand in ((Graded(), 2 + 3 + 1), (Graded(orders=2), 2 + 2 + 1), (Graded(learn_noise=False), 2 + 3)):
+        assert spec.n_params(X) == by_hand
+        assert MapProblem.build(spec, X, y, 1e-6).n_params == 1 + by_hand
+
+
+def test_params_are_equal_exactly_when_every_value_is():
+    a = GradedParams(np.full(P, 0.5), 1.2, [2.0, 0.5, 1.0])
+    assert a == GradedParams(np.full(P, 0.5), 1.2, [2.0, 0.5, 1.0]) and hash(a) == hash(GradedParams(
+        np.full(P, 0.5), 1.2, [2.0, 0.5, 1.0]))
+    for other in (GradedParams(np.full(P, 0.6), 1.2, [2.0, 0.5, 1.0]), GradedParams(np.full(P, 0.5), 1.3, [2.0, 0.5, 1.0]),
+                  GradedParams(np.full(P, 0.5), 1.2, [2.0, 0.5, 1.5])):
+        assert a != other and other != a
+
+
+@pytest.mark.parametrize("orders", [1, 2])
+def test_fewer_free_orders_equal_the_walsh_definition(orders):
+    """K = 1 or 2 free factors (g = 1 beyond) against the dense Walsh-basis reference."""
+    g = np.array([2.5, 0.3][:orders])
+    params, spec = GradedParams(np.full(P, 0.7), 1.4, g), Graded(orders=orders)
+    assert spec.check_params(params) is params
+    Z, K = dense_graded(P, 0.7, 1.4, g)
+    assert np.allclose(spec.matrix(params, Z, Z), K, rtol=0, atol=1e-10 * np.abs(K).max())
+    op = IndexOperator(P, "SV")
+    B = operator_matrix(P, "SV", False)
+    ref_cov = B @ K @ B.T
+    assert np.allclose(spec.index_covariance(params, op), ref_cov, rtol=0, atol=1e-10 * np.abs(ref_cov).max())
+    assert spec.n_params(Z) == 2 + orders + 1
+
+
+def test_a_retry_redraws_the_lengthscale_from_its_prior_and_starts_g_at_one():
+    """The lengthscale from LogNormal(sqrt2 + ln(p)/2, sqrt3) (the prior of shapleig.gp.priors) with the generator's
+    next normal; the outputscale kept; the order factors back at g = 1."""
+    X = np.random.default_rng(12).random((10, P)) < 0.5
+    terms = Graded().fit_terms(X)
+    raw = terms.pack(GradedParams(np.full(P, 0.5), 1.3, [2.0, 0.5, 3.0]))
+    out = terms.resample(raw, np.random.default_rng(4))
+    z = np.random.default_rng(4).standard_normal()
+    expected = math.exp(math.sqrt(2.0) + 0.5 * math.log(P) + math.sqrt(3.0) * z)
+    params = terms.unpack(out)
+    assert params.lengthscales == pytest.approx(np.full(P, expected), rel=1e-9)
+    assert params.outputscale == pytest.approx(1.3, rel=1e-12) and np.array_equal(params.g, np.ones(3))
+    assert np.array_equal(raw, terms.pack(GradedParams(np.full(P, 0.5), 1.3, [2.0, 0.5, 3.0])))  # not changed in place
+
+
+def test_one_player_equals_the_walsh_definition():
+    params = GradedParams(np.full(1, 0.7), 1.4, [2.5])
+    assert Graded(orders=1).check_params(params) is params
+    Z, K = dense_graded(1, 0.7, 1.4, np.array([2.5]))
+    np.testing.assert_allclose(Graded(orders=1).matrix(params, Z, Z), K, rtol=1e-12)

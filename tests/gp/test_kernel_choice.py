@@ -275,8 +275,9 @@ def test_default_loop_equals_dense_mixture(surrogate, size_trend, calibrate):
     kernels' disagreement); False: the raw posterior."""
     p = 6
     game = _table_game(p, 4)
+    # the fitted mixture's read-out (the structure read-out beside it: tests/gp/test_structures.py)
     loop = DesignLoop(game, 20, progress=False, seed=2, surrogate=surrogate, size_trend=size_trend,
-                      calibrate=calibrate)
+                      calibrate=calibrate, structures=(), probe_degenerate=False)
     est = loop.run()
     names = {k.kernel for k in loop.kernel_fits}
     base = {"auto": {"shared", "ard"}, "shared": {"shared"}, "ard": {"ard"}}[surrogate]
@@ -370,9 +371,11 @@ def test_tol_stops_at_first_step_meeting_the_target():
     est = DesignLoop(game, 40, progress=False, seed=1, hyperparameters=h, rtol=tol / span).run()
     assert est.evaluations == first  # relative form: rtol * |v(N) - v(empty)|
 
-    refitted = ShaplEIG().estimate(_table_game(p, 10), 60, seed=1)
+    # the fitted surrogate's read-out (with the structure read-out: tests/design/test_structure_readout.py)
+    alone = ShaplEIG(structures=(), probe_degenerate=False)
+    refitted = alone.estimate(_table_game(p, 10), 60, seed=1)
     tol = float(np.median([s.max() for _, s in refitted.trace_std]))
-    est = ShaplEIG().estimate(_table_game(p, 10), 60, seed=1, tol=tol)
+    est = alone.estimate(_table_game(p, 10), 60, seed=1, tol=tol)
     assert est.info["target_reached"] and est.std.max() <= tol and est.evaluations <= 60
     assert all(s.max() > tol for _, s in est.trace_std[:-1])
     # unreachable target: the whole budget, never more, and the result says so
@@ -438,3 +441,39 @@ def test_laplace_mode_weighs_by_laplace_evidence():
     np.testing.assert_allclose([k.log_evidence for k in fits], ev)
     np.testing.assert_allclose([k.weight for k in fits], evidence_weights(ev))
     assert ShaplEIG(surrogate="laplace").estimate(game, 14, seed=0).info["surrogate"] == "laplace"
+
+
+# -- the Laplace evidence's size limit (issue 34, item 6) -------------------------------------------
+
+class _Counting:
+    """A linear game that counts the coalitions it is asked for."""
+
+    def __init__(self, p: int):
+        self.n_players = p
+        self.rows = 0
+
+    def __call__(self, Z):
+        self.rows += len(Z)
+        return np.asarray(Z, dtype=float).sum(axis=1)
+
+
+def test_laplace_refuses_more_than_its_player_limit_before_evaluating():
+    """Its Hessian costs 2p + 1 gradient evaluations per ARD kernel and refit (O(p^4): ~10x the default at p = 600)."""
+    from shapleig import DesignLoop, GameError, ShaplEIG
+    from shapleig.design.estimators import GPLeverage
+    from shapleig.gp.evidence import LAPLACE_MAX_PLAYERS
+
+    assert LAPLACE_MAX_PLAYERS == 200
+    game = _Counting(201)
+    for est in (ShaplEIG(surrogate="laplace"), GPLeverage(surrogate="laplace")):
+        assert est.max_players == 200
+        with pytest.raises(GameError, match=r"at most 200 players \(surrogate='laplace': .*2p \+ 1 = 403 evaluations"):
+            est.estimate(game, 300, seed=0)
+    with pytest.raises(ValueError, match=r"the surrogate takes at most 200 players \(surrogate='laplace'"):
+        DesignLoop(game, 300, surrogate="laplace")
+    assert game.rows == 0
+    # at the limit, and for every other surrogate, no limit is set
+    DesignLoop(_Counting(200), 300, surrogate="laplace")
+    for surrogate in ("auto", "shared", "ard", "graded", "graded-ard", "graded-auto"):
+        assert ShaplEIG(surrogate=surrogate).max_players is None
+        DesignLoop(_Counting(601), 700, surrogate=surrogate)

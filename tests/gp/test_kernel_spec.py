@@ -14,6 +14,7 @@ from _dense_reference import dense_kernel, dense_surrogate_kernel
 from shapleig.games.coalitions import all_coalitions
 from shapleig.games.indices import dense_index_operator
 from shapleig.gp import kernels as kernel_registry
+from shapleig.gp.additive import Additive, AdditiveParams
 from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.kernel_spec import DENSE_MAX_PLAYERS, KernelSpec, SumKernel
 from shapleig.gp.kernels import (
@@ -26,6 +27,7 @@ from shapleig.gp.kernels import (
 )
 from shapleig.gp.numpy_fit import MapProblem
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior, standardize
+from shapleig.gp.rough import Rough, RoughParams
 
 ROOT = Path(__file__).resolve().parents[2]
 INDICES = ["SV", "BV", "k-SII", "STII", "FSII"]
@@ -68,6 +70,10 @@ def random_params(spec: KernelSpec, p: int, rng: np.random.Generator):
         return SizeParams(*jumps, float(rng.uniform(0.2, 1.0)), float(rng.uniform(0.2, 1.0)))
     if isinstance(spec, Linear):
         return LinearParams(float(rng.uniform(0.2, 1.5)))
+    if isinstance(spec, Rough):
+        return RoughParams(float(rng.uniform(0.05, 0.5)))
+    if isinstance(spec, Additive):
+        return AdditiveParams(float(rng.uniform(0.2, 1.5)), p)
     raise TypeError(spec)
 
 
@@ -80,6 +86,11 @@ def dense_part(spec: KernelSpec, params, Z: np.ndarray) -> np.ndarray:
         return dense_surrogate_kernel(Z, plain) - dense_kernel(Z, np.ones(Z.shape[1]), 1.0)
     if isinstance(spec, Linear):
         return dense_linear(Z, params.variance)
+    if isinstance(spec, Rough):  # white noise: r on the diagonal of distinct coalitions, 0 elsewhere
+        same = np.array([[np.array_equal(a, b) for b in Z] for a in Z])
+        return params.variance * same
+    if isinstance(spec, Additive):  # a * mean_j s_j s'_j with s = 2z - 1 (the docs' Linear kernel)
+        return dense_linear(Z, params.variance)
     raise TypeError(spec)
 
 
@@ -89,6 +100,10 @@ SUMS = [
     Hamming(ard=True) + SizeKernel(trend=True, jumps=True),
     Hamming(ard=False) + Linear(),
     Hamming(ard=True) + Linear() + SizeKernel(trend=True, jumps=True),
+    Hamming(ard=False) + Rough(),
+    Hamming(ard=True) + SizeKernel(trend=True, jumps=True) + Rough(),
+    Additive() + Rough(),
+    Additive() + SizeKernel(trend=True, jumps=False) + Rough(),
 ]
 SPECS = [Hamming(ard=False), Hamming(ard=True), Hamming(ard=True, spread=0.5), *SUMS]
 

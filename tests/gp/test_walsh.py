@@ -8,6 +8,7 @@ References are dense and independent of :mod:`shapleig.gp.walsh`: the parity mat
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from itertools import combinations
 
@@ -339,3 +340,45 @@ def test_bad_input_is_named():
         order_index_columns(Z, rho, kappa, 1, IndexOperator(4, "SV"))
     with pytest.raises(ValueError, match="W must have shape"):
         order_kernel_rho_vjp(np.ones((3, 3)), Z, Z, rho, kappa, 2)
+
+
+def test_order_covariances_at_600_players_fold_o_p2_numbers_and_match_the_shared_closed_form(monkeypatch):
+    """Issue 34, item 6: graded surrogates at p = 600 (``graded-auto`` did not return in 400 s).
+
+    The order-k covariance folded the ESP of every pair's outside players over all p players
+    (O(p^3): 1.9 GB and 16 s per order-3 call at p = 600) after exact parity coefficients of every
+    size u <= p (O(p^3) big integers: 123 s). Here every fold is bounded by (p + 1)^2 numbers and the
+    coefficients asked for are of sizes <= 3 only, so the old route fails at once instead of running.
+    Values: with one shared rho, ``e_m(rho outside V) = C(p - |V|, m) rho^m`` and the Shapley value of
+    the parity of an odd set U is -2/|U| for each of its players (0 for even U), so
+    ``M^(k)_ii = kappa (2/k)^2 rho^k C(p-1, k-1)`` and ``M^(k)_ij = kappa (2/k)^2 rho^k C(p-2, k-2)``.
+    """
+    import shapleig.gp.walsh as walsh
+
+    p, rho, kappa = 600, 0.01, 1.5
+    real_fold, real_rows, real_coefficients = walsh._prefix_suffix, walsh._positive_esp_rows, walsh.parity_coefficients
+
+    def bounded(fold):
+        def run(x, kmax):
+            assert np.size(x) <= (p + 1) ** 2, f"an ESP fold over {np.shape(x)} numbers at p = {p}"
+            return fold(x, kmax)
+        return run
+
+    def small_sizes(index, n_players, max_order=None, max_size=None):
+        assert max_size is not None and max_size <= 3, "parity coefficients of every size up to p"
+        return real_coefficients(index, n_players, max_order, max_size)
+
+    monkeypatch.setattr(walsh, "_prefix_suffix", bounded(real_fold))
+    monkeypatch.setattr(walsh, "_positive_esp_rows", bounded(real_rows))
+    monkeypatch.setattr(walsh, "parity_coefficients", small_sizes)
+    r = np.full(p, rho)
+    off = ~np.eye(p, dtype=bool)
+    for k in (1, 2, 3):
+        M = order_index_covariance(r, kappa, k, "SV")
+        c = 2.0 / k if k % 2 else 0.0
+        diag = kappa * c**2 * rho**k * math.comb(p - 1, k - 1)
+        pair = kappa * c**2 * rho**k * (math.comb(p - 2, k - 2) if k >= 2 else 0)
+        np.testing.assert_allclose(np.diag(M), diag, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(M[off], pair, rtol=1e-12, atol=0)
+    M = order_index_covariance(r, kappa, 1, "BV")  # Banzhaf: order 1 only, 4 kappa rho on the diagonal
+    np.testing.assert_allclose(M, 4 * kappa * rho * np.eye(p), rtol=1e-14, atol=0)

@@ -172,6 +172,25 @@ def test_copies_pickles_dicts_and_json_files_keep_std_and_covariance(ksii, tmp_p
         bridge.UncertainInteractionValues.load(plain_path)
 
 
+def test_a_saved_file_with_a_damaged_block_is_refused_naming_the_file(ksii, tmp_path: Path) -> None:
+    """Issue 34, item 7: the block a list raised ``TypeError: list indices must be integers``."""
+    iv = ksii.to_interaction_values()
+    path = tmp_path / "iv.json"
+    iv.save(path)
+    data = json.loads(path.read_text())
+    block = data["shapleig_uncertainty"]
+    for damaged, match in ((list(block.values()), "block is a JSON array"),
+                           ({**block, "std": block["std"][:-1]}, "'std' has shape"),
+                           ({**block, "terms": ["x,y"] + block["terms"][1:]}, "not shapiq's notation")):
+        path.write_text(json.dumps({**data, "shapleig_uncertainty": damaged}))
+        for load in (shapiq.InteractionValues.load, bridge.UncertainInteractionValues.load):
+            with pytest.raises(ValueError, match=match) as info:
+                load(path)
+            assert str(path) in str(info.value) and "'shapleig_uncertainty' block" in str(info.value)
+        with pytest.raises(ValueError, match=match):
+            bridge.UncertainInteractionValues.from_dict({**iv.to_dict(), "shapleig_uncertainty": damaged})
+
+
 def test_aggregate_mean_of_independent_estimates(sv, sv2) -> None:
     a, b = sv.to_interaction_values(), sv2.to_interaction_values()
     mean = a.aggregate([b], "mean")

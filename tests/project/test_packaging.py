@@ -44,3 +44,17 @@ def test_a_users_tasks_module_does_not_shadow_the_packages(tmp_path: Path) -> No
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "kernelshap"
+
+
+def test_the_dashboards_assets_and_the_demos_table_ship_as_package_data() -> None:
+    """The page works offline from an installed package: its script and stylesheet, and the demo's
+    precomputed exact values, are package data (a glob of pyproject.toml matches each file)."""
+    from fnmatch import fnmatch
+
+    globs = _setuptools()["package-data"]["shapleig_tasks"]
+    files = [p for folder in ("tasks/dashboard_static", "tasks/data/demo") for p in (REPO / folder).rglob("*")
+             if p.is_file()]
+    assert {p.suffix for p in files} >= {".js", ".css", ".npz", ".json", ".md"}
+    unshipped = [p.relative_to(REPO / "tasks").as_posix() for p in files
+                 if not any(fnmatch(p.relative_to(REPO / "tasks").as_posix(), g) for g in globs)]
+    assert not unshipped, unshipped

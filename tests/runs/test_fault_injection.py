@@ -9,6 +9,7 @@ prints the figures; here they are printed too (``pytest -s``) and asserted.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -75,3 +76,25 @@ def test_edited_values_campaign_of_issue_34():
     edited = fault_injection.run_edit_campaign()
     print(edited)
     assert edited["refused"] == edited["edited stores"] == 6 and edited["wrong values served"] == 0, edited
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_fifo_campaign_of_issue_34():
+    """``shapleig run`` with a FIFO at its run journal or results table returns with exit 2 (a few seconds)."""
+    import fault_injection
+
+    found = fault_injection.run_fifo_campaign()
+    print(found)
+    assert found["returned"] == found["commands"] == 2 and found["hung (killed)"] == 0, found
+    assert found["exited 2 naming the FIFO"] == 2 and found["FIFOs replaced"] == 0, found
+
+
+def test_hpi_campaign_of_issue_34():
+    """A HyperSHAP game's store reused with another searcher seed, sample count or surrogate: each variant's
+    values differ from the first game's, and each is refused (none is served the first game's values)."""
+    pytest.importorskip("hypershap")
+    import fault_injection
+
+    found = fault_injection.run_hpi_campaign()
+    print(found)
+    assert found["variants whose values differ"] == found["variants"] == 3, found
+    assert found["refused"] == 3 and found["wrong values served"] == 0, found

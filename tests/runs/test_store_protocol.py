@@ -22,7 +22,7 @@ from shapleig import BudgetedGame, EvaluationStore, FunctionGame, ShaplEIG
 from shapleig.errors import StoreMismatchError
 from shapleig.runs.claims import ClaimTable
 from shapleig.runs.store import open_store
-from shapleig.runs.store_protocol import STORE_METHODS, Store, missing_store_methods
+from shapleig.runs.store_protocol import STORE_METHODS, TRACE_METHODS, Store, missing_store_methods
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _games_for_parallel import QuadraticGame  # noqa: E402
@@ -93,6 +93,9 @@ class _OnlyTheProtocol:
     def __getattribute__(self, name: str) -> Any:
         if name in PROTOCOL or name in ("calls", "__class__", "__dict__", "__repr__"):
             return object.__getattribute__(self, name)
+        if name in TRACE_METHODS:  # optional: looked up, and absent here, as in a store of one's own
+            object.__getattribute__(self, "calls").append(f"looked up {name}")
+            raise AttributeError(name)
         raise AssertionError(f"the store's {name!r} was used, which is not part of the Store protocol")
 
 
@@ -117,6 +120,7 @@ def test_estimates_use_nothing_but_the_protocol(tmp_path, inner):
     again = ShaplEIG().estimate(game, 14, seed=0, store=proxy)
     assert again.info["n_game_evaluations"] == 0 and np.array_equal(again.values, first.values)
     assert {"bind", "append"} <= set(proxy.calls)
+    assert "trace_run" not in first.info  # a store without the optional trace methods records no trace
     store.close()
 
 

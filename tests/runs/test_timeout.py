@@ -81,12 +81,114 @@ def test_a_hung_call_is_killed_retried_and_reported(chunk_size, tmp_path):
     assert pid is None or not _pid_alive(pid)  # the worker that hung is gone
 
 
+def _exits_its_worker(Z):
+    os._exit(3)  # the worker process dies mid-call
+
+
+def test_a_call_reports_the_seconds_it_took(monkeypatch):
+    """A call reports the game's time as the worker measured it, a call cut short (timed out, or its
+    worker died) the time from its start to the failure: read here on a fake clock (1000 s at the
+    start, 0.5 s later at the end), which a forked worker inherits."""
+    import types
+
+    import shapleig.runs.timeout as timeout_module
+    from shapleig.runs.timeout import WorkerProcess
+
+    for fn, expected in ((_hangs_on_pair, "TimeoutError: timed out after 0.5 s"),
+                         (_exits_its_worker, "died (exit code 3) while evaluating")):
+        readings = iter([1000.0, 1000.5])
+        monkeypatch.setattr(timeout_module, "time", types.SimpleNamespace(perf_counter=lambda: next(readings)))
+        worker = WorkerProcess(FunctionGame(fn, P), start_method="fork")
+        try:
+            values, seconds, error = worker.call(np.array([[1, 1, 0, 0]], dtype=bool), timeout=0.5)
+        finally:
+            worker.kill()
+        assert values is None and expected in error and seconds == 0.5, (seconds, error)
+    readings = iter([1000.0, 1000.5])  # read by the forked worker around the game's call
+    worker = WorkerProcess(FunctionGame(_hangs_on_pair, P), start_method="fork")
+    try:
+        values, seconds, error = worker.call(ROWS[[0, 2]], timeout=30)
+    finally:
+        worker.close()
+    assert error is None and values.tolist() == [1.0, 1.0] and seconds == 0.5
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_a_run_that_exits_without_closing_its_evaluator_ends_its_worker(tmp_path, method):
+    """multiprocessing joins a non-daemon child at exit: a worker left running (waiting for the
+    next call) would keep the finished run from exiting. The worker is a daemon: the run exits and
+    the worker is gone. (A weakref.finalize made before multiprocessing is imported, as tempfile
+    makes one, puts multiprocessing's exit handler before the evaluator's own.)"""
+    code = textwrap.dedent(f"""
+        import sys
+        import tempfile
+        scratch = tempfile.TemporaryDirectory()
+        import numpy as np
+        sys.path.insert(0, {str(ROOT / "tests")!r})
+        from _models_for_timeouts import PidGame
+        from shapleig.runs.evaluators import SerialEvaluator
+        evaluator = SerialEvaluator(timeout=60, start_method={method!r})
+        evaluator.evaluate(PidGame(4, {str(tmp_path / "pids")!r}), np.eye(4, dtype=bool))
+        print("evaluated", flush=True)
+    """)
+    try:  # the timeout is a hang guard only: the run exits as soon as it has evaluated
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError("the run did not exit: a worker it left running held it") from exc
+    assert out.returncode == 0 and out.stdout.strip() == "evaluated", out.stderr
+    (worker,) = {int(line) for line in (tmp_path / "pids").read_text().split()}
+    assert not _pid_alive(worker)
+
+
+class _CountsLazily:
+    """v(S) = |S|; counts its calls in ``calls``, an attribute made by the first call (so the copy in
+    this process has none until a count is added to it)."""
+
+    process_counters = ("calls",)
+
+    def __init__(self, n_players: int) -> None:
+        self.n_players = n_players
+
+    def __call__(self, Z):
+        self.calls = getattr(self, "calls", 0) + 1
+        return np.asarray(Z, float).sum(axis=1)
+
+
+def test_calls_counted_in_the_worker_are_added_to_the_game_here():
+    game = _CountsLazily(P)
+    evaluator = SerialEvaluator(chunk_size=1, timeout=30, start_method="fork")
+    try:
+        for row in ROWS:
+            evaluator.evaluate(game, row[None, :].copy())
+    finally:
+        evaluator.close()
+    assert game.calls == len(ROWS)
+
+
 def test_the_timeout_is_validated_before_anything_runs():
     for bad in (0, -1, float("nan"), "2", True):
         with pytest.raises(ValueError, match="timeout must be"):
             SerialEvaluator(timeout=bad)
         with pytest.raises(ValueError, match="timeout must be"):
             ShaplEIG().estimate(QuadraticGame(P), 8, timeout=bad)
+
+
+def test_only_the_three_supported_start_methods_are_accepted():
+    """multiprocessing also offers "forkserver" on Linux, but its workers are children of the fork
+    server and outlive a killed parent: refused by name, with the methods that are offered."""
+    import multiprocessing as mp
+
+    from shapleig.runs.timeout import check_start_method
+
+    for bad in ("forkserver", "thread", "Fork", ""):
+        with pytest.raises(ValueError, match=f"start_method must be one of .*got '{bad}'"):
+            check_start_method(bad)
+    if "forkserver" in mp.get_all_start_methods():
+        with pytest.raises(ValueError, match=r"one of \['subprocess', 'spawn', 'fork'\], got 'forkserver'"):
+            SerialEvaluator(timeout=1, start_method="forkserver")
+    assert [check_start_method(m) for m in ("subprocess", "spawn", "fork")] == ["subprocess", "spawn", "fork"]
+    assert check_start_method(None) == "subprocess"  # the POSIX default
 
 
 def test_estimate_with_a_timeout_reports_the_hung_coalition():

@@ -220,6 +220,59 @@ def test_cli_ablate_errors(args, match, tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+BROKEN_MODULE = textwrap.dedent('''
+    import numpy as np
+    from shapleig.design.acquisition import Acquisition
+
+    class AllNaN(Acquisition):
+        def score(self, candidates):
+            return np.full(len(candidates.available), np.nan)
+
+    class OneShort(Acquisition):
+        def score(self, candidates):
+            return np.where(candidates.available, 1.0, -np.inf)[:-1]
+''')
+
+
+@pytest.mark.parametrize(("name", "match"), [
+    ("AllNaN", r"shapleig-allnan\S* on soug-6 \(seed 0\): acquisition AllNaN: score\(\) returned NaN for 40 of 40"),
+    ("OneShort", r"acquisition OneShort: score\(\) returned shape \(39,\) for a pool of 40 candidates"),
+])
+def test_cli_ablate_stops_at_a_broken_acquisition(name, match, tmp_path, capsys):
+    broken = tmp_path / "broken.py"
+    broken.write_text(BROKEN_MODULE)
+    with pytest.raises(SystemExit) as exc:
+        main(["ablate", "--tasks", "soug-6", "--budgets", "2p", "--seeds", "3", "--refit", "never", "--pool-size",
+              "40", "--acquisitions", "eig", f"{broken}:{name}", "--out", str(tmp_path / "x"), "--quiet"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("shapleig ablate: error:") and len(err.strip().splitlines()) == 1
+    assert __import__("re").search(match, err), err
+    assert not (tmp_path / "x" / "ablation.csv").exists()
+
+
+def test_an_acquisition_file_that_calls_sys_exit_is_named(tmp_path, capsys):
+    ends = tmp_path / "ends.py"
+    ends.write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(ValueError, match=r"importing .*ends\.py failed: it called sys\.exit\(3\)"):
+        load_acquisition(f"{ends}:Anything")
+    with pytest.raises(SystemExit) as exc:
+        main(["ablate", "--tasks", "soug-6", "--budgets", "2p", "--acquisitions", f"{ends}:Anything",
+              "--out", str(tmp_path / "x"), "--quiet"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"importing {ends} failed: it called sys.exit(3)" in err
+    module = tmp_path / "ends_module.py"  # the same as module:Class
+    module.write_text("raise SystemExit('no')\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        with pytest.raises(ValueError, match=r"importing module 'ends_module' failed: it called sys\.exit\('no'\)"):
+            load_acquisition("ends_module:Anything")
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("ends_module", None)
+
+
 # -- the guide's worked example -------------------------------------------------------------------
 
 def _guide_blocks() -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,16 @@ def test_demo_quick_as_subprocess(tmp_path: Path) -> None:
     assert len(df) == 2 * 2 and df.seed.unique().tolist() == [0]  # --quick: one seed
     assert (tmp_path / "demo" / "mse.png").stat().st_size > 1000
     assert "mean MSE" in demo.stdout and "runs" in demo.stderr  # table and progress bar
+    assert demo.stderr.startswith("wvg-7: exact values known")  # said before anything runs
+    assert "3 estimator runs for 4 table rows (an anytime method runs once per seed" in demo.stderr
+    last = demo.stdout.strip().splitlines()[-1]  # the verdict: what the table shows, with the MSE's units
+    assert re.fullmatch(r"verdict: shapleig:pool_size=20,refit=never ranks (1st|2nd) at 9, (1st|2nd) at 10 "
+                        r"evaluations of 2 methods by mean MSE over 1 seed\(s\); at 10 its MSE is \S+ \(game units\)², "
+                        r"the best other \(permutation\) \S+ \(game units\)²", last), last
+    mse = df[df.budget == 10].set_index("method_name")["mse"]
+    assert (" ranks 1st" in last.split(" at 9")[0]) == bool(df[df.budget == 9].sort_values("mse").method_name.iloc[0]
+                                                             == "shapleig")
+    assert f"its MSE is {mse['shapleig']:.3g} " in last and f"(permutation) {mse['permutation']:.3g} " in last
 
 
 @pytest.mark.slow

@@ -131,8 +131,8 @@ def test_default_budget_never_exceeds_the_coalitions(tmp_path):
         prepare_study("lightgbm", "diabetes", hyperparameters=hps, budget="4p", out=tmp_path / "o")
 
 
-def test_plot_shapley_two_std_bars_and_labels(tmp_path):
-    """hpi plots use ± 2 std like explanation plots, and say "posterior std" only with a std."""
+def test_plot_shapley_labelled_error_bars(tmp_path):
+    """hpi plots use ± 1.96 std like explanation plots, say so in a legend only with a std, and name the units."""
     import matplotlib.pyplot as plt
 
     from shapleig_tasks import hpi
@@ -147,14 +147,17 @@ def test_plot_shapley_two_std_bars_and_labels(tmp_path):
 
     plt.Figure.savefig = keep
     try:
-        hpi.plot_shapley(table, tmp_path / "a.png")
+        hpi.plot_shapley(table, tmp_path / "a.png", units="CV r2")
         ax = captured["fig"].axes[0]
-        assert ax.get_xlabel() == "Shapley value (bars: ± 2 posterior std)"
+        assert ax.get_xlabel() == "Shapley value (CV r2)"
+        assert "± 1.96 posterior std (95% interval)" in [t.get_text() for t in ax.get_legend().get_texts()]
         segments = next(c for c in ax.collections if hasattr(c, "get_segments")).get_segments()
         half = sorted(abs(s[1][0] - s[0][0]) / 2 for s in segments)
-        np.testing.assert_allclose(half, [0.2, 0.4])  # 2 * std
+        np.testing.assert_allclose(half, [0.196, 0.392])  # 1.96 * std
         hpi.plot_shapley(table.assign(std=np.nan), tmp_path / "b.png")
-        assert captured["fig"].axes[0].get_xlabel() == "Shapley value"
+        ax = captured["fig"].axes[0]
+        assert ax.get_xlabel() == "Shapley value (score units)"
+        assert not any("std" in t.get_text() for t in ax.get_legend().get_texts())
     finally:
         plt.Figure.savefig = real
 

@@ -1,0 +1,90 @@
+"""Fit the structure families of ``structures=`` on an archive and combine them with the fitted mixture.
+
+See :mod:`shapleig.gp.structures` for the read-out itself; this module fits each family's kernels on
+the final archive (cold, as a first fit: the families were never fitted during the run), integrates
+their hyperparameters as their surrogate does, and builds their posterior about the same index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shapleig.gp.index_esp import IndexOperator
+from shapleig.gp.integrate import integrated_kernels
+from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels
+from shapleig.gp.mixture import MixturePosterior, build_mixture
+from shapleig.gp.options import GPOptions
+from shapleig.gp.posterior import Hyperparameters
+from shapleig.gp.structures import StructurePosterior
+
+# Above this many players the families are not fitted (their cold fits at p in the hundreds cost
+# more than the run's own refits); the read-out is then the fitted surrogate's and ``info`` says so.
+STRUCTURE_MAX_PLAYERS = 64
+
+
+def family_options(options: GPOptions, family: str) -> GPOptions:
+    """The GP options of one family: ``options`` with the family as surrogate, numpy engine, its own draws.
+
+    Args:
+        options: the run's GP options.
+        family: the family's surrogate name.
+
+    Returns:
+        the family's :class:`GPOptions`.
+    """
+    shared = {name: getattr(options, name) for name in GPOptions.names()
+              if name not in ("surrogate", "ard", "integrate", "structures", "fit_engine")}
+    return GPOptions(**shared, surrogate=family, fit_engine="numpy")
+
+
+def structure_posterior(  # noqa: PLR0913 - the archive, its rows, the options and the loop's fits, kept explicit
+        fitted: MixturePosterior, X: np.ndarray, y: np.ndarray, rows: np.ndarray,
+                        options: GPOptions, operator: IndexOperator, seed: int,
+                        probe: Hyperparameters | None = None,
+                        kernel_fits: list[KernelFit] | None = None) -> StructurePosterior | None:
+    """The read-out of ``options.structures`` beside ``fitted`` (None when there is nothing to add).
+
+    Families equal to the run's own surrogate add nothing and are skipped; so is every family when
+    p exceeds :data:`STRUCTURE_MAX_PLAYERS` or the archive holds every coalition. ``"kernels"`` adds one family per fitted kernel of
+    ``kernel_fits`` (each at its MAP, read out as the surrogate reads its kernels), when there are
+    at least two.
+
+    Args:
+        fitted: the fitted surrogate's final mixture on ``(X, y)``.
+        X: ``bool[t, p]``, the whole archive (the posterior's rows).
+        y: ``float64[t]`` raw values.
+        rows: the archive rows the fits use (int[m]; e.g. without the empty coalition for Banzhaf).
+        options: the run's GP options (``options.structures`` names the families).
+        operator: the index the posterior is about.
+        seed: seeds the fits and draws (family i: ``seed + 100 i``).
+        probe: fixed hyperparameters of one more family, ``"probe"`` (not fitted: the design's
+            probe kernel, added while the evidence is degenerate); None: none.
+        kernel_fits: the fitted surrogate's last kernel fits (for ``"kernels"``).
+
+    Returns:
+        the :class:`StructurePosterior`, or None.
+    """
+    families = [f for f in options.structures if f != options.surrogate]
+    if (not families and probe is None) or X.shape[1] > STRUCTURE_MAX_PLAYERS or X.shape[0] >= 2 ** X.shape[1]:
+        return None  # (every coalition evaluated: the game is known, no structure is left to doubt)
+    others = {}
+    if probe is not None:
+        others["probe"] = build_mixture([("probe", 1.0, probe)], X, y, calibrate=options.calibrate, operator=operator)
+    for i, family in enumerate(families):
+        if family == "kernels":
+            usable = [k for k in (kernel_fits or []) if np.isfinite(k.log_evidence)]
+            if len(usable) >= 2:
+                for k in usable:
+                    others[f"kernel:{k.kernel}"] = build_mixture([(k.kernel, 1.0, k.hyper)], X, y,
+                                                                 calibrate=options.calibrate, operator=operator)
+            continue
+        opts = family_options(options, family)
+        Xf, yf = X[rows], y[rows]
+        fits = fit_kernels(Xf, yf, opts, seed=seed + 100 * i, plan=RefitPlan.cold(), previous=None)
+        kernels = integrated_kernels(Xf, yf, fits, opts.draws, seed=seed + 100 * i + 50) if opts.draws \
+            else [(k.kernel, k.weight, k.hyper) for k in fits]
+        others[family] = build_mixture(kernels, X, y, calibrate=opts.calibrate, operator=operator)
+    return StructurePosterior(fitted, others) if others else None
+
+
+__all__ = ["STRUCTURE_MAX_PLAYERS", "family_options", "structure_posterior"]
