@@ -1,15 +1,15 @@
 """shapiq's approximators as methods of this project (``shapiq:PolySHAP``, ``shapiq:KernelSHAPIQ``, ...).
 
 :class:`ShapiqMethod` runs any approximator of shapiq (every usable class of
-``shapiq.approximator``: the Shapley-value ones, and those of BV, k-SII, SII, STII and FSII) under
+``shapiq.approximator``: the Shapley-value ones, and those of BV and the interaction indices) under
 this project's interface and budget rule: every value goes through the ``BudgetedGame`` (a
 distinct coalition is charged once, nothing past the budget is evaluated), the seed becomes
 shapiq's ``random_state``, and the returned ``InteractionValues`` become the estimate. The index and
-order come from the options (``index=``, ``max_order=``; the harness's ``--index`` sets both);
-shapiq's constructor gets them as its own classes take them. A combination this project cannot
-hold (an order above 2, an index it does not estimate, an approximator that estimates only the
-top order of FSII) is refused when the method is built, before anything is evaluated. Needs
-``shapleig[shapiq]``.
+order come from the options (``index=``, ``max_order=``; the harness's ``--index`` and
+``--max-order`` set both); shapiq's constructor gets them as its own classes take them. A
+combination this project cannot hold (an order other than 1 for SV or BV, an index it does not
+estimate, an approximator that estimates only the top order of FSII) is refused when the method is
+built, before anything is evaluated. Needs ``shapleig[shapiq]``.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class ShapiqMethod(BaseEstimator):
 
     @property
     def max_order(self) -> int:
-        """The order estimated: 1 for SV and BV, 2 for the interaction indices (other orders are refused).
+        """The order estimated: 1 for SV and BV, ``max_order`` (default 2) for the interaction indices.
 
         For a Shapley-value-only approximator (PolySHAP, kADDSHAP), ``max_order`` is an option of its
         own surrogate and is passed to it as it is."""
@@ -166,7 +166,7 @@ class ShapiqMethod(BaseEstimator):
             iv = iv.get_n_order(min_order=0, max_order=1)
             iv.index = "SV"
         est = from_interaction_values(iv, method=self.label, index=self.index)
-        if est.max_order != self.max_order:  # the values have order 1; the interactions singletons and pairs
+        if est.max_order != self.max_order:  # the values have order 1; the interactions every order up to max_order
             raise ValueError(f"shapiq:{self.approximator} returned order {est.max_order} for index "
                              f"{self.index!r}, not {self.max_order}")
         est.info.update(shapiq_version=SHAPIQ_VERSION, random_state=shapiq_random_state(seed))
@@ -187,8 +187,8 @@ def _probe(kwargs: dict[str, Any], cls: type, name: str, index: str, order: int)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"shapiq:{name} cannot estimate {index!r} of order {order}: {exc}") from None
     if order > 1 and (getattr(built, "top_order", False) or getattr(built, "min_order", 0) > 1):
-        raise ValueError(f"shapiq:{name} estimates only the pairs of {index!r} (top order), not its singletons; "
-                         f"a ShapleyEstimate holds both: use another approximator for {index!r}")
+        raise ValueError(f"shapiq:{name} estimates only the top order of {index!r}, not its lower orders; "
+                         f"a ShapleyEstimate holds every order: use another approximator for {index!r}")
     if get_index(index).order == 1 and not _value_only(cls) and getattr(built, "max_order", 1) != 1:
         raise ValueError(f"shapiq:{name} would estimate order {built.max_order} for {index!r}")
 

@@ -258,19 +258,21 @@ def build(name: str, **options: Any) -> Any:
 def index_options(name: str, index: str, max_order: int | None = None) -> dict[str, Any]:
     """The constructor options that make method ``name`` estimate ``index`` (docs/math.md §14).
 
-    ``{}`` for the Shapley value; ``{"index": index}`` for the ShaplEIG arms and ``exact``;
-    ``{"index": index, "max_order": order}`` for prefix families that take them (``shapiq:``).
+    ``{}`` for the Shapley value; ``{"index": index}`` for the ShaplEIG arms and ``exact`` (with
+    ``"max_order"`` when it is not the index's default); ``{"index": index, "max_order": order}`` for
+    prefix families that take them (``shapiq:``).
     A method that estimates the Shapley value only raises ``ValueError`` naming those that can.
 
     Args:
         name: a method name.
-        index: the index: "SV", "BV", "k-SII", "SII", "STII" or "FSII".
+        index: the index: "SV", "BV", "k-SII", "SII", "STII", "FSII", "FBII", "BII", "CHII", "Moebius"
+            or any registered one.
         max_order: the interaction order; None: the index's default.
 
     Returns:
         the options, to merge into the method's constructor options.
     """
-    from shapleig.games.indices import DEFAULT_INDEX, check_index
+    from shapleig.games.indices import DEFAULT_INDEX, check_index, get_index
 
     index, order = check_index(index, max_order)  # any registered index (games/indices.py)
     if index == DEFAULT_INDEX:
@@ -279,7 +281,7 @@ def index_options(name: str, index: str, max_order: int | None = None) -> dict[s
     if family is not None and family.indices:
         return {"index": index, "max_order": order}
     if family is None and get(name).family in ("design-loop", "exact"):
-        return {"index": index}
+        return {"index": index} if order == get_index(index).order else {"index": index, "max_order": order}
     able = names(family="design-loop") + names(family="exact")
     able += [f"{p.prefix}<name>" for p in prefixes().values() if p.indices]
     raise ValueError(f"method {name!r} estimates the Shapley value only; for index {index!r} use one of "

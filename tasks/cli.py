@@ -89,7 +89,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
     print(f"\nacquisitions (ShaplEIG(acquisition=...), `shapleig ablate --acquisitions`): "
           f"{', '.join(acquisition_names())}, or module:Class / file.py:Class of an Acquisition subclass")
     shapiq_names = shapiq_method_names()
-    print("\nshapiq:<Approximator>  shapiq's approximators (SV, BV, k-SII, SII, STII, FSII with --index), options as "
+    print("\nshapiq:<Approximator>  shapiq's approximators (SV, BV, and the interaction indices with --index and "
+          "--max-order), options as "
           "shapiq:NAME:key=value (its constructor's): "
           + (", ".join(shapiq_names) if shapiq_names else "not available (pip install 'shapleig[shapiq]', Python >= 3.12)"))
     print("\noptions: name:key=value,key=value (e.g. shapleig:refit=decaying) or --option name:key=value")
@@ -149,7 +150,8 @@ def _run_plan(args: argparse.Namespace, tasks: list[str], methods: list[str], ou
         eval_timeout = check_timeout(getattr(args, "eval_timeout", None), "--eval-timeout")
         plan = harness.build_plan(tasks, methods, args.budgets, args.seeds,
                                   method_options=args.option or (), gp_options=_gp_options(args),
-                                  skip_small=args.skip_small, index=getattr(args, "index", "SV"))
+                                  skip_small=args.skip_small, index=getattr(args, "index", "SV"),
+                                  max_order=getattr(args, "max_order", None))
         out = harness.check_results_path(out)
         harness.check_output_file(harness.journal_path(out))  # the journal of finished runs beside it
         if cache is not None and any(t.expensive for t in plan.tasks):
@@ -351,8 +353,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="method names, optionally name:key=value,key=value (see `shapleig methods`)")
     p.add_argument("--out", required=True, help="results file (.parquet)")
     p.add_argument("--index", default="SV",
-                   help="index to estimate and score: SV (default), BV, k-SII, SII, STII or FSII (order 2); "
-                        "GP arms and shapiq:<Approximator> methods only, table tasks only")
+                   help="index to estimate and score: SV (default), BV, or an interaction index k-SII, SII, STII, "
+                        "FSII, FBII, BII, CHII, Moebius (order 2 unless --max-order); GP arms, exact and "
+                        "shapiq:<Approximator> methods only, table tasks only")
+    p.add_argument("--max-order", type=int, default=None,
+                   help="the interaction index's maximal order k: every term of 1..k players is estimated and "
+                        "scored (default: 2 for the interaction indices, 1 for SV and BV)")
     _add_run_options(p, demo=False)
     p.set_defaults(func=cmd_run)
 

@@ -324,16 +324,16 @@ def exact_reference(game: Any) -> np.ndarray:
     return exact_shapley(game)
 
 
-def shapiq_exact_index(game: Any, index: str) -> np.ndarray:
+def shapiq_exact_index(game: Any, index: str, max_order: int | None = None) -> np.ndarray:
     """Exact values ``float64[d]`` of ``index`` for a shapiq ``Game``, in the order of
-    :func:`shapleig.games.indices.index_terms` (singletons, then pairs): shapiq's own
-    ``exact_values(index, order)`` with the index's order (1 for SV and BV, 2 for the interactions)."""
+    :func:`shapleig.games.indices.index_terms` (singletons, then pairs, ...): shapiq's own
+    ``exact_values(index, order)`` at ``max_order`` (None: 1 for SV and BV, 2 for the interactions)."""
     from shapleig.games.game import check_game
     from shapleig.games.indices import check_index, index_terms, shapiq_index_name
 
-    index, order = check_index(index)
+    index, order = check_index(index, max_order)
     iv = game.exact_values(index=shapiq_index_name(index), order=order)
-    return np.array([float(iv[T]) for T in index_terms(check_game(game), index)], dtype=np.float64)
+    return np.array([float(iv[T]) for T in index_terms(check_game(game), index, order)], dtype=np.float64)
 
 
 def _takes_no_arguments(fn: Any) -> bool:
@@ -353,11 +353,13 @@ def ground_truth(
     progress: bool = True,
     live: bool = False,
     index: str = "SV",
+    max_order: int | None = None,
 ) -> tuple[np.ndarray, Any, dict[str, Any]]:
     """Exact Shapley values ``float64[p]`` of a task, the game methods should query, and notes.
 
-    ``index`` other than "SV" asks for another index (docs/math.md §14), ``float64[d]``; only
-    games whose ``exact_values`` takes an ``index`` (tables, enumerated expensive games) have one.
+    ``index`` other than "SV" asks for another index (docs/math.md §14) at ``max_order`` (None: its
+    default), ``float64[d]``; only games whose ``exact_values`` takes an ``index`` (tables,
+    enumerated expensive games) have one.
 
     Cheap games go through :func:`exact_reference` (closed forms, tables, shapiq games, or
     enumeration). Expensive (LightGBM) games enumerate
@@ -366,7 +368,7 @@ def ground_truth(
     same budget charging) unless ``live``, in which case every evaluation refits LightGBM.
     """
     if not task.expensive:
-        return _exact(game, index, task), game, {}
+        return _exact(game, index, task, max_order), game, {}
     if cache_dir is not None and hasattr(game, "cache_dir"):
         game.cache_dir = Path(cache_dir)
     if hasattr(game, "progress"):
@@ -377,28 +379,37 @@ def ground_truth(
     seconds = time.perf_counter() - start
     notes: dict[str, Any] = {"cache": str(game.cache_path()), "cached": cached, "enumeration_s": seconds,
                              "s_per_coalition": seconds / (1 << int(game.n_players))}
-    return _exact(table, index, task), (game if live else table), notes
+    return _exact(table, index, task, max_order), (game if live else table), notes
 
 
-def _exact(game: Any, index: str, task: Task) -> np.ndarray:
+def _exact(game: Any, index: str, task: Task, max_order: int | None = None) -> np.ndarray:
     if index == "SV":
         return exact_reference(game)
     if is_shapiq_game(game):
-        return shapiq_exact_index(game, index)
+        return shapiq_exact_index(game, index, max_order)
     try:
-        return np.asarray(game.exact_values(index=index), dtype=np.float64)
+        if max_order is None:
+            return np.asarray(game.exact_values(index=index), dtype=np.float64)
+        return np.asarray(game.exact_values(index=index, max_order=max_order), dtype=np.float64)
     except TypeError as exc:
         raise ValueError(f"task {task.name!r} has exact Shapley values only, not {index!r}; "
                          f"use a table task for --index") from exc
 
 
-def index_method_spec(spec: MethodSpec, index: str) -> MethodSpec:
-    """``spec`` set up to estimate ``index`` (:func:`shapleig.registry.index_options`): GP arms and
-    ``exact`` get ``index=``, ``shapiq:`` methods ``index=`` and ``max_order=``; any other method
-    estimates the Shapley value only (ValueError)."""
+def _nondefault_order(index: str, max_order: Any) -> int | None:
+    """``max_order`` when it is not ``index``'s default order, else None."""
+    from shapleig.games.indices import get_index
+
+    return None if max_order is None or int(max_order) == get_index(index).order else int(max_order)
+
+
+def index_method_spec(spec: MethodSpec, index: str, max_order: int | None = None) -> MethodSpec:
+    """``spec`` set up to estimate ``index`` at ``max_order`` (:func:`shapleig.registry.index_options`):
+    GP arms and ``exact`` get ``index=`` (and ``max_order=`` when not the default), ``shapiq:`` methods
+    ``index=`` and ``max_order=``; any other method estimates the Shapley value only (ValueError)."""
     from shapleig import registry
 
-    options = registry.index_options(spec.name, index)
+    options = registry.index_options(spec.name, index, max_order)
     return spec.with_options(**options) if options else spec
 
 
@@ -426,6 +437,7 @@ class Plan:
     skipped: list[str] = field(default_factory=list)
     index: str = "SV"
     notes: list[str] = field(default_factory=list)  # e.g. budgets that cover a game (enumerated, exact)
+    max_order: int | None = None  # the index's maximal order; None: its default
 
     def describe(self) -> str:
         n_runs, n_rows = len(self.jobs), sum(len(job.budgets) for job in self.jobs)
@@ -447,11 +459,13 @@ def build_plan(
     gp_options: dict[str, Any] | None = None,
     skip_small: bool = False,
     index: str = "SV",
+    max_order: int | None = None,
 ) -> Plan:
     """Validate everything and lay out the jobs; no game is evaluated here.
 
     ``index``: what the methods estimate and are scored against ("SV" default, or "BV", "k-SII",
-    "SII", "STII", "FSII"; see :func:`index_method_spec`); MSE is then over every term.
+    "SII", "STII", "FSII", "FBII", "BII", "CHII", "Moebius"; see :func:`index_method_spec`) at
+    ``max_order`` (None: the index's default); MSE is then over every term of orders 1..max_order.
 
     A budget below a method's minimum for a task's p is an error, or with ``skip_small`` that
     (task, method, budget) is left out and noted in ``Plan.skipped``.
@@ -463,7 +477,12 @@ def build_plan(
             games.append(task.game())
         except (OSError, ValueError, KeyError, EOFError, TypeError) as exc:
             raise ValueError(f"task {task.name!r} cannot be loaded: {exc}") from exc
-    specs = resolve_methods(methods, method_options, gp_options, index=index)
+    if max_order is not None:
+        from shapleig.games.indices import check_index, get_index
+
+        order = check_index(index, max_order)[1]
+        max_order = None if order == get_index(index).order else order  # the default order: as if not given
+    specs = resolve_methods(methods, method_options, gp_options, index=index, max_order=max_order)
     budget_specs = parse_budgets(budgets)
     seed_list = parse_seeds(seeds)
     estimators = [spec.build() for spec in specs]
@@ -504,7 +523,8 @@ def build_plan(
                 for seed in seed_list:
                     for b in fits:
                         jobs.append(Job(ti, mi, seed, [b], False))
-    return Plan(task_list, games, specs, budget_specs, seed_list, jobs, skipped, notes=notes, index=index)
+    return Plan(task_list, games, specs, budget_specs, seed_list, jobs, skipped, notes=notes, index=index,
+                max_order=max_order)
 
 
 def _fitting_budgets(
@@ -567,6 +587,9 @@ def run_job(
     index = spec.options.get("index", "SV") if isinstance(spec.options, dict) else "SV"
     if index != "SV":  # the column only appears in index runs, so SV tables keep their schema
         base["index"] = index
+        order = _nondefault_order(index, spec.options.get("max_order"))
+        if order is not None:  # and this one in runs at another order than the index's default
+            base["max_order"] = order
     try:
         return _run(job, game, spec, exact, base, threads, eval_timeout, evaluator, store_dir, task.name)
     except Exception as exc:  # noqa: BLE001 - recorded, or re-raised with context
@@ -679,6 +702,7 @@ def run_benchmark(
     log: Any = None,
     skip_small: bool = False,
     index: str = "SV",
+    max_order: int | None = None,
 ) -> pd.DataFrame:
     """Validate, compute ground truth once per task, run every job, return (and write) the table.
 
@@ -701,6 +725,7 @@ def run_benchmark(
         log: a callable taking one line of text (e.g. ``print``) for the notes of the run.
         skip_small: skip budgets below a method's minimum instead of failing.
         index: the index estimated (``"SV"`` by default).
+        max_order: its maximal order (None: the index's default).
 
     Returns:
         The results table (a ``pandas.DataFrame``: the task, method, budget, seed, evaluations,
@@ -719,7 +744,7 @@ def run_benchmark(
     if int(n_jobs) == 0:
         raise ValueError("n_jobs must be a positive number of workers (or -1 for all cores)")
     plan = build_plan(tasks, methods, budgets, seeds, method_options=method_options, gp_options=gp_options,
-                      skip_small=skip_small, index=index)
+                      skip_small=skip_small, index=index, max_order=max_order)
     out_path = check_results_path(out) if out is not None else None
     if out_path is not None:
         check_output_file(journal_path(out_path))
@@ -753,7 +778,7 @@ def execute_plan(
     exacts, served = [], []
     for task, game in zip(plan.tasks, plan.games):
         exact, game_for_methods, notes = ground_truth(task, game, cache_dir=cache_dir, progress=progress, live=live,
-                                                      index=plan.index)
+                                                      index=plan.index, max_order=plan.max_order)
         exacts.append(exact)
         served.append(game_for_methods)
         if log is not None and notes:
@@ -810,8 +835,9 @@ def journal_path(out: str | os.PathLike[str]) -> Path:
 def job_key(plan: Plan, job: Job, live: bool = False, eval_timeout: float | None = None) -> str:
     """What identifies a job across runs of one command (the journal's key): task, method label
     (options included), seed, budgets, index, ``live`` and the evaluation timeout."""
+    index = plan.index if plan.max_order is None else f"{plan.index}@{plan.max_order}"
     return _run_key(plan.tasks[job.task_index].name, plan.methods[job.method_index].label, job.seed, job.budgets,
-                    job.anytime, plan.index, live, eval_timeout)
+                    job.anytime, index, live, eval_timeout)
 
 
 def _run_key(task: str, method: str, seed: int, budgets: Iterable[tuple[str, int]], anytime: bool, index: str,
@@ -860,8 +886,9 @@ class RunJournal:
         if not rows or any(r.get("error") for r in rows):
             return
         first = rows[0]
+        index = first.get("index", "SV") + (f"@{first['max_order']}" if first.get("max_order") is not None else "")
         key = _run_key(first["task"], first["method"], first["seed"], [(r["budget_spec"], r["budget"]) for r in rows],
-                       first["anytime"], first.get("index", "SV"), self.live, self.eval_timeout)
+                       first["anytime"], index, self.live, self.eval_timeout)
         line = json.dumps({"key": key, "rows": rows}, default=_json_default) + "\n"
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(line)
@@ -887,6 +914,7 @@ def _json_default(x: Any) -> Any:
 def results_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows -> the results table with :data:`COLUMNS` in order, sorted for reading."""
     extra = ["index"] if any("index" in r for r in rows) else []  # index runs only (docs/math.md §14)
+    extra += ["max_order"] if any("max_order" in r for r in rows) else []  # ... at a non-default order
     df = pd.DataFrame(rows, columns=COLUMNS + extra)
     df = df.astype({"p": "int64", "budget": "int64", "seed": "int64", "evaluations": "int64", "anytime": "bool"})
     return df.sort_values(["group", "task", "method", "budget", "seed"], kind="stable").reset_index(drop=True)

@@ -231,13 +231,14 @@ def resolve_methods(
     extra_options: Iterable[str] = (),
     gp_options: Mapping[str, Any] | None = None,
     index: str = "SV",
+    max_order: int | None = None,
 ) -> list[MethodSpec]:
     """Parse, apply options, and build each method once to validate it (no evaluation spent).
 
     ``extra_options``: ``'name:key=value,...'`` strings applied to every method called ``name``
     (``'gp:...'`` applies to all GP arms); ``gp_options`` is merged into every GP arm; ``index``
-    adds the options that make each method estimate that index (:func:`shapleig.registry.index_options`)
-    before it is validated. Raises ``ValueError`` for unknown names, malformed or rejected options,
+    (at ``max_order``, None: the index's default) adds the options that make each method estimate that
+    index (:func:`shapleig.registry.index_options`) before it is validated. Raises ``ValueError`` for unknown names, malformed or rejected options,
     a method that cannot estimate the index, and duplicate labels.
     """
     specs = [parse_method(m) for m in methods]
@@ -258,7 +259,7 @@ def resolve_methods(
             specs[i] = specs[i].with_options(**opts)
     if gp_options:
         specs = [s.with_options(**gp_options) if s.name in GP_ARMS else s for s in specs]
-    specs = [s.with_options(**registry.index_options(s.name, index)) for s in specs]
+    specs = [s.with_options(**registry.index_options(s.name, index, max_order)) for s in specs]
     # booleans parsed strictly, and written one way in labels (paired=yes and paired=1 are paired=True)
     specs = [MethodSpec(s.name, check_boolean_options(s.name, s.options, s.factory), s.factory, s.anytime)
              for s in specs]

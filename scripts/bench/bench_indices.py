@@ -1,6 +1,6 @@
-"""Benchmark: ShaplEIG for Banzhaf values and pairwise interactions against shapiq 1.8.0's anchors.
+"""Benchmark: ShaplEIG for Banzhaf values and interactions against shapiq 1.8.0's approximators.
 
-Two parts (both single-threaded; set ``OMP_NUM_THREADS=1``):
+Three parts (each single-threaded; set ``OMP_NUM_THREADS=1``):
 
 - ``--time``: wall time of one ``ShaplEIG(index=...)`` run at budget 32p on a p = 14 table
   (AdultCensus feature selection), per index and refit schedule.
@@ -11,8 +11,24 @@ Two parts (both single-threaded; set ``OMP_NUM_THREADS=1``):
   method's and the ratio; per index the geometric mean of the ratios and the largest; and the
   coverage of the 95% intervals per index, suite and budget (pooled over seeds and terms).
 
+- ``--max-order 3`` (any order k > 2, or ``--live`` at order 2 for the indices without stored anchors,
+  e.g. ``--live --indices FBII BII``): shapiq has no stored anchors there, so its approximators of
+  the same index and order run here, live (needs shapiq: Python >= 3.12, ``pip install
+  'shapleig[shapiq]'``), beside ShaplEIG: every shapiq approximator that estimates all orders
+  1..k of the index (k-SII: KernelSHAPIQ, InconsistentKernelSHAPIQ, SVARMIQ, SHAPIQ,
+  PermutationSamplingSII, ProxySHAP, ProxySPEX; STII: SVARMIQ, SHAPIQ, PermutationSamplingSTII,
+  ProxySHAP, ProxySPEX; FSII: RegressionFSII, ProxySHAP, ProxySPEX; FBII: RegressionFBII,
+  ProxySHAP, ProxySPEX), on the tables of both anchor files (public suites and suite B), seeds 0-2,
+  budgets 16p and 32p, one run per budget. MSE over every term of order 1..k against the exact
+  index of the full table; per cell (index, table, budget) the geometric mean over seeds, the best
+  shapiq approximator and the ratio, the cells above 1x, the geometric mean of the ratios per index
+  and suite, and the pooled coverage of ShaplEIG's 95% intervals per index. ``--out`` is written
+  after every run and read back by ``--resume``.
+
     OMP_NUM_THREADS=1 python scripts/bench/bench_indices.py --time
     OMP_NUM_THREADS=1 python scripts/bench/bench_indices.py --refit adaptive --out /tmp/bench_indices.csv
+    OMP_NUM_THREADS=1 .venv312/bin/python scripts/bench/bench_indices.py --max-order 3 --jobs 1 \
+        --out /tmp/bench_order3.csv --resume
 """
 
 from __future__ import annotations
@@ -36,6 +52,7 @@ from shapleig_tasks.tables import TableGame  # noqa: E402
 
 SHARED = Path(os.environ.get("SHAPLEIG_SHARED") or ROOT.parent / "shared")
 ANCHORS = SHARED / "data" / "anchors" / "shapiq-1.8.0_index_public.csv"
+ANCHORS_B = SHARED / "data" / "anchors" / "shapiq-1.8.0_index_suites_b.csv"
 GAMES = SHARED / "data" / "games"
 BUDGETS = {"BV": ("2p", "4p", "8p"), "k-SII": ("8p", "16p", "32p"), "FSII": ("8p", "16p", "32p")}
 TIMING_TABLE = "AdultCensus_FeatureSelection_Game/14/model_name=gradient_boosting_1.npz"
@@ -46,8 +63,14 @@ def geomean(x) -> float:
     return float(np.exp(np.mean(np.log(x))))
 
 
+ORDER_K_INDICES = ("k-SII", "STII", "FSII", "FBII")
+ORDER_K_BUDGETS = ("16p", "32p")
+
+
 def estimator(index: str, args: argparse.Namespace, acquisition: str = "eig") -> ShaplEIG:
     options = {"index": index, "acquisition": acquisition, "acquisition_index": args.acquisition_index}
+    if args.max_order != 2 and index != "BV":
+        options["max_order"] = args.max_order
     if args.refit is not None:
         options["refit"] = args.refit
     if args.hold_out_empty is not None:
@@ -148,7 +171,17 @@ def summarise(df: pd.DataFrame, anchors: pd.DataFrame) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time", action="store_true", help="only the timing run at 32p, p = 14")
-    parser.add_argument("--indices", nargs="+", default=["BV", "k-SII", "FSII"])
+    parser.add_argument("--max-order", type=int, default=2,
+                        help="the interactions' order: 2 against the stored anchors; another k runs shapiq live")
+    parser.add_argument("--indices", nargs="+", default=None,
+                        help="default: BV k-SII FSII (order 2), k-SII STII FSII FBII (order k)")
+    parser.add_argument("--budgets", nargs="+", default=None, help="order k only (default 16p 32p)")
+    parser.add_argument("--methods", nargs="*", default=None,
+                        help="order k only: the shapiq approximators (default: every one of the index and order)")
+    parser.add_argument("--jobs", type=int, default=1, help="order k only: runs in parallel (joblib processes)")
+    parser.add_argument("--resume", action="store_true", help="order k only: keep the runs already in --out")
+    parser.add_argument("--live", action="store_true",
+                        help="run shapiq live at order 2 too (indices without stored anchors: FBII, BII, ...)")
     parser.add_argument("--games", nargs="*", default=None, help="game types (default: every anchor table)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--refit", default=None, help="refit schedule (default: ShaplEIG's)")
@@ -164,7 +197,16 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="write the per-run rows to this CSV")
     parser.add_argument("--summary-from", default=None, help="only summarise a CSV written by --out")
     args = parser.parse_args()
-    if args.summary_from:
+    if args.indices is None:
+        args.indices = ["BV", "k-SII", "FSII"] if args.max_order == 2 and not args.live else list(ORDER_K_INDICES)
+    if args.max_order != 2 or args.live:
+        from bench_indices_order import order_k, summarise_order_k  # the live shapiq side (needs shapiq)
+
+        if args.summary_from:
+            summarise_order_k(pd.read_csv(args.summary_from))
+        else:
+            order_k(args)
+    elif args.summary_from:
         summarise(pd.read_csv(args.summary_from), pd.read_csv(ANCHORS))
     elif args.time:
         timing(args)

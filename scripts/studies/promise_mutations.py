@@ -439,8 +439,8 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
      '    if not isinstance(block, dict):\n        raise ValueError(f"{name} is a JSON',
      '    if False:\n        raise ValueError(f"{name} is a JSON', ["tests/estimation/test_uncertainty_block.py"]),
     ("graded covariance: parity coefficients of every size", "shapleig/gp/walsh.py",
-     "c1, c2 = parity_coefficients(operator.index, p, MAX_ORDER)  # orders <= 3: sizes u <= 3 only\n    coef",
-     "c1, c2 = parity_coefficients(operator.index, p)\n    coef", ["tests/gp/test_walsh.py -k 600_players"]),
+     "c = parity_coefficients(operator.spec, p, operator.max_order, MAX_ORDER)  # orders <= 3: sizes u <= 3 only\n"
+     "    members", "c = parity_coefficients(operator.spec, p, operator.max_order)\n    members", ["tests/gp/test_walsh.py -k 600_players"]),
     ("graded covariance: a run holds its own member", "shapleig/gp/walsh.py",
      "run = runs[np.maximum(bounds[:, a + 1], 0), :, bounds[:, a] + 1]",
      "run = runs[np.maximum(bounds[:, a + 1], 0), :, np.maximum(bounds[:, a], 0)]",

@@ -76,8 +76,10 @@ class ShaplEIG(OptionsEstimator):
     :meth:`published` gives the ICML-paper configuration.
 
     ``index`` / ``max_order`` choose what is estimated: the Shapley value (``"SV"``, default), Banzhaf
-    values (``"BV"``) or pairwise interactions (``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"`` with
-    ``max_order=2``); the EIG is about the whole index vector. The estimate's ``terms`` name the entries.
+    values (``"BV"``) or interactions of any order k (``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``,
+    ``"FBII"``, ``"BII"``, ``"CHII"``, ``"Moebius"``; ``max_order=k``, 2 unless given: every term of
+    1..k players); the EIG is about the whole index vector (``acquisition_order`` chooses another
+    order). The estimate's ``terms`` name the entries.
 
     Args:
         **options: keyword-only, the fields of :class:`~shapleig.design.options.LoopOptions` (each

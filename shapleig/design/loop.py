@@ -122,10 +122,11 @@ def loop_budget(game: Game | BudgetedGame, budget: int | None, n_players: int, s
 
 
 def loop_operators(options: LoopOptions, n_players: int) -> tuple[IndexOperator, IndexOperator]:
-    """The index read out (docs/math.md §14) and the one the EIG is about (the same unless ablated).
+    """The index read out (docs/math.md §14) and the one the EIG is about (the same unless asked otherwise).
 
     Args:
-        options: the loop's options (``index``, ``max_order``, ``acquisition_index``, ``hold_out_empty``).
+        options: the loop's options (``index``, ``max_order``, ``acquisition_index``,
+            ``acquisition_order``, ``hold_out_empty``).
         n_players: the number of players p.
 
     Returns:
@@ -133,9 +134,12 @@ def loop_operators(options: LoopOptions, n_players: int) -> tuple[IndexOperator,
     """
     hold_out = default_hold_out_empty(options.index) if options.hold_out_empty is None else options.hold_out_empty
     operator = IndexOperator(n_players, options.index, options.max_order, hold_out_empty=hold_out)
-    if options.acquisition_index is None:
-        return operator, operator
-    return operator, IndexOperator(n_players, options.acquisition_index, hold_out_empty=hold_out)
+    index = options.acquisition_index or options.index
+    order = options.acquisition_order
+    if order is None and index == options.index:
+        order = operator.max_order
+    acquisition = IndexOperator(n_players, index, order, hold_out_empty=hold_out)
+    return operator, (operator if acquisition == operator else acquisition)
 
 
 class DesignLoop:
@@ -781,6 +785,7 @@ class DesignLoop:
             "index": self.operator.index,
             "max_order": self.operator.max_order,
             "acquisition_index": self.acquisition_operator.index,
+            "acquisition_order": self.acquisition_operator.max_order,
             "hold_out_empty": self.operator.hold_out_empty,
             "refit": "fixed" if self.fixed_hyperparameters is not None else self.refit_name,
             "seed": self.seed,

@@ -101,12 +101,17 @@ class LoopOptions(GPOptions):
         progress: a tqdm progress bar over the evaluations (one bar, however the loop is run).
         callbacks: callables ``cb(loop)`` run after every step.
         hyperparameters: fixed hyperparameters (standardised units): no fit ever runs.
-        index: what is estimated (docs/math.md §14): ``"SV"`` (default), ``"BV"``, or an order-2
-            interaction index ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``, or any index registered
-            with :func:`shapleig.games.indices.register_index`.
-        max_order: the index's order (None: its own, 1 for SV/BV, 2 for interactions).
+        index: what is estimated (docs/math.md §14): ``"SV"`` (default), ``"BV"``, or an
+            interaction index ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``, ``"FBII"``, ``"BII"``,
+            ``"CHII"``, ``"Moebius"``, or any index registered with
+            :func:`shapleig.games.indices.register_index`.
+        max_order: the index's maximal order k: every term of 1..k players is estimated (None: its
+            own, 1 for SV/BV, 2 for the interactions; the interactions take any k >= 1).
         acquisition_index: the index the EIG is about (None: ``index``); ``"SV"`` with an interaction
             ``index`` is the "EIG for SV" ablation.
+        acquisition_order: the maximal order of the index the EIG is about (None: ``max_order`` when
+            the EIG is about ``index``, else that index's own); e.g. ``max_order=3,
+            acquisition_order=2`` reads out every term up to triples but designs for the pairs.
         hold_out_empty: v(empty) enters the index exactly and the GP is fitted to the non-empty
             coalitions (docs/math.md §14.5); None: the index's default (on for BV only).
         probe_degenerate: while the fitted kernel predicts the archive almost exactly from itself
@@ -133,14 +138,17 @@ class LoopOptions(GPOptions):
     callbacks: tuple = option((), Checked(_callbacks, bad=(3, (1, 2))))
     hyperparameters: Hyperparameters | None = option(None, Checked(_hyperparameters, bad=(1.0, "fixed")))
     index: str = option("SV", Checked(_index, bad=("XYZ", None)))
-    max_order: int | None = option(None, Interval(int, 1, 2, none=True))
+    max_order: int | None = option(None, Interval(int, 1, none=True))
     acquisition_index: str | None = option(None, Checked(lambda v: v if v is None else _index(v), bad=("XYZ",)))
+    acquisition_order: int | None = option(None, Interval(int, 1, none=True))
     hold_out_empty: bool | None = option(None, Boolean(none=True))
     probe_degenerate: bool = option(True, Boolean())
 
     def __post_init__(self) -> None:
         super().__post_init__()  # validates every field (LoopOptions' too: validate_fields sees them all)
         check_index(self.index, self.max_order)
+        if self.acquisition_order is not None:
+            check_index(self.acquisition_index or self.index, self.acquisition_order)
         refit_schedule(self.refit, hand_over=self.hand_over)
 
     def info(self) -> dict[str, Any]:

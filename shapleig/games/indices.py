@@ -1,31 +1,35 @@
 """Game-theoretic indices: ``Index`` records and their registry, terms, exact values (docs/math.md §14).
 
-Every supported index is linear in the game. Up to order 2 each term T (a player or a pair) is a
+Every supported index is linear in the game, and at a maximal order k each term T (|T| = t <= k) is a
 *size-weighted discrete derivative*
 
-    I(T) = sum_{S subset of N minus T} w_{|T|}(|S|) Delta_T v(S),
-    Delta_{i} v(S) = v(S+i) - v(S),   Delta_{ij} v(S) = v(S+ij) - v(S+i) - v(S+j) + v(S),
+    I(T) = sum_{S subset of N minus T} w_t(|S|) Delta_T v(S),
+    Delta_T v(S) = sum_{L subset T} (-1)^(|T| - |L|) v(S + L),
 
 with one weight vector per order (:func:`derivative_weights`), following shapiq 1.8.0's
-definitions at ``max_order=2``:
+definitions (:mod:`shapleig.games.index_weights`):
 
 - ``"SV"`` Shapley value, ``"BV"`` Banzhaf value (order 1 only);
-- ``"SII"`` Shapley interaction index (order 1 = SV);
-- ``"k-SII"`` (order 1 = SV + B_1 sum_j SII_ij, the Bernoulli aggregation with B_1 = -1/2);
-- ``"STII"`` Shapley-Taylor (order 1 = the Moebius coefficient v(i) - v(empty));
-- ``"FSII"`` Faithful Shapley (order 1 and 2 from Tsai et al.'s closed form).
+- ``"SII"``, ``"BII"``, ``"CHII"`` the Shapley, Banzhaf and Chaining interaction indices, ``"Moebius"``
+  the Moebius transform (each order with its own base weights; order 1 of SII and CHII is the SV, of
+  BII the BV);
+- ``"k-SII"`` (SII aggregated with the Bernoulli numbers), ``"STII"`` Shapley-Taylor (Moebius
+  coefficients below the top order), ``"FSII"`` and ``"FBII"`` the faithful Shapley and Banzhaf
+  interaction indices (the weighted least-squares fits of order k).
 
-The aggregated order-1 terms of k-SII and FSII are again size-weighted derivatives of one player
-(docs/math.md §14.1), so every fast product of :mod:`shapleig.gp.index_esp` needs only the two weight
-vectors. The dense operators here (:func:`dense_index_operator`) are built from the *definitions*
-(Bernoulli aggregation, weighted least squares for FSII), independently of those weights, for tests.
+The interaction indices take any maximal order k (``max_order``; 2 unless asked), their terms the p
+singletons, then the pairs, ..., then the k-sets, each order in lexicographic order (shapiq's
+``powerset`` order). The weights of the lower orders of k-SII, STII, FSII and FBII depend on k, so
+every fast product of :mod:`shapleig.gp.index_esp` reads the k weight vectors at that order. The
+dense operators here (:func:`dense_index_operator`, from :mod:`shapleig.games.index_dense`) are built
+from the *definitions* (Bernoulli sums, least squares), independently of those weights, for tests.
 
-Every per-index fact lives in one :class:`Index` record (name, order, efficiency, weights, label,
-shapiq name, which fast route of the ESP products applies, the default hold-out of v(empty), the
-dense definition), kept in a small registry beside them: the estimators, the GP products, the
-plots, the shapiq bridge and the method registry read the record (:func:`get_index`), and a
-user-defined index (any size-weighted derivative index of order 1 or 2, e.g. a weighted Banzhaf
-value or Beta-Shapley) is one :func:`register_index` call (docs/architecture.md, "A new index").
+Every per-index fact lives in one :class:`Index` record (name, default order, efficiency, weights,
+label, shapiq name, which fast route of the ESP products applies, the default hold-out of v(empty),
+the dense definition, whether it takes any order), kept in a small registry beside them: the
+estimators, the GP products, the plots, the shapiq bridge and the method registry read the record
+(:func:`get_index`), and a user-defined index (any size-weighted derivative index, e.g. a weighted
+Banzhaf value or Beta-Shapley) is one :func:`register_index` call (docs/architecture.md, "A new index").
 """
 
 from __future__ import annotations
@@ -34,13 +38,15 @@ import threading
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from functools import lru_cache
-from itertools import combinations
-from math import comb, factorial
+from math import comb
 from typing import Callable, Sequence
 
 import numpy as np
 
 from shapleig.errors import GameError
+from shapleig.games import index_dense as dense
+from shapleig.games import index_weights as iw
+from shapleig.games.index_weights import OrderWeights
 
 MAX_DENSE_PLAYERS = 12
 MAX_EXACT_PLAYERS = 20
@@ -50,7 +56,7 @@ FAST_PATHS = ("shapley", "banzhaf", "weights")
 # the index every method estimates unless told otherwise
 DEFAULT_INDEX = "SV"
 
-# (w1, w2) as exact fractions: order-1 weights by |S| = 0..p-1, order-2 by |S| = 0..p-2 (or None)
+# kept for records written against order <= 2: (w1, w2) as exact fractions (w2 None at order 1)
 Weights = tuple[tuple[Fraction, ...], tuple[Fraction, ...] | None]
 
 
@@ -58,21 +64,23 @@ Weights = tuple[tuple[Fraction, ...], tuple[Fraction, ...] | None]
 class Index:
     """Everything the package needs to know about one index (docs/math.md §14).
 
-    A term T (a player, or a pair at order 2) is the size-weighted derivative
-    ``I(T) = sum_{S subset of N minus T} w_|T|(|S|) Delta_T v(S)``; :attr:`weights` gives the two
-    weight vectors, and from them alone the exact values, the GP's index products and the size
+    A term T (|T| = t <= k, the maximal order) is the size-weighted derivative
+    ``I(T) = sum_{S subset of N minus T} w_t(|S|) Delta_T v(S)``; :attr:`weights` gives the weight
+    vectors, and from them alone the exact values, the GP's index products and the size
     coefficients follow.
 
     Args:
         name: what users write (``index="SV"``); also the ``index`` of the results.
-        order: 1 (the p players' values) or 2 (the players, then the pairs).
-        efficient: the terms sum to v(N) - v(empty) for every game (checked by
-            :func:`register_index`); the efficient indices are drawn as waterfalls and conditioned
-            on that total by ``explain``.
-        weights: ``p -> (w1, w2)``: the weights of ``Delta_i v(S)`` by ``|S| = 0..p-1`` and (order
-            2) of ``Delta_ij v(S)`` by ``|S| = 0..p-2``, else None; exact numbers (``int`` or
-            ``Fraction``; a float is taken at its exact binary value): the GP products sum them
-            without rounding (these are the fast-path coefficients of the ESP products,
+        order: the maximal order used when none is given (1: the p players' values; 2: the players,
+            then the pairs; k: every term of 1..k players).
+        efficient: the terms sum to v(N) - v(empty) for every game (at every order, for an
+            ``any_order`` record; checked by :func:`register_index`); the efficient indices are
+            drawn as waterfalls and conditioned on that total by ``explain``.
+        weights: ``p -> (w_1, ..., w_order)``: the weights of ``Delta_T v(S)`` for the terms of t
+            players by ``|S| = 0..p-t`` (an order-1 record may give ``(w1, None)``); with
+            ``any_order``, ``(p, k) -> (w_1, ..., w_k)`` at the maximal order k. Exact numbers
+            (``int`` or ``Fraction``; a float is taken at its exact binary value): the GP products
+            sum them without rounding (these are the fast-path coefficients of the ESP products,
             :mod:`shapleig.gp.index_esp`).
         label: the axis label of plots (``"Shapley value"``).
         shapiq_name: the index's name in shapiq (``InteractionValues.index``), or None when shapiq
@@ -80,9 +88,12 @@ class Index:
         fast_path: which route of the ESP products applies: ``"weights"`` (the generic route, any
             weights), or the closed forms ``"shapley"`` / ``"banzhaf"`` (their weights only).
         hold_out_empty: ShaplEIG's default for holding v(empty) out of the GP (docs/math.md §14.5).
-        definition: ``p -> float64[d, 2^p]``, the dense operator from the index's own definition
-            (for tests, p <= 12); None: built from :attr:`weights`.
+        definition: ``p -> float64[d, 2^p]`` (``(p, k) -> ...`` with ``any_order``), the dense
+            operator from the index's own definition (for tests, p <= 12); None: built from
+            :attr:`weights`.
         description: one line for listings.
+        any_order: the record takes every maximal order k >= 1 (``max_order=k``); ``weights`` and
+            ``definition`` then take k as their second argument.
 
     Example:
         >>> from fractions import Fraction
@@ -95,25 +106,30 @@ class Index:
     name: str
     order: int
     efficient: bool
-    weights: Callable[[int], tuple[Sequence[Fraction | int], Sequence[Fraction | int] | None]]
+    weights: Callable[..., Sequence[Sequence[Fraction | int] | None]]
     label: str
     shapiq_name: str | None = None
     fast_path: str = "weights"
     hold_out_empty: bool = False
-    definition: Callable[[int], np.ndarray] | None = None
+    definition: Callable[..., np.ndarray] | None = None
     description: str = ""
+    any_order: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"Index name must be a non-empty string, got {self.name!r}")
-        if isinstance(self.order, bool) or self.order not in (1, 2):
-            raise ValueError(f"index {self.name!r}: order must be 1 or 2, got {self.order!r}")
+        if isinstance(self.order, bool) or not isinstance(self.order, (int, np.integer)) or self.order < 1:
+            raise ValueError(f"index {self.name!r}: order must be a positive integer, got {self.order!r}")
         if not callable(self.weights):
-            raise ValueError(f"index {self.name!r}: weights must be a function p -> (w1, w2), got {self.weights!r}")
+            raise ValueError(f"index {self.name!r}: weights must be a function p -> (w1, ..., w_order), "
+                             f"got {self.weights!r}")
         if self.fast_path not in FAST_PATHS:
             raise ValueError(f"index {self.name!r}: fast_path must be one of {FAST_PATHS}, got {self.fast_path!r}")
         if self.definition is not None and not callable(self.definition):
             raise ValueError(f"index {self.name!r}: definition must be a function p -> float64[d, 2^p] or None")
+        if self.any_order and self.fast_path != "weights":
+            raise ValueError(f"index {self.name!r}: any_order needs fast_path='weights' (the closed forms are "
+                             f"of order 1)")
 
     def __reduce__(self) -> tuple:
         # a built-in record travels by name (the receiving process has the same one); any other by
@@ -122,19 +138,32 @@ class Index:
             return (get_index, (self.name,))
         return (Index, tuple(getattr(self, f.name) for f in fields(self)))
 
-    def exact_weights(self, n_players: int) -> Weights:
-        """``(w1, w2)`` for ``n_players`` as tuples of ``Fraction`` with their lengths checked.
+    def supports(self, max_order: int) -> bool:
+        """Whether the record takes the maximal order ``max_order`` (its own, or any with ``any_order``).
 
         Args:
-            n_players: p (>= 2 for order 2).
+            max_order: k.
 
         Returns:
-            ``w1`` of length p, ``w2`` of length p - 1 at order 2 (None at order 1).
+            whether ``max_order=k`` is supported.
         """
-        return _exact_weights(self, int(n_players))
+        return int(max_order) >= 1 if self.any_order else int(max_order) == self.order
+
+    def exact_weights(self, n_players: int, max_order: int | None = None) -> OrderWeights:
+        """``(w_1, ..., w_k)`` for ``n_players`` as tuples of ``Fraction`` with their lengths checked.
+
+        Args:
+            n_players: p (>= k).
+            max_order: k; None: the record's order.
+
+        Returns:
+            ``w_t`` of length p - t + 1 (``|S| = 0..p-t``) for t = 1..k.
+        """
+        return _exact_weights(self, int(n_players), self.order if max_order is None else int(max_order))
 
 
-def _as_fractions(index: Index, which: str, values: Sequence[Fraction | int] | None, length: int) -> tuple[Fraction, ...]:
+def _as_fractions(index: Index, t: int, values: Sequence[Fraction | int] | None, length: int) -> tuple[Fraction, ...]:
+    which = f"w{t}"
     if values is None:
         raise ValueError(f"index {index.name!r} has order {index.order}: weights(p) must give {which}, got None")
     out = []
@@ -146,21 +175,24 @@ def _as_fractions(index: Index, which: str, values: Sequence[Fraction | int] | N
         out.append(Fraction(w) if not isinstance(w, (np.integer, np.floating)) else Fraction(w.item()))
     if len(out) != length:
         raise ValueError(f"index {index.name!r}: {which} needs {length} weights (|S| = 0..{length - 1}) "
-                         f"for p = {length + (1 if which == 'w1' else 2) - 1}, got {len(out)}")
+                         f"for p = {length + t - 1}, got {len(out)}")
     return tuple(out)
 
 
-@lru_cache(maxsize=256)
-def _exact_weights(index: Index, p: int) -> Weights:
-    if p < index.order:
-        raise ValueError(f"index {index.name!r} of order {index.order} needs at least {index.order} players, got p = {p}")
-    w1, w2 = index.weights(p)
-    one = _as_fractions(index, "w1", w1, p)
-    if index.order == 1:
-        if w2 is not None:
-            raise ValueError(f"index {index.name!r} has order 1: weights(p) must give w2 = None")
-        return one, None
-    return one, _as_fractions(index, "w2", w2, p - 1)
+@lru_cache(maxsize=512)
+def _exact_weights(index: Index, p: int, k: int) -> OrderWeights:
+    if not index.supports(k):
+        raise ValueError(f"index {index.name!r} is supported with max_order={index.order} only, got max_order={k}")
+    if p < k:
+        raise ValueError(f"index {index.name!r} of order {k} needs at least {k} players, got p = {p}")
+    given = list(index.weights(p, k) if index.any_order else index.weights(p))
+    while len(given) > k and given[-1] is None:  # an order-1 record's (w1, None)
+        given.pop()
+    if len(given) != k:
+        extra = [t + 1 for t, w in enumerate(given) if t >= k and w is not None]
+        raise ValueError(f"index {index.name!r} has order {k}: weights(p) must give {k} weight vectors"
+                         + (f" (w{extra[0]} must be None)" if extra else f", got {len(given)}"))
+    return tuple(_as_fractions(index, t, w, p - t + 1) for t, w in enumerate(given, start=1))
 
 
 _REGISTRY: dict[str, Index] = {}
@@ -252,19 +284,23 @@ def get_index(index: str | Index) -> Index:
     return found
 
 
-def index_label(name: str) -> str:
-    """The plot label of index ``name`` (``"Shapley value"``).
+def index_label(name: str, max_order: int | None = None) -> str:
+    """The plot label of index ``name`` (``"Shapley value"``; ``"k-SII (order 3)"`` for an interaction index).
 
-    An unregistered name (an index read from shapiq, e.g. ``"FBII"``) is its own label.
+    An unregistered name (an index read from shapiq) is its own label.
 
     Args:
         name: an index name.
+        max_order: the estimate's order, named for an index that takes any order (None: the record's).
 
     Returns:
         the label.
     """
     found = _REGISTRY.get(name)
-    return name if found is None else found.label
+    if found is None:
+        return name
+    return f"{found.label} (order {found.order if max_order is None else int(max_order)})" if found.any_order \
+        else found.label
 
 
 def is_efficient(name: str) -> bool:
@@ -318,21 +354,23 @@ def index_from_shapiq(shapiq_name: str) -> Index | None:
 def check_index(index: str | Index, max_order: int | None = None) -> tuple[str, int]:
     """Canonical ``(index, max_order)``; ValueError for an unknown index or unsupported order.
 
-    SV and BV have order 1; the interaction indices are supported at order 2 (the default); a
-    registered index at its ``order``.
+    SV and BV have order 1; the interaction indices take any order k >= 1 (2 unless given); a
+    registered index its ``order`` (any order with ``any_order``).
 
     Args:
         index: a registered name (or its :class:`Index`).
-        max_order: None (the index's order) or the index's order.
+        max_order: None (the index's order) or the maximal order.
 
     Returns:
         The name and the order.
     """
     spec = get_index(index)
-    default = spec.order
-    order = default if max_order is None else max_order
-    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or int(order) != default:
-        raise ValueError(f"index {spec.name!r} is supported with max_order={default} only, got max_order={max_order!r}")
+    order = spec.order if max_order is None else max_order
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or not spec.supports(int(order)):
+        if spec.any_order:
+            raise ValueError(f"index {spec.name!r} takes max_order = 1, 2, 3, ... (an integer >= 1), "
+                             f"got max_order={max_order!r}")
+        raise ValueError(f"index {spec.name!r} is supported with max_order={spec.order} only, got max_order={max_order!r}")
     return spec.name, int(order)
 
 
@@ -353,7 +391,7 @@ def default_hold_out_empty(index: str) -> bool:
 
 
 def index_terms(n_players: int, index: str | Index = "SV", max_order: int | None = None) -> list[tuple[int, ...]]:
-    """The terms of ``index``: the p singletons, then (order 2) the pairs in lexicographic order.
+    """The terms of ``index``: the p singletons, then the pairs, ..., up to the order, each order lexicographic.
 
     Args:
         n_players: the number of players p.
@@ -361,92 +399,47 @@ def index_terms(n_players: int, index: str | Index = "SV", max_order: int | None
         max_order: the interaction order; None: the index's own.
 
     Returns:
-        the player tuples, ``[(0,), ..., (p-1,), (0, 1), ...]``.
+        the player tuples, ``[(0,), ..., (p-1,), (0, 1), ..., (0, 1, 2), ...]``.
     """
     _, order = check_index(index, max_order)
-    p = int(n_players)
-    terms: list[tuple[int, ...]] = [(i,) for i in range(p)]
-    if order >= 2:
-        terms += list(combinations(range(p), 2))
-    return terms
+    return dense.all_terms(int(n_players), order)
 
 
-def _aggregate(w1: list[Fraction], w2: list[Fraction], coef: Fraction, p: int) -> list[Fraction]:
-    """Order-1 weights of ``I(i) + coef * sum_{j != i} I2(ij)`` (docs/math.md §14.1).
-
-    Re-indexing the pair sum by R = S or S + j gives the weight of Delta_i v(R), |R| = k:
-    ``w1(k) + coef * (k w2(k-1) - (p-1-k) w2(k))`` (w2 is zero outside 0..p-2).
-    """
-    def w2_at(k: int) -> Fraction:
-        return w2[k] if 0 <= k <= p - 2 else Fraction(0)
-
-    return [w1[k] + coef * (k * w2_at(k - 1) - (p - 1 - k) * w2_at(k)) for k in range(p)]
-
-
-def _sv_weights(p: int) -> list[Fraction]:
-    return [Fraction(factorial(k) * factorial(p - 1 - k), factorial(p)) for k in range(p)]
-
-
-def _sii2_weights(p: int) -> list[Fraction]:
-    return [Fraction(factorial(k) * factorial(p - 2 - k), factorial(p - 1)) for k in range(p - 1)]
-
-
-def _stii_weights(p: int) -> tuple[list[Fraction], list[Fraction]]:
-    # top order k = 2: (k/n) / C(n-1, |S|); order 1 < k: the Moebius coefficient v(i) - v(empty)
-    return [Fraction(1)] + [Fraction(0)] * (p - 1), [Fraction(2, p * comb(p - 1, k)) for k in range(p - 1)]
-
-
-def _fsii_weights(p: int) -> tuple[list[Fraction], list[Fraction]]:
-    # Tsai et al. (2023), l = 2: a(T) = (2l-1)!/((l-1)!)^2 sum (n-|S|-1)!(|S|+l-1)!/(n+l-1)! Delta_T v(S);
-    # FSII(pair) = a(pair), FSII(i) = a(i) - |T|/(l+|T|) C(l,|T|) sum_j a(ij) = a(i) - (2/3) sum_j a(ij).
-    # The derivative weights of a(i) carry the constant 2 where the pairs' carry 6 (checked against the
-    # least-squares definition, dense_index_operator, and shapiq's ExactComputer).
-    a2 = [Fraction(6 * factorial(p - k - 1) * factorial(k + 1), factorial(p + 1)) for k in range(p - 1)]
-    a1 = [Fraction(2 * factorial(p - k - 1) * factorial(k + 1), factorial(p + 1)) for k in range(p)]
-    return _aggregate(a1, a2, Fraction(-2, 3), p), a2
-
-
-def exact_derivative_weights(index: str | Index, n_players: int) -> Weights:
+def exact_derivative_weights(index: str | Index, n_players: int, max_order: int | None = None) -> OrderWeights:
     """:func:`derivative_weights` as exact fractions (for the cancellation-free sums of :mod:`shapleig.gp.index_esp`).
 
     Args:
         index: an index name or record.
         n_players: the number of players p.
+        max_order: the maximal order k; None: the index's own.
 
     Returns:
-        ``(w1, w2)`` as fractions (``w2`` None for an order-1 index).
+        ``(w_1, ..., w_k)`` as fractions, ``w_t`` by ``|S| = 0..p-t``.
     """
-    return get_index(index).exact_weights(int(n_players))
+    spec = get_index(index)
+    return spec.exact_weights(int(n_players), check_index(spec, max_order)[1])
 
 
-def derivative_weights(index: str | Index, n_players: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(w1 float64[p], w2 float64[p-1] or None)``: the weights of Delta_i v(S) and Delta_ij v(S) by |S|.
+def derivative_weights(index: str | Index, n_players: int, max_order: int | None = None) -> list[np.ndarray]:
+    """``[w_1, ..., w_k]`` (float64): the weights of ``Delta_T v(S)`` for the terms of t players by ``|S|``.
 
     Args:
         index: an index name or record.
         n_players: the number of players p.
+        max_order: the maximal order k; None: the index's own.
 
     Returns:
-        ``(w1, w2)``.
+        k arrays, ``w_t`` of length p - t + 1.
     """
-    w1, w2 = exact_derivative_weights(index, n_players)
-    return np.array([float(w) for w in w1]), (None if w2 is None else np.array([float(w) for w in w2]))
+    return [np.array([float(w) for w in wt]) for wt in exact_derivative_weights(index, n_players, max_order)]
 
 
 # -- exact values from a full table ---------------------------------------------------------------
 
-def _sizes(p: int) -> np.ndarray:
-    codes = np.arange(1 << p, dtype=np.int64)
-    sizes = np.zeros(1 << p, dtype=np.int64)
-    for j in range(p):
-        sizes += (codes >> j) & 1
-    return sizes
-
-
 def exact_index_values(values: np.ndarray, index: str | Index = "SV", max_order: int | None = None) -> np.ndarray:
     """Exact index values ``float64[d]`` (aligned with :func:`index_terms`) from bit-order values float64[2^p].
 
-    O(d 2^p) by the size-weighted derivative form; p <= 20.
+    O(d 2^p 2^k) by the size-weighted derivative form; p <= 20.
 
     Args:
         values: float64[2^p] game values in bit order (p <= 20).
@@ -456,92 +449,42 @@ def exact_index_values(values: np.ndarray, index: str | Index = "SV", max_order:
     Returns:
         float64[d], aligned with :func:`index_terms`.
     """
-    _, order = check_index(index, max_order)
+    name, order = check_index(index, max_order)
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     p = int(np.log2(v.shape[0])) if v.shape[0] else 0
     if v.shape[0] != (1 << p) or p < 1:
         raise GameError(f"bit-order values need length 2^p, got {v.shape[0]}")
     if p > MAX_EXACT_PLAYERS:
         raise GameError(f"exact index values enumerate 2^p coalitions; p = {p} > {MAX_EXACT_PLAYERS}")
-    w1, w2 = derivative_weights(index, p)
+    weights = derivative_weights(index, p, order)
     codes = np.arange(1 << p, dtype=np.int64)
-    sizes = _sizes(p)
+    sizes = dense.all_sets(p).sum(axis=1)
     out = []
-    for i in range(p):
-        S = codes[((codes >> i) & 1) == 0]
-        out.append(np.dot(w1[sizes[S]], v[S | (1 << i)] - v[S]))
-    if order == 2:
-        for i, j in combinations(range(p), 2):
-            S = codes[(((codes >> i) & 1) == 0) & (((codes >> j) & 1) == 0)]
-            bi, bj = 1 << i, 1 << j
-            out.append(np.dot(w2[sizes[S]], v[S | bi | bj] - v[S | bi] - v[S | bj] + v[S]))
+    for T in index_terms(p, index, order):
+        tmask = sum(1 << t for t in T)
+        S = codes[(codes & tmask) == 0]
+        deriv = np.zeros(S.shape[0])
+        for sub in range(1 << len(T)):  # Delta_T v(S) = sum_{L subset T} (-1)^(|T|-|L|) v(S + L)
+            L = sum(1 << T[q] for q in range(len(T)) if (sub >> q) & 1)
+            deriv += (-1) ** (len(T) - sub.bit_count()) * v[S | L]
+        out.append(np.dot(weights[len(T) - 1][sizes[S]], deriv))
     return np.asarray(out)
 
 
 # -- dense operators from the definitions (tests and references, p <= 12) -------------------------
 
-def _all_sets(p: int) -> np.ndarray:
-    codes = np.arange(1 << p, dtype=np.int64)
-    return ((codes[:, None] >> np.arange(p)) & 1).astype(bool)
-
-
-def _derivative_rows(p: int, terms: list[tuple[int, ...]], weight) -> np.ndarray:
-    """Rows of ``sum_{S cap T = empty} weight(|T|, |S|) Delta_T v(S)`` over bit-order columns."""
-    Z = _all_sets(p)
-    sizes = Z.sum(axis=1)
-    out = np.zeros((len(terms), 1 << p))
-    for row, T in enumerate(terms):
-        tmask = sum(1 << t for t in T)
-        for code in range(1 << p):
-            if code & tmask:
-                continue
-            w = weight(len(T), int(sizes[code]))
-            if w == 0:
-                continue
-            for sub in range(1 << len(T)):
-                L = sum(1 << T[q] for q in range(len(T)) if (sub >> q) & 1)
-                out[row, code | L] += w * (-1) ** (len(T) - sub.bit_count())
-    return out
-
-
-def _fsii_dense(p: int) -> np.ndarray:
-    """FSII of order 2 as the faithful least-squares fit.
-
-    Minimise sum_S mu(S) (v(S) - sum_{T in S} e(T))^2 over e(empty), e(i), e(ij), with mu(S) =
-    (p-1)/(C(p,|S|)|S|(p-|S|)) and the fit exact at the empty and grand coalitions (constraints,
-    solved by the KKT system).
-    """
-    Z = _all_sets(p)
-    terms = [()] + index_terms(p, "FSII", 2)
-    X = np.array([[all(z[t] for t in T) for T in terms] for z in Z], dtype=np.float64)
-    sizes = Z.sum(axis=1)
-    inner = (sizes > 0) & (sizes < p)
-    mu = np.zeros(1 << p)
-    mu[inner] = (p - 1) / (np.array([comb(p, int(s)) for s in sizes[inner]]) * sizes[inner] * (p - sizes[inner]))
-    G = X[inner].T @ (mu[inner, None] * X[inner])
-    C = X[~inner]  # rows of the empty and grand coalitions
-    n, c = len(terms), C.shape[0]
-    KKT = np.block([[2 * G, C.T], [C, np.zeros((c, c))]])
-    rhs_inner = np.zeros((n + c, 1 << p))
-    rhs_inner[:n, inner] = 2 * (X[inner] * mu[inner, None]).T
-    rhs_inner[n:, np.flatnonzero(~inner)] = np.eye(c)
-    sol = np.linalg.solve(KKT, rhs_inner)
-    return sol[1:n]  # drop the empty term (order 0) and the multipliers
-
-
-def _from_weights(index: Index, p: int) -> np.ndarray:
+def _from_weights(index: Index, p: int, k: int) -> np.ndarray:
     """The dense operator of a size-weighted derivative index, from its weights."""
-    w1, w2 = index.exact_weights(p)
-    terms = index_terms(p, index)
-    return _derivative_rows(p, terms, lambda t, k: float(w1[k] if t == 1 else w2[k]))  # type: ignore[index]
+    w = index.exact_weights(p, k)
+    return dense.derivative_rows(p, dense.all_terms(p, k), lambda t, s: float(w[t - 1][s]))
 
 
 def dense_index_operator(n_players: int, index: str | Index = "SV", max_order: int | None = None) -> np.ndarray:
     """Dense operator ``B`` (float64[d, 2^p], bit-order columns) with ``I = B v``, from the definitions.
 
-    For tests (p <= 12). k-SII is the Bernoulli aggregation of SII rows, FSII the weighted
-    least-squares fit, STII's order-1 rows the Moebius coefficients; none uses :func:`derivative_weights`.
-    An index without a ``definition`` is built from its weights.
+    For tests (p <= 12). k-SII is the Bernoulli aggregation of SII rows, FSII and FBII the
+    least-squares fits, STII's lower orders the Moebius rows; none uses :func:`derivative_weights`
+    (:mod:`shapleig.games.index_dense`). An index without a ``definition`` is built from its weights.
 
     Args:
         n_players: p, at most ``MAX_DENSE_PLAYERS``.
@@ -551,60 +494,50 @@ def dense_index_operator(n_players: int, index: str | Index = "SV", max_order: i
     Returns:
         ``float64[d, 2^p]``, one row per term of :func:`index_terms`.
     """
-    check_index(index, max_order)
+    _, k = check_index(index, max_order)
     spec = get_index(index)
     p = int(n_players)
     if p > MAX_DENSE_PLAYERS:
         raise GameError(f"dense index operators are for p <= {MAX_DENSE_PLAYERS}, got {p}")
-    return spec.definition(p) if spec.definition is not None else _from_weights(spec, p)
-
-
-def _sv_w(p: int, k: int) -> float:
-    return 1.0 / (p * comb(p - 1, k))
-
-
-def _sv_dense(p: int) -> np.ndarray:
-    return _derivative_rows(p, [(i,) for i in range(p)], lambda t, k: _sv_w(p, k))
-
-
-def _bv_dense(p: int) -> np.ndarray:
-    return _derivative_rows(p, [(i,) for i in range(p)], lambda t, k: 0.5 ** (p - 1))
-
-
-def _sii2_dense(p: int) -> np.ndarray:
-    return _derivative_rows(p, list(combinations(range(p), 2)), lambda t, k: 1.0 / ((p - 1) * comb(p - 2, k)))
-
-
-def _sii_dense(p: int) -> np.ndarray:
-    return np.vstack([_sv_dense(p), _sii2_dense(p)])
-
-
-def _ksii_dense(p: int) -> np.ndarray:
-    # k-SII(S) = sum_{T >= S, |T| <= 2} B_{|T|-|S|} SII(T), Bernoulli B_0 = 1, B_1 = -1/2
-    sii2 = _sii2_dense(p)
-    agg = _sv_dense(p)
-    for row, (i, j) in enumerate(combinations(range(p), 2)):
-        agg[i] -= 0.5 * sii2[row]
-        agg[j] -= 0.5 * sii2[row]
-    return np.vstack([agg, sii2])
-
-
-def _stii_dense(p: int) -> np.ndarray:
-    moebius = np.zeros((p, 1 << p))
-    for i in range(p):
-        moebius[i, 1 << i] += 1.0
-        moebius[i, 0] -= 1.0
-    top = _derivative_rows(p, list(combinations(range(p), 2)), lambda t, k: 2.0 / (p * comb(p - 1, k)))
-    return np.vstack([moebius, top])
+    if p < k:
+        raise ValueError(f"index {spec.name!r} of order {k} needs at least {k} players, got p = {p}")
+    if spec.definition is None:
+        return _from_weights(spec, p, k)
+    return spec.definition(p, k) if spec.any_order else spec.definition(p)
 
 
 # -- checking a record against its definition ------------------------------------------------------
 
 CHECK_PLAYERS = (2, 3, 4, 5, 6)
+# an any_order record is checked at the orders 1..min(p, CHECK_ORDERS)
+CHECK_ORDERS = 4
+
+
+def _check_at(index: Index, p: int, k: int) -> bool:
+    """Check one (p, k); return whether the terms sum to v(N) - v(empty) for every game."""
+    w = _exact_weights(index, p, k)
+    B = _from_weights(index, p, k)
+    if index.definition is not None:
+        D = np.asarray(index.definition(p, k) if index.any_order else index.definition(p), dtype=np.float64)
+        if D.shape != B.shape or not np.allclose(D, B, rtol=1e-9, atol=1e-12):
+            raise ValueError(f"index {index.name!r}: its definition differs from its weighted derivatives "
+                             f"at p = {p}" + (f", order {k}" if index.any_order else "") + " (check weights or definition)")
+    if index.fast_path != "weights":
+        reference = iw.sii_base(p, 1) if index.fast_path == "shapley" else iw.bii_base(p, 1)
+        if index.order != 1 or list(w[0]) != reference:
+            raise ValueError(f"index {index.name!r}: fast_path={index.fast_path!r} is the closed form of the "
+                             f"{'Shapley' if index.fast_path == 'shapley' else 'Banzhaf'} value's weights only; "
+                             f"use fast_path='weights'")
+    target = np.zeros(1 << p)
+    target[-1], target[0] = 1.0, -1.0
+    return bool(np.allclose(B.sum(axis=0), target, atol=1e-12))
 
 
 def check_index_record(index: Index) -> None:
     """Verify ``index`` for p in :data:`CHECK_PLAYERS` (what :func:`register_index` runs).
+
+    An ``any_order`` record is checked at every order 1..min(p, :data:`CHECK_ORDERS`), the others at
+    their order.
 
     Args:
         index: the record.
@@ -617,23 +550,10 @@ def check_index_record(index: Index) -> None:
     """
     inefficient_at = None
     for p in CHECK_PLAYERS:
-        w1, _ = _exact_weights(index, p)
-        B = _from_weights(index, p)
-        if index.definition is not None:
-            D = np.asarray(index.definition(p), dtype=np.float64)
-            if D.shape != B.shape or not np.allclose(D, B, rtol=1e-9, atol=1e-12):
-                raise ValueError(f"index {index.name!r}: its definition differs from its weighted derivatives "
-                                 f"at p = {p} (check weights or definition)")
-        if index.fast_path != "weights":
-            reference = _sv_weights(p) if index.fast_path == "shapley" else [Fraction(1, 2 ** (p - 1))] * p
-            if index.order != 1 or list(w1) != reference:
-                raise ValueError(f"index {index.name!r}: fast_path={index.fast_path!r} is the closed form of the "
-                                 f"{'Shapley' if index.fast_path == 'shapley' else 'Banzhaf'} value's weights only; "
-                                 f"use fast_path='weights'")
-        target = np.zeros(1 << p)
-        target[-1], target[0] = 1.0, -1.0
-        if not np.allclose(B.sum(axis=0), target, atol=1e-12):
-            inefficient_at = p
+        orders = range(1, min(p, CHECK_ORDERS) + 1) if index.any_order else (index.order,) if index.order <= p else ()
+        for k in orders:
+            if not _check_at(index, p, k) and inefficient_at is None:
+                inefficient_at = p if not index.any_order else f"{p} (order {k})"
     # efficient: the sum holds at every p (the Banzhaf value's does at p = 2 only)
     if bool(index.efficient) != (inefficient_at is None):
         raise ValueError(f"index {index.name!r}: efficient={index.efficient} but its terms "
@@ -643,20 +563,38 @@ def check_index_record(index: Index) -> None:
 
 # -- the built-in indices ---------------------------------------------------------------------------
 
-def _sv_pair(p: int) -> tuple[list[Fraction], None]:
-    return _sv_weights(p), None
+def _sv_pair(p: int) -> tuple[tuple[Fraction, ...], None]:
+    return tuple(iw.sii_base(p, 1)), None
 
 
-def _bv_pair(p: int) -> tuple[list[Fraction], None]:
-    return [Fraction(1, 2 ** (p - 1))] * p, None
+def _bv_pair(p: int) -> tuple[tuple[Fraction, ...], None]:
+    return tuple(iw.bii_base(p, 1)), None
 
 
-def _ksii_weights(p: int) -> tuple[list[Fraction], list[Fraction]]:
-    return _aggregate(_sv_weights(p), _sii2_weights(p), Fraction(-1, 2), p), _sii2_weights(p)
+def _sv_dense(p: int) -> np.ndarray:
+    return dense.derivative_rows(p, dense.all_terms(p, 1), lambda t, k: 1.0 / (p * comb(p - 1, k)))
 
 
-def _sii_weights(p: int) -> tuple[list[Fraction], list[Fraction]]:
-    return _sv_weights(p), _sii2_weights(p)
+def _bv_dense(p: int) -> np.ndarray:
+    return dense.derivative_rows(p, dense.all_terms(p, 1), lambda t, k: 0.5 ** (p - 1))
+
+
+def _ksii_dense(p: int, k: int) -> np.ndarray:
+    return dense.ksii_dense(p, k, iw.bernoulli_numbers(k))
+
+
+def _base_dense(base: str) -> Callable[[int, int], np.ndarray]:
+    def definition(p: int, k: int) -> np.ndarray:
+        return dense.base_dense(p, k, base)
+
+    definition.__name__ = definition.__qualname__ = f"_{base.lower()}_dense"
+    return definition
+
+
+def _interaction(name: str, efficient: bool, weights: Callable[[int, int], OrderWeights],
+                 definition: Callable[[int, int], np.ndarray], description: str) -> Index:
+    return Index(name, 2, efficient, weights, name, name, definition=definition, description=description,
+                 any_order=True)
 
 
 BUILTIN_INDICES = (
@@ -664,14 +602,18 @@ BUILTIN_INDICES = (
           definition=_sv_dense, description="the Shapley value"),
     Index("BV", 1, False, _bv_pair, "Banzhaf value", "BV",
           fast_path="banzhaf", hold_out_empty=True, definition=_bv_dense, description="the Banzhaf value"),
-    Index("k-SII", 2, True, _ksii_weights, "k-SII (order 2)", "k-SII", definition=_ksii_dense,
-          description="k-Shapley interaction index (order 1 = SV - 1/2 sum_j SII_ij)"),
-    Index("SII", 2, False, _sii_weights, "SII (order 2)", "SII",
-          definition=_sii_dense, description="Shapley interaction index (order 1 = SV)"),
-    Index("STII", 2, True, _stii_weights, "STII (order 2)", "STII", definition=_stii_dense,
-          description="Shapley-Taylor interaction index (order 1 = v(i) - v(empty))"),
-    Index("FSII", 2, True, _fsii_weights, "FSII (order 2)", "FSII", definition=_fsii_dense,
-          description="Faithful Shapley interaction index (Tsai et al.)"),
+    _interaction("k-SII", True, iw.ksii_weights, _ksii_dense,
+                 "k-Shapley interaction index (SII aggregated with the Bernoulli numbers)"),
+    _interaction("SII", False, iw.sii_weights, _base_dense("SII"), "Shapley interaction index (order 1 = SV)"),
+    _interaction("STII", True, iw.stii_weights, dense.stii_dense,
+                 "Shapley-Taylor interaction index (lower orders: the Moebius coefficients)"),
+    _interaction("FSII", True, iw.fsii_weights, dense.fsii_dense, "Faithful Shapley interaction index (Tsai et al.)"),
+    _interaction("FBII", False, iw.fbii_weights, dense.fbii_dense, "Faithful Banzhaf interaction index (Tsai et al.)"),
+    _interaction("BII", False, iw.bii_weights, _base_dense("BII"), "Banzhaf interaction index (order 1 = BV)"),
+    _interaction("CHII", False, iw.chii_weights, _base_dense("CHII"),
+                 "Chaining interaction index (Marichal and Roubens; order 1 = SV)"),
+    _interaction("Moebius", False, iw.moebius_weights, _base_dense("Moebius"),
+                 "the Moebius transform (Harsanyi dividends) up to the order"),
 )
 # the built-in index names (index_names() adds the user's)
 INDICES = tuple(index.name for index in BUILTIN_INDICES)

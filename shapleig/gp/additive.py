@@ -119,7 +119,7 @@ class Additive(KernelSpec):
         """The order-1 Walsh columns (``rho = 1``), the empty coalition held out as the operator asks."""
         p = operator.n_players
         rho, kappa = self._walsh(params, p)
-        base = IndexOperator(p, operator.index, operator.max_order)
+        base = operator.without_hold_out()
         cols = order_index_columns(Z, rho, kappa, 1, base)
         if operator.hold_out_empty:
             empty = np.zeros((1, p), dtype=bool)
@@ -130,7 +130,7 @@ class Additive(KernelSpec):
         """The order-1 Walsh covariance (``rho = 1``), the empty coalition held out as the operator asks."""
         p = operator.n_players
         rho, kappa = self._walsh(params, p)
-        base = IndexOperator(p, operator.index, operator.max_order)
+        base = operator.without_hold_out()
         M = order_index_covariance(rho, kappa, 1, base)
         if operator.hold_out_empty:
             empty = np.zeros((1, p), dtype=bool)

@@ -331,8 +331,8 @@ class KernelSpec(abc.ABC):
 
 
 @lru_cache(maxsize=16)
-def _dense_operator(index: Index, n_players: int, hold_out_empty: bool) -> np.ndarray:
-    B = dense_index_operator(n_players, index)
+def _dense_operator(index: Index, n_players: int, max_order: int, hold_out_empty: bool) -> np.ndarray:
+    B = dense_index_operator(n_players, index, max_order)
     if hold_out_empty:  # B' = B - e 1_empty^T: the empty coalition (bit code 0) enters exactly
         B = B.copy()
         B[:, 0] = 0.0
@@ -347,7 +347,7 @@ def _dense(spec: KernelSpec, operator: IndexOperator) -> tuple[np.ndarray, np.nd
             f"kernel {spec.name!r} ({type(spec).__name__}) has no closed-form index products, and the dense "
             f"fallback enumerates the 2^p coalitions (p <= {DENSE_MAX_PLAYERS}); got p = {p}. Implement "
             f"index_columns and index_covariance for it to use it at this p")
-    return _dense_operator(operator.spec, p, operator.hold_out_empty), all_coalitions(p)
+    return _dense_operator(operator.spec, p, operator.max_order, operator.hold_out_empty), all_coalitions(p)
 
 
 @dataclass(frozen=True)

@@ -418,12 +418,12 @@ def graded_diagonal(lengthscales: np.ndarray, outputscale: float, g, g_tail: flo
 
 # -- products with index operators ----------------------------------------------------------------
 
-def _terms_of(operator: IndexOperator) -> tuple[int, np.ndarray, np.ndarray]:
-    """(p, the singleton term per row or -1, the pair (i, j) per row or (-1, -1))."""
-    p = operator.n_players
-    single = np.array([T[0] if len(T) == 1 else -1 for T in operator.terms])
-    pair = np.array([T if len(T) == 2 else (-1, -1) for T in operator.terms]).reshape(-1, 2)
-    return p, single, pair
+def _members(operator: IndexOperator) -> np.ndarray:
+    """int64[d, k]: the players of each term, sorted, padded with -1."""
+    out = np.full((operator.n_terms, operator.max_order), -1, dtype=np.int64)
+    for row, T in enumerate(operator.terms):
+        out[row, : len(T)] = T
+    return out
 
 
 def _as_operator(operator: IndexOperator | str, n_players: int) -> IndexOperator:
@@ -436,6 +436,33 @@ def _as_operator(operator: IndexOperator | str, n_players: int) -> IndexOperator
     return operator
 
 
+def _esp_without(y: np.ndarray, members: np.ndarray, degree: int) -> np.ndarray:
+    """``e_degree(y_j : j not in T)`` for the terms ``members`` (int[n, t], t >= 2) and every column of y.
+
+    ``e_a(y without T) = sum_i (-1)^i h_i(y_T) e_{a-i}(y)`` (h the complete homogeneous polynomials of the
+    t held-out values): degree <= 1 for the graded orders (<= 3) at t >= 2, a signed sum whose absolute
+    error is a few eps sum_j rho_j.
+    """
+    E = _signed_column_esp(y, degree)  # (degree + 1, m)
+    held = y[members]  # (n, t, m)
+    h = np.zeros((degree + 1,) + (members.shape[0], y.shape[1]))
+    h[0] = 1.0
+    for col in range(members.shape[1]):  # h_i of the first col + 1 values: h_i += x h_{i-1}, in place upward
+        x = held[:, col]
+        for i in range(1, degree + 1):
+            h[i] = h[i] + x * h[i - 1]
+    return sum((-1) ** i * h[i] * E[degree - i][None, :] for i in range(degree + 1))
+
+
+def _signed_column_esp(y: np.ndarray, degree: int) -> np.ndarray:
+    """``e_0..e_degree`` of the columns of signed y (float64[p, m]), folded player by player."""
+    E = np.zeros((degree + 1, y.shape[1]))
+    E[0] = 1.0
+    for j in range(y.shape[0]):
+        E[1:] = E[1:] + y[j] * E[:-1]
+    return E
+
+
 def order_index_columns(Z: np.ndarray, rho: np.ndarray, kappa: float, order: int,
                         operator: IndexOperator | str = "SV") -> np.ndarray:
     """``B K^(k)(., z)`` for every row z of ``Z`` (bool[m, p]): float64[d, m].
@@ -443,9 +470,9 @@ def order_index_columns(Z: np.ndarray, rho: np.ndarray, kappa: float, order: int
     The prior covariance of the index with f(z) under the order-k part (the operator's own hold-out
     of the empty coalition is not applied: see :func:`graded_index_columns`).
 
-    Singleton i: ``kappa c_1(k) rho_i s_i e_{k-1}(rho_j s_j : j != i)``, s_j = (-1)^{z_j}; pair (i, j):
-    ``kappa c_2(k) rho_i rho_j s_i s_j e_{k-2}(rho_l s_l : l != i, j)``. O(p) per coalition for the
-    singletons (prefix and suffix folds), O(1) per pair.
+    Term T of t players: ``kappa c_t(k) prod_{j in T} rho_j s_j e_{k-t}(rho_l s_l : l not in T)``,
+    s_j = (-1)^{z_j}, zero when t > k. Singletons take the ESP of the others from prefix and suffix
+    folds (O(p) per coalition); larger terms need degree k - t <= 1.
 
     Args:
         Z: ``bool[m, p]``.
@@ -463,21 +490,22 @@ def order_index_columns(Z: np.ndarray, rho: np.ndarray, kappa: float, order: int
     operator = _as_operator(operator, p)
     z = _as_bool(Z, p)
     m = z.shape[0]
-    c1, c2 = parity_coefficients(operator.index, p, MAX_ORDER)  # orders <= 3: sizes u <= 3 only
+    c = parity_coefficients(operator.spec, p, operator.max_order, MAX_ORDER)  # orders <= 3: sizes u <= 3 only
     out = np.zeros((operator.n_terms, m))
     if k == 0 or k > p:
         return out
-    _, single, pair = _terms_of(operator)
+    members = _members(operator)
+    sizes = (members >= 0).sum(axis=1)
     y = rho[:, None] * np.where(z.T, -1.0, 1.0)  # (p, m): rho_j s_j
-    rows = np.flatnonzero(single >= 0)
-    if c1[k] != 0.0:
-        loo = _leave_one_out_esp(y, k - 1)[:, k - 1]  # (p, m)
-        out[rows] = kappa * c1[k] * (y * loo)[single[rows]]
-    rows = np.flatnonzero(pair[:, 0] >= 0)
-    if rows.size and k >= 2 and c2[k] != 0.0:
-        i, j = pair[rows, 0], pair[rows, 1]
-        rest = 1.0 if k == 2 else y.sum(axis=0)[None, :] - y[i] - y[j]
-        out[rows] = kappa * c2[k] * y[i] * y[j] * rest
+    for t in range(1, min(k, operator.max_order) + 1):
+        rows = np.flatnonzero(sizes == t)
+        if not rows.size or c[t, k] == 0.0:
+            continue
+        if t == 1:
+            rest = _leave_one_out_esp(y, k - 1)[:, k - 1][members[rows, 0]]
+        else:
+            rest = _esp_without(y, members[rows, :t], k - t)
+        out[rows] = kappa * c[t, k] * np.prod(y[members[rows, :t]], axis=1) * rest
     return out
 
 
@@ -531,19 +559,19 @@ def order_index_covariance(rho: np.ndarray, kappa: float, order: int,
     p = rho.shape[0]
     operator = _as_operator(operator, p)
     d = operator.n_terms
-    c1, c2 = parity_coefficients(operator.index, p, MAX_ORDER)  # orders <= 3: sizes u <= 3 only
-    coef = {1: c1[k] if k <= p else 0.0, 2: c2[k] if k <= p else 0.0}
     out = np.zeros((d, d))
     if k == 0 or k > p:
         return out
-    # every pair of terms (T, T') at once: V = T cup T' from the (up to four) sorted players
-    _, single, pair = _terms_of(operator)
-    members = np.where(single[:, None] >= 0, np.column_stack([single, np.full(d, -1)]), pair)
+    c = parity_coefficients(operator.spec, p, operator.max_order, MAX_ORDER)  # orders <= 3: sizes u <= 3 only
+    members = _members(operator)
     sizes = (members >= 0).sum(axis=1)
-    iu, ju = np.triu_indices(d)
-    cu = np.array([coef[t] for t in sizes])
-    use = (cu[iu] != 0.0) & (cu[ju] != 0.0)
-    iu, ju = iu[use], ju[use]
+    cu = c[sizes, k]  # zero for |T| > k: c_t(u) = 0 for u < t
+    # pairs of terms with non-zero coefficients (|T|, |T'| <= k) whose union V has at most k players
+    live = np.flatnonzero(cu != 0.0)
+    if not live.size:
+        return out
+    iu, ju = np.triu_indices(live.size)
+    iu, ju = live[iu], live[ju]
     both = np.sort(np.concatenate([members[iu], members[ju]], axis=1), axis=1)
     first = np.concatenate([np.ones((both.shape[0], 1), dtype=bool), both[:, 1:] != both[:, :-1]], axis=1)
     distinct = first & (both >= 0)
@@ -588,7 +616,7 @@ def graded_index_columns(Z: np.ndarray, lengthscales: np.ndarray, outputscale: f
     ls = np.asarray(lengthscales, dtype=np.float64)
     operator = _as_operator(operator, ls.shape[0])
     rho, kappa = walsh_coordinates(ls, outputscale)
-    base = IndexOperator(operator.n_players, operator.index)
+    base = operator.without_hold_out()
     cols = g_tail * base.hamming_columns(Z, ls, outputscale)
     for k in range(1, g.shape[0] + 1):
         if g[k - 1] != g_tail:
@@ -625,7 +653,7 @@ def graded_index_covariance(lengthscales: np.ndarray, outputscale: float, g,
     ls = np.asarray(lengthscales, dtype=np.float64)
     operator = _as_operator(operator, ls.shape[0])
     rho, kappa = walsh_coordinates(ls, outputscale)
-    base = IndexOperator(operator.n_players, operator.index)
+    base = operator.without_hold_out()
     M = g_tail * base.hamming_covariance(ls, outputscale)
     for k in range(1, g.shape[0] + 1):
         if g[k - 1] != g_tail:

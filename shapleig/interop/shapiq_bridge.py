@@ -1,7 +1,8 @@
 """The bridge to shapiq (optional extra ``shapleig[shapiq]``; shapiq needs Python >= 3.12).
 
 - :func:`to_interaction_values` (also ``ShapleyEstimate.to_interaction_values()``): a result as
-  shapiq ``InteractionValues`` (its index, orders 0..max_order, the empty interaction = v(empty)),
+  shapiq ``InteractionValues`` (its index, orders 0..max_order at any order, the empty interaction =
+  v(empty); shapiq's FBII keeps its fitted intercept there instead, so compare FBII's orders >= 1),
   so shapiq's plots draw it. With a posterior it is an
   :class:`~shapleig.estimation.shapiq_values.UncertainInteractionValues`: std and covariance survive
   shapiq's arithmetic, ``get_n_order``, ``get_top_k``, copies and its JSON ``save`` / ``load``
@@ -21,7 +22,6 @@ values, so every estimator accepts them as games as they are.
 
 from __future__ import annotations
 
-from itertools import combinations
 from typing import Any, Callable
 
 import numpy as np
@@ -42,11 +42,9 @@ from shapiq.approximator.base import Approximator
 from shapleig.estimation.efficiency import condition_on_total
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import FunctionGame, check_game
+from shapleig.games.index_dense import all_terms
 from shapleig.games.indices import check_index, get_index, index_from_shapiq, index_names, is_efficient
 from shapleig.runs.budget import BudgetedGame
-
-# the largest order a ShapleyEstimate holds: singletons and pairs (docs/math.md §14)
-MAX_ORDER = 2
 
 
 def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any = None,
@@ -55,9 +53,10 @@ def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any
 
     Args:
         iv: shapiq's values. The Shapley and Banzhaf values (``"SV"``, ``"BV"``) give the p
-            singletons; any interaction index of order <= 2 (k-SII, SII, STII, FSII, and shapiq's
-            others such as FBII) gives the p singletons, then the pairs in lexicographic order.
-            Entries missing from ``iv`` are 0 (shapiq's convention for sparse results).
+            singletons; an interaction index of any order k (k-SII, SII, STII, FSII, FBII, BII,
+            CHII, Moebius, and shapiq's others) gives the p singletons, then the pairs, ..., then
+            the k-sets, each order in lexicographic order. Entries missing from ``iv`` are 0
+            (shapiq's convention for sparse results).
         method: the ``method`` of the result.
         std: float[d] or an ``InteractionValues`` of stds, overriding the uncertainty ``iv`` carries.
         index: the index the caller expects; another index in ``iv`` is refused.
@@ -68,9 +67,9 @@ def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any
         :class:`~shapleig.estimation.shapiq_values.UncertainInteractionValues` (or ``std=``), else None.
 
     Raises:
-        ValueError: an entry of order > 2, or of order 2 for the order-one indices SV and BV (the
-            result would have to drop them: refused, never truncated); another index than
-            ``index``; an ``iv`` that carries uncertainty for some of the terms only.
+        ValueError: an entry of order 2 or more for the order-one indices SV and BV (the result
+            would have to drop them: refused, never truncated); another index than ``index``; an
+            ``iv`` that carries uncertainty for some of the terms only.
     """
     p, shapiq_name = int(iv.n_players), str(iv.index)
     ours = index_from_shapiq(shapiq_name)  # the registered index shapiq calls so; None: shapiq's own
@@ -78,16 +77,13 @@ def from_interaction_values(iv: InteractionValues, method: str = "", *, std: Any
     if index is not None and name != index:
         raise ValueError(f"the InteractionValues hold index {name!r}, not {index!r}")
     orders = {len(T) for T in iv.interactions}
-    top = max(orders | {int(iv.max_order)})
-    allowed = MAX_ORDER if ours is None else ours.order
-    if top > allowed:
+    top = max(orders | {int(iv.max_order), 1})
+    if ours is not None and not ours.supports(top):
         raise ValueError(
-            f"InteractionValues of index {name!r} up to order {top}: a ShapleyEstimate holds "
-            f"{'order 1' if allowed == 1 else 'orders 1 and 2'} of this index; refused rather than truncated "
-            f"(select orders explicitly with iv.get_n_order(min_order=0, max_order={allowed}) if you mean to)")
-    terms: list[tuple[int, ...]] = [(i,) for i in range(p)]
-    if top >= 2:
-        terms += list(combinations(range(p), 2))
+            f"InteractionValues of index {name!r} up to order {top}: a ShapleyEstimate of {name!r} holds "
+            f"order {ours.order} only; refused rather than truncated (select orders explicitly with "
+            f"iv.get_n_order(min_order=0, max_order={ours.order}) if you mean to)")
+    terms = all_terms(p, top)
     values = np.array([float(iv[T]) for T in terms], dtype=np.float64)
     covariance = None
     if std is None and isinstance(iv, UncertainInteractionValues):
@@ -135,15 +131,16 @@ class ShapiqApproximator(Approximator):
 
     Args:
         n: number of players (shapiq builds approximators before it sees the game).
-        max_order: 1 for ``"SV"`` / ``"BV"``, 2 for the interaction indices (the default for each);
-            other orders are refused (``ValueError``).
-        index: ``"SV"`` (default), ``"BV"``, ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``, or
-            any registered index with a shapiq name (:attr:`valid_indices`); default: the
-            estimator's index.
+        max_order: 1 for ``"SV"`` / ``"BV"`` (other orders are refused, ``ValueError``); any k >= 1
+            for the interaction indices (default 2): every term of 1..k players is estimated.
+        index: ``"SV"`` (default), ``"BV"``, ``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``,
+            ``"FBII"``, ``"BII"``, ``"CHII"``, ``"Moebius"``, or any registered index with a shapiq
+            name (:attr:`valid_indices`); default: the estimator's index.
         random_state: passed to ``estimator.estimate`` as its seed (None: fresh entropy, recorded
             in ``last_estimate.info["seed"]``); shapiq's explainers reset it with ``set_random_state``.
         estimator: e.g. ``ShaplEIG(refit="adaptive")`` or ``baselines.get("permutation")``; default
-            ``ShaplEIG(index=index)``. Its index must be ``index``.
+            ``ShaplEIG(index=index, max_order=max_order)``. Its index and order must be ``index``
+            and ``max_order``.
         store: an ``EvaluationStore`` or a path: every evaluated coalition is recorded there and
             reused by a rerun on the same game (a killed run resumes).
         efficient: for the efficient indices (SV, k-SII, STII, FSII), make the terms sum exactly
@@ -179,12 +176,17 @@ class ShapiqApproximator(Approximator):
             raise TypeError(f"estimator needs an estimate(game, budget, seed=...) method; got {estimator!r}")
         own = getattr(estimator, "index", "SV") if estimator is not None else None
         index = index if index is not None else (own or "SV")
-        index, max_order = check_index(index, max_order)  # refuses other orders
+        own_order = getattr(estimator, "max_order", None) if estimator is not None else None
+        max_order = max_order if max_order is not None else own_order
+        index, max_order = check_index(index, max_order)  # refuses orders the index does not take
         if estimator is not None and own != index:
             raise ValueError(f"the estimator estimates index {own!r}, not {index!r}; "
                              f"build it with index={index!r}")
+        if estimator is not None and check_index(own, own_order)[1] != max_order:
+            raise ValueError(f"the estimator estimates {own!r} of order {check_index(own, own_order)[1]}, not "
+                             f"{max_order}; build it with max_order={max_order}")
         super().__init__(n=int(n), max_order=max_order, index=index, min_order=0, random_state=random_state)
-        self.estimator = estimator if estimator is not None else _default_estimator(index)
+        self.estimator = estimator if estimator is not None else _default_estimator(index, max_order)
         self.store = store
         self.efficient = bool(efficient)
         self.last_estimate: ShapleyEstimate | None = None
@@ -246,6 +248,8 @@ class ShapiqApproximator(Approximator):
         est = self.estimator.estimate(budgeted, int(budget), seed=self._random_state)
         if est.index != self.index:
             raise ValueError(f"the estimator returned index {est.index!r}, not {self.index!r}")
+        if est.max_order != self.max_order:
+            raise ValueError(f"the estimator returned order {est.max_order}, not {self.max_order}")
         ends = np.zeros((2, self.n), dtype=bool)
         ends[1] = True
         if budgeted.is_cached(ends).all():  # read from the cache: no evaluation is charged
@@ -262,11 +266,13 @@ class ShapiqApproximator(Approximator):
                 f"efficient={self.efficient})")
 
 
-def _default_estimator(index: str) -> Any:
-    """``ShaplEIG`` for ``index`` (imported here: the bridge's other parts need no design loop)."""
+def _default_estimator(index: str, max_order: int) -> Any:
+    """``ShaplEIG`` for ``index`` at ``max_order`` (imported here: the bridge's other parts need no design loop)."""
     from shapleig.design.estimators import ShaplEIG
 
-    return ShaplEIG() if index == "SV" else ShaplEIG(index=index)
+    if index == "SV":
+        return ShaplEIG()
+    return ShaplEIG(index=index) if max_order == get_index(index).order else ShaplEIG(index=index, max_order=max_order)
 
 
 def as_game(game: Any, n_players: int) -> Any:

@@ -42,7 +42,14 @@ def test_options_are_validated_and_settable() -> None:
     with pytest.raises(ValueError, match="unknown index"):
         ShaplEIG(index="shapley")
     with pytest.raises(ValueError, match="max_order"):
-        ShaplEIG(index="k-SII", max_order=3)
+        ShaplEIG(index="BV", max_order=2)
+    with pytest.raises(ValueError, match="max_order"):
+        ShaplEIG(index="k-SII", max_order=0)
+    with pytest.raises(ValueError, match="acquisition_order"):
+        ShaplEIG(index="k-SII", acquisition_order=0)
+    with pytest.raises(ValueError, match="max_order=1 only"):
+        ShaplEIG(index="k-SII", acquisition_index="SV", acquisition_order=2)
+    assert ShaplEIG(index="k-SII", max_order=3).get_params()["max_order"] == 3
     with pytest.raises(ValueError, match="unknown index"):
         ShaplEIG(index="k-SII", acquisition_index="nope")
     est = ShaplEIG().set_params(index="FSII")
@@ -109,3 +116,37 @@ def test_banzhaf_holds_the_empty_coalition_out_by_default() -> None:
     off = ShaplEIG(index="BV", hold_out_empty=False, surrogate="shared", refit="adaptive").estimate(game, 12, seed=0)
     assert off.info["hold_out_empty"] is False
     assert ShaplEIG().estimate(game, 8, seed=0).info["hold_out_empty"] is False
+
+
+def test_cli_run_with_index_and_max_order(tmp_path, capsys) -> None:
+    """``--index k-SII --max-order 3``: the GP arm and ``exact`` estimate every term of 1..3 players and are
+    scored against the table's exact values of order 3; the column ``max_order`` says so."""
+    import pandas as pd
+
+    from shapleig.games.indices import index_terms
+    from shapleig_tasks.cli import main
+    from shapleig_tasks.tables import SHIPPED_TABLES_DIR, TableGame
+
+    table = SHIPPED_TABLES_DIR / "CaliforniaHousing_LocalExplanation_Game/8/model_name=gradient_boosting_imputer=marginal_1.npz"
+    out = tmp_path / "r.parquet"
+    assert main(["run", "--tasks", f"table:{table}", "--methods", "shapleig:refit=adaptive", "exact",
+                 "--budgets", "16p", "32p", "--seeds", "1", "--index", "k-SII", "--max-order", "3", "--out", str(out),
+                 "--quiet", "--skip-small"]) == 0  # exact at 32p = 2^8 only
+    df = pd.read_parquet(out)
+    exact = TableGame.from_npz(table).exact_values(index="k-SII", max_order=3)
+    assert df["max_order"].tolist() == [3, 3, 3] and set(df["index"]) == {"k-SII"}
+    assert set(df.method) == {"shapleig:index=k-SII,max_order=3,refit=adaptive", "exact:index=k-SII,max_order=3"}
+    for _, row in df.iterrows():
+        assert len(row["values"]) == len(index_terms(8, "k-SII", 3)) == 92
+        np.testing.assert_allclose(row["exact"], exact)
+    assert df.mse[df.budget == 256].max() < 1e-20 and df.mse[df.budget == 128].iloc[0] < 1e-6
+    # the default order (2) is the same run as before: no max_order column, the same labels
+    out2 = tmp_path / "r2.parquet"
+    assert main(["run", "--tasks", f"table:{table}", "--methods", "shapleig:refit=adaptive", "--budgets", "16",
+                 "--seeds", "1", "--index", "k-SII", "--max-order", "2", "--out", str(out2), "--quiet"]) == 0
+    df2 = pd.read_parquet(out2)
+    assert "max_order" not in df2 and df2.method.tolist() == ["shapleig:index=k-SII,refit=adaptive"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--tasks", f"table:{table}", "--methods", "shapleig", "--budgets", "16",
+              "--seeds", "1", "--index", "BV", "--max-order", "2", "--out", str(out), "--quiet"])
+    assert exit_info.value.code == 2 and "max_order=1 only" in capsys.readouterr().err

@@ -4,6 +4,7 @@ them. Needs the extra ``shapleig[shap]``: skipped without SHAP unless ``SHAPLEIG
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -79,9 +80,25 @@ def test_shap_plots_draw_them(data, tmp_path: Path) -> None:
         assert out.read_bytes()[:4] == b"\x89PNG" and out.stat().st_size > 5000, name
 
 
-def test_interactions_are_refused_unless_selected(data) -> None:
+def test_an_interaction_estimate_gives_its_order_one_part_with_a_warning(data) -> None:
+    from shapleig.estimation.shap_values import InteractionsLeftOutWarning
+
     bg, X = data
     est = shapleig.explain(model, bg, X[0], method="exact", index="k-SII", progress=False)
-    with pytest.raises(ValueError, match="get_n_order"):
-        est.to_shap()
-    assert est.get_n_order(1).to_shap().values.shape == (4,)
+    with pytest.warns(InteractionsLeftOutWarning, match=r"k-SII estimate of order 2 .* left out: 6 pairs"):
+        exp = est.to_shap()
+    np.testing.assert_array_equal(exp.values, est.values[:4])  # the singletons, in player order
+    assert exp.base_values == est.baseline
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.testing.assert_array_equal(est.get_n_order(1).to_shap().values, exp.values)
+    assert not [w for w in caught if issubclass(w.category, InteractionsLeftOutWarning)]  # selected: no warning
+    third = shapleig.ShaplEIG(index="FSII", max_order=3).estimate(
+        shapleig.FunctionGame(lambda Z: np.asarray(Z, dtype=float) @ W, 4), 12, seed=0)
+    with pytest.warns(InteractionsLeftOutWarning, match="left out: 6 pairs, 4 triples"):
+        exp3 = third.to_shap()
+    np.testing.assert_array_equal(exp3.error_std, third.std[:4])
+    rows = shapleig.explain_X(model, bg, X[:2], method="exact", index="k-SII", progress=False)
+    with pytest.warns(InteractionsLeftOutWarning, match="6 pairs"):
+        many = rows.to_shap()
+    assert many.values.shape == (2, 4)

@@ -103,13 +103,16 @@ def test_builtin_records_pass_their_own_checks(index: Index) -> None:
 
 
 def test_builtin_facts() -> None:
-    assert index_names()[: len(INDICES)] == INDICES == ("SV", "BV", "k-SII", "SII", "STII", "FSII")
-    assert [get_index(n).order for n in INDICES] == [1, 1, 2, 2, 2, 2]
+    assert index_names()[: len(INDICES)] == INDICES == ("SV", "BV", "k-SII", "SII", "STII", "FSII", "FBII", "BII",
+                                                         "CHII", "Moebius")
+    assert [get_index(n).order for n in INDICES] == [1, 1] + [2] * 8
+    assert [n for n in INDICES if get_index(n).any_order] == list(INDICES[2:])
     assert [n for n in INDICES if is_efficient(n)] == ["SV", "k-SII", "STII", "FSII"]
     assert [n for n in INDICES if default_hold_out_empty(n)] == ["BV"]
-    assert index_label("SV") == "Shapley value" and index_label("FBII") == "FBII"  # shapiq's own: its name
+    assert index_label("SV") == "Shapley value" and index_label("kADD-SHAP") == "kADD-SHAP"  # shapiq's own: its name
+    assert index_label("FBII") == "FBII (order 2)" and index_label("k-SII", 3) == "k-SII (order 3)"
     assert shapiq_index_name("FBII") == "FBII" and index_from_shapiq("k-SII") is get_index("k-SII")
-    assert index_from_shapiq("FBII") is None
+    assert index_from_shapiq("FBII") is get_index("FBII") and index_from_shapiq("kADD-SHAP") is None
 
 
 # -- wrong claims are refused, naming the field -----------------------------------------------------
@@ -134,8 +137,10 @@ def test_an_efficiency_claim_the_terms_do_not_keep_is_refused() -> None:
 
 
 def test_bad_records_fail_on_construction() -> None:
-    with pytest.raises(ValueError, match="order must be 1 or 2"):
-        Index("x", order=3, efficient=False, weights=wbv_weights, label="x")
+    with pytest.raises(ValueError, match="order must be a positive integer"):
+        Index("x", order=0, efficient=False, weights=wbv_weights, label="x")
+    with pytest.raises(ValueError, match="any_order needs fast_path='weights'"):
+        Index("x", order=1, efficient=False, weights=wbv_weights, label="x", fast_path="banzhaf", any_order=True)
     with pytest.raises(ValueError, match="fast_path must be one of"):
         Index("x", order=1, efficient=False, weights=wbv_weights, label="x", fast_path="esp")
     with pytest.raises(ValueError, match="non-empty string"):
@@ -244,3 +249,25 @@ def test_a_user_record_pickles_by_value(user_indices) -> None:
 
     back = pickle.loads(pickle.dumps(WBV))
     assert back == WBV and back.weights is wbv_weights  # its module-level weights function, by reference
+
+
+def _ksii_but_sii_at_three(p: int, k: int):
+    """k-SII's weights, except at order 3, where SII's (not efficient) stand in."""
+    from shapleig.games import index_weights as iw
+
+    return iw.sii_weights(p, k) if k == 3 else iw.ksii_weights(p, k)
+
+
+def test_an_any_order_record_is_checked_at_every_order() -> None:
+    """A claim that holds at the default order 2 but not at order 3 is refused, naming the order."""
+    record = Index("test-orders", 2, True, _ksii_but_sii_at_three, "x", any_order=True)
+    with pytest.raises(ValueError, match=r"efficient=True but its terms do not sum .* \(order 3\)"):
+        register_index(record)
+    from shapleig.games import index_weights as iw
+
+    defined = dataclasses.replace(record, efficient=False, weights=iw.sii_weights,
+                                  definition=lambda p, k: dense_index_operator(p, "SII", min(k, 2)) if k < 3
+                                  else dense_index_operator(p, "BII", k))
+    with pytest.raises(ValueError, match="its definition differs .* order 3"):
+        register_index(defined)
+    assert "test-orders" not in index_names()

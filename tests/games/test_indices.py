@@ -38,8 +38,9 @@ def test_terms_and_options() -> None:
     assert check_index("FSII") == ("FSII", 2)
     with pytest.raises(ValueError, match="unknown index"):
         check_index("XYZ")
-    with pytest.raises(ValueError, match="max_order=2"):
-        check_index("k-SII", 3)
+    assert check_index("k-SII", 3) == ("k-SII", 3) and check_index("Moebius", 5) == ("Moebius", 5)
+    with pytest.raises(ValueError, match="integer >= 1"):
+        check_index("k-SII", 0)
     with pytest.raises(ValueError, match="max_order=1"):
         check_index("BV", 2)
 

@@ -12,6 +12,7 @@ import csv
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -273,3 +274,24 @@ def test_shapiq_index_methods_reach_the_exact_index_at_full_budget(name: str, in
     est = ShapiqMethod(name, options={"index": index, "max_order": 1 if index == "BV" else 2}).estimate(game, 32, seed=0)
     assert est.index == index
     np.testing.assert_allclose(est.values, exact_index_values(table, index), atol=1e-6)
+
+
+PUBLIC_TABLES = [("CaliforniaHousing_LocalExplanation_Game/8", "model_name=gradient_boosting_imputer=marginal_1.npz"),
+                 ("ImageClassifier_Game/9", "model_name=vit_9_patches_1.npz")]
+
+
+@pytest.mark.parametrize("folder, name", PUBLIC_TABLES)
+def test_order_three_exact_values_of_public_tables_equal_shapiqs(shared_games_dir, folder: str, name: str) -> None:
+    """This project's exact values of every interaction index at order 3 against shapiq's ExactComputer."""
+    from shapleig.games.indices import INDICES, exact_index_values, get_index, index_terms
+
+    table = TableGame.from_npz(shared_games_dir / folder / name)
+    p = table.n_players
+    computer = shapiq.ExactComputer(table, n_players=p)
+    for index in [n for n in INDICES if get_index(n).any_order]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # shapiq warns that CHII has no empty term
+            ref = computer(index=index, order=3)
+        ours = exact_index_values(table.bitorder_values, index, 3)
+        theirs = np.array([ref[T] for T in index_terms(p, index, 3)])
+        np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9 * np.abs(theirs).max(), err_msg=index)

@@ -1,7 +1,7 @@
-"""Every shapiq 1.8 approximator of SV, BV, k-SII, STII and FSII as a method here; shapiq games'
-exact values of every index in the harness; orders and indices refused, never truncated;
-``ShapiqApproximator`` as a drop-in (shapiq's constructor convention, ``shapiq_benchmark.run``,
-``TabularExplainer``), efficient for the efficient indices.
+"""Every shapiq 1.8 approximator of SV, BV, k-SII, STII, FSII and FBII as a method here; shapiq games'
+exact values of every index in the harness, also at order 3; what a ShapleyEstimate cannot hold refused,
+never truncated; ``ShapiqApproximator`` as a drop-in at any order (shapiq's constructor convention,
+``shapiq_benchmark.run``, ``TabularExplainer``), efficient for the efficient indices.
 
 Exact references come from :func:`shapleig.games.indices.exact_index_values` on the full value table
 (this project's definitions) or from shapiq's ``ExactComputer``, never from the code under test.
@@ -33,11 +33,12 @@ from shapleig_tasks.catalog import Task  # noqa: E402
 from shapleig_tasks.harness import run_benchmark  # noqa: E402
 
 P = 5
-INDICES = ("SV", "BV", "k-SII", "STII", "FSII")
+INDICES = ("SV", "BV", "k-SII", "STII", "FSII", "FBII")
 # what shapiq 1.8.0 cannot give as a whole estimate here: SHAP-IQ and SVARM-IQ estimate only the pairs
-# of FSII (top order), RegressionMSR lists every index but its constructor takes SV and BV only
-REFUSED = {("SHAPIQ", "FSII"), ("SVARMIQ", "FSII"), ("RegressionMSR", "k-SII"), ("RegressionMSR", "STII"),
-           ("RegressionMSR", "FSII")}
+# of FSII and FBII (top order), RegressionMSR lists every index but its constructor takes SV and BV only
+REFUSED = {("SHAPIQ", "FSII"), ("SVARMIQ", "FSII"), ("SHAPIQ", "FBII"), ("SVARMIQ", "FBII"),
+           ("RegressionMSR", "k-SII"), ("RegressionMSR", "STII"), ("RegressionMSR", "FSII"),
+           ("RegressionMSR", "FBII")}
 
 
 def _fn(Z: np.ndarray) -> np.ndarray:
@@ -96,7 +97,8 @@ def test_harness_runs_shapiq_interaction_methods_on_a_shapiq_game_with_exact_val
     methods = {"SV": ["shapiq:KernelSHAP", "shapiq:KernelSHAPIQ"], "BV": ["shapiq:SVARM", "shapiq:RegressionMSR"],
                "k-SII": ["shapiq:KernelSHAPIQ", "shapiq:SVARMIQ", "shapiq:ProxySPEX"],
                "STII": ["shapiq:SVARMIQ", "shapiq:PermutationSamplingSTII"],
-               "FSII": ["shapiq:RegressionFSII", "shapiq:ProxySHAP"]}[index]
+               "FSII": ["shapiq:RegressionFSII", "shapiq:ProxySHAP"],
+               "FBII": ["shapiq:RegressionFBII", "shapiq:ProxySHAP"]}[index]
     df = _quiet(run_benchmark, [task], [*methods, "shapleig"], ["4p"], [0], index=index, progress=False)
     assert df.error.fillna("").eq("").all(), df.error.tolist()
     expected = exact_index_values(_table(), index)
@@ -107,30 +109,50 @@ def test_harness_runs_shapiq_interaction_methods_on_a_shapiq_game_with_exact_val
                               "shapleig" if index == "SV" else f"shapleig:index={index}"}
 
 
-def test_from_interaction_values_refuses_higher_orders_and_keeps_pairs() -> None:
+@pytest.mark.parametrize("index", ["k-SII", "STII", "FSII", "FBII", "BII", "CHII"])
+def test_harness_scores_order_three_against_shapiq_exact_values(index: str) -> None:
+    """``--index`` with ``--max-order 3``: the ground truth is shapiq's own exact values of order 3, equal
+    to this project's (every term of 1..3 players), and every method estimates those terms."""
+    task = Task("shapiq-game", "shapiq-game", "synthetic", lambda: ShapiqGame(n_players=P, normalize=False))
+    methods = {"k-SII": ["shapiq:KernelSHAPIQ"], "STII": ["shapiq:PermutationSamplingSTII"],
+               "FSII": ["shapiq:RegressionFSII"], "FBII": ["shapiq:RegressionFBII"], "BII": ["shapiq:SVARMIQ"],
+               "CHII": ["shapiq:SHAPIQ"]}[index]
+    df = _quiet(run_benchmark, [task], [*methods, "shapleig", "exact"], ["6p", "32"], [0], index=index, max_order=3,
+                progress=False, skip_small=True)  # exact: 32 = 2^5 only
+    assert df.error.fillna("").eq("").all(), df.error.tolist()
+    expected = exact_index_values(_table(), index, 3)
+    for exact in df.exact:
+        np.testing.assert_allclose(exact, expected, atol=1e-9)  # shapiq's FSII: a least-squares solve
+    assert set(df.max_order) == {3} and len(df["values"].iloc[0]) == len(index_terms(P, index, 3))
+    assert set(df.method) == {f"{m}:index={index},max_order=3" for m in methods} | {
+        f"shapleig:index={index},max_order=3", f"exact:index={index},max_order=3"}
+    assert df[df.method_name == "exact"].mse.max() < 1e-16 and set(df[df.method_name == "exact"].budget) == {32}
+
+
+def test_from_interaction_values_reads_every_order_and_refuses_what_it_cannot_hold() -> None:
     game = ShapiqGame(n_players=P, normalize=False)
     computer = shapiq.ExactComputer(game, n_players=P)
-    order3 = computer(index="k-SII", order=3)
-    with pytest.raises(ValueError, match="order 3.*refused rather than truncated"):
-        bridge.from_interaction_values(order3)
-    fbii = computer(index="FBII", order=2)
-    est = bridge.from_interaction_values(fbii)
-    assert est.index == "FBII" and len(est.terms) == P + P * (P - 1) // 2
-    np.testing.assert_array_equal(est.values, [fbii[T] for T in est.terms])
-    assert any(abs(fbii[T]) > 1e-6 for T in est.terms if len(T) == 2)
+    for index in ("k-SII", "FBII", "CHII"):
+        order3 = computer(index=index, order=3)
+        est = bridge.from_interaction_values(order3)
+        assert est.index == index and est.max_order == 3 and est.terms == index_terms(P, index, 3)
+        np.testing.assert_array_equal(est.values, [order3[T] for T in est.terms])
+        np.testing.assert_allclose(est.values, exact_index_values(_table(), index, 3), atol=1e-9)
     sv_with_pairs = computer(index="k-SII", order=2)
     sv_with_pairs.index = "SV"  # SV is order 1: pairs in it would be dropped, so it is refused
     with pytest.raises(ValueError, match="refused"):
         bridge.from_interaction_values(sv_with_pairs)
     with pytest.raises(ValueError, match="not 'STII'"):
-        bridge.from_interaction_values(fbii, index="STII")
+        bridge.from_interaction_values(computer(index="FBII", order=2), index="STII")
 
 
 def test_shapiq_methods_refuse_orders_and_indices_before_evaluation() -> None:
-    with pytest.raises(ValueError, match="max_order=2 only"):
-        ShapiqMethod("KernelSHAPIQ", options={"index": "k-SII", "max_order": 3})
-    with pytest.raises(ValueError, match="unknown index 'FBII'"):
-        ShapiqMethod("RegressionFBII", options={"index": "FBII", "max_order": 2})
+    assert ShapiqMethod("KernelSHAPIQ", options={"index": "k-SII", "max_order": 3}).max_order == 3
+    assert ShapiqMethod("RegressionFBII", options={"index": "FBII", "max_order": 2}).index == "FBII"
+    with pytest.raises(ValueError, match="max_order=1 only"):
+        ShapiqMethod("ProxySHAP", options={"index": "BV", "max_order": 2})
+    with pytest.raises(ValueError, match="only the top order of 'FBII'"):
+        ShapiqMethod("SVARMIQ", options={"index": "FBII", "max_order": 3})
     with pytest.raises(ValueError, match="does not estimate index 'k-SII'.*KernelSHAPIQ"):
         ShapiqMethod("KernelSHAP", options={"index": "k-SII", "max_order": 2})
 
@@ -152,9 +174,27 @@ def test_shapiq_approximator_sums_exactly_for_efficient_indices(index: str) -> N
     assert iv.baseline_value == pytest.approx(1.5) and iv.index == index
 
 
+@pytest.mark.parametrize("index", ["k-SII", "STII", "FSII", "FBII"])
+def test_shapiq_approximator_of_order_three(index: str) -> None:
+    approx = bridge.ShapiqApproximator(P, max_order=3, index=index, random_state=0)
+    assert approx.estimator.index == index and approx.estimator.max_order == 3 and approx.max_order == 3
+    iv = approx.approximate(28, _fn)
+    est = approx.last_estimate
+    assert iv.index == index and iv.max_order == 3 and est.terms == index_terms(P, index, 3)
+    assert isinstance(iv, bridge.UncertainInteractionValues) and iv.uncertainty_terms == est.terms
+    exact = exact_index_values(_table(), index, 3)
+    np.testing.assert_allclose([iv[T] for T in est.terms], est.values)
+    assert np.mean(np.abs(est.values - exact) <= 1.96 * est.std) >= 0.9
+    total = _fn(np.ones((1, P), dtype=bool))[0] - _fn(np.zeros((1, P), dtype=bool))[0]
+    if is_efficient(index):
+        assert sum(iv[T] for T in est.terms) == pytest.approx(total, abs=1e-12)
+
+
 def test_shapiq_approximator_refuses_orders_and_estimators_of_another_index() -> None:
-    with pytest.raises(ValueError, match="max_order=2 only"):
-        bridge.ShapiqApproximator(P, max_order=3, index="k-SII")
+    with pytest.raises(ValueError, match="max_order=1 only"):
+        bridge.ShapiqApproximator(P, max_order=2, index="BV")
+    with pytest.raises(ValueError, match="of order 2, not 3"):
+        bridge.ShapiqApproximator(P, max_order=3, index="k-SII", estimator=shapleig.ShaplEIG(index="k-SII"))
     with pytest.raises(ValueError, match="estimates index 'SV', not 'k-SII'"):
         bridge.ShapiqApproximator(P, index="k-SII", estimator=shapleig.ShaplEIG())
     with pytest.raises(TypeError, match="number of players"):
@@ -171,8 +211,8 @@ def test_shapiq_benchmark_runs_the_approximator_class() -> None:
         ours = df[df.approximator == "ShaplEIG"]
         assert (ours.status == "ok").all(), ours.error.tolist()
         assert ours.mse.max() < 0.05
-    refused = _quiet(run, bench, {"ShaplEIG": bridge.ShapiqApproximator}, budgets=[20], index="k-SII", order=3)
-    assert (refused.status != "ok").all()
+    third = _quiet(run, bench, {"ShaplEIG": bridge.ShapiqApproximator}, budgets=[28], index="k-SII", order=3)
+    assert (third.status == "ok").all(), third.error.tolist()
 
 
 def test_tabular_explainer_with_the_default_estimator_and_k_sii() -> None:

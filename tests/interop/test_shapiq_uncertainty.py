@@ -227,3 +227,28 @@ def test_bad_uncertainty_is_refused() -> None:
     iv = bridge.UncertainInteractionValues(values, covariance=np.diag([0.04, 0.09]), **kwargs)
     np.testing.assert_allclose(iv.std, [0.2, 0.3])
     assert iv.std_of(()) == 0.0 and index_terms(2) == iv.uncertainty_terms
+
+
+@pytest.mark.parametrize("index", ["k-SII", "FBII"])
+def test_an_order_three_estimate_round_trips_with_its_uncertainty(index: str, tmp_path: Path) -> None:
+    est = shapleig.ShaplEIG(index=index, max_order=3, surrogate="shared", refit="never",
+                            pool_size=30).estimate(_game(), 24, seed=0)
+    iv = est.to_interaction_values()
+    assert iv.index == index and iv.max_order == 3 and iv.uncertainty_terms == index_terms(P, index, 3)
+    triples = [T for T in est.terms if len(T) == 3]
+    third = iv.get_n_order(3)
+    assert third.uncertainty_terms == triples
+    np.testing.assert_array_equal(third.std, est.std[-len(triples):])
+    np.testing.assert_array_equal(third.covariance, est.covariance[-len(triples):, -len(triples):])
+    doubled = iv * 2.0
+    np.testing.assert_array_equal(_std(doubled, est.terms), 2.0 * est.std)
+    path = tmp_path / "order3.json"
+    iv.save(path)
+    loaded = shapiq.InteractionValues.load(path)
+    back = bridge.from_interaction_values(loaded)
+    assert back.index == index and back.terms == est.terms and back.max_order == 3
+    np.testing.assert_array_equal(back.values, est.values)
+    np.testing.assert_array_equal(back.std, est.std)
+    np.testing.assert_array_equal(back.covariance, est.covariance)
+    pairs = bridge.from_interaction_values(iv.get_n_order(min_order=0, max_order=2))
+    assert pairs.max_order == 2 and pairs.terms == index_terms(P, index, 2)
