@@ -317,7 +317,9 @@ def test_the_design_is_evaluated_first_unless_overlapped(overlap, batch_size, mo
     and fits, as the sequential loop does; with it the design is submitted and the step returns at
     once. After the design at most batch_size coalitions are in flight."""
     monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
-    with ThreadPoolExecutor(2) as pool:
+    # one worker: evaluations finish in the order they were submitted, so which values have arrived at
+    # each step (design values or early picks) does not depend on how the threads were scheduled
+    with ThreadPoolExecutor(1) as pool:
         loop = AsyncDesignLoop(QuadraticGame(P, seed=2), 16, batch_size=batch_size, pool_size=64, seed=0,
                                evaluator=ExecutorEvaluator(pool))
         loop.step()
