@@ -75,8 +75,13 @@ def test_the_read_out_keeps_the_estimate_and_only_widens_the_interval() -> None:
     np.testing.assert_array_equal(est.values, alone.values)
     assert alone.info["structures_readout"] is None and est.info["structures_readout"] is not None
     assert np.all(est.std >= alone.std / 1e3) and not np.allclose(est.std, alone.std, rtol=1e-6)
-    assert shapleig.ShaplEIG.published().options.structures == ()
-    assert shapleig.ShaplEIG.published().options.probe_degenerate is False
+
+
+@pytest.mark.torch
+def test_the_published_setting_keeps_the_fitted_read_out() -> None:
+    """The paper's configuration reads out its fitted surrogate alone and never probes (it needs torch)."""
+    published = shapleig.ShaplEIG.published().options
+    assert published.structures == () and published.probe_degenerate is False
 
 
 def test_degenerate_evidence_is_flagged_on_an_additive_game_and_not_on_an_interacting_one() -> None:
