@@ -428,3 +428,78 @@ def test_bench_install_default_install_has_no_torch() -> None:
     assert float(size.split()[0]) > 0 and int(packages) > 1
     assert all(float(v.split()[0]) > 0 for v in (install, imp, first))
     assert float(first.split()[0]) >= float(imp.split()[0])  # a first run includes the import
+
+
+def test_summarize_refit_ratios_and_geometric_means_of_a_hand_made_sweep(tmp_path: Path) -> None:
+    """scripts/studies/summarize_refit.py on a sweep whose geometric means and ratios are known by hand."""
+    import json
+
+    import pandas as pd
+
+    every = json.dumps({"ard": False, "refit": "every", "fit_engine": "numpy"})  # the default reference arm
+    adaptive = json.dumps({"ard": False, "refit": "adaptive", "fit_engine": "numpy"})
+    # the adaptive arm's MSE per (suite, budget) and seed; the reference's is 1e-2 everywhere
+    mse = {("bike", "2p"): (5e-3, 5e-3), ("bike", "4p"): (4e-2, 4e-2), ("vit", "2p"): (4e-2, 1e-2),
+           ("vit", "4p"): (1e-2, 1e-2)}
+    rows = []
+    for (group, budget), values in mse.items():
+        for value in values:
+            rows.append({"options": every, "group": group, "budget_spec": budget, "mse": 1e-2,
+                         "selection_s": 1.0 if group == "vit" else 3.0, "error": None})
+            rows.append({"options": adaptive, "group": group, "budget_spec": budget, "mse": value,
+                         "selection_s": 0.5, "error": None})
+    rows.append({"options": adaptive, "group": "vit", "budget_spec": "2p", "mse": 1e6, "selection_s": 99.0,
+                 "error": "failed"})  # a failed run: left out
+    path = tmp_path / "sweep.parquet"
+    pd.DataFrame(rows).to_parquet(path)
+    out = run_script("studies/summarize_refit.py", str(path))
+    assert "== shared: gm-MSE ratio to 'fit_engine=numpy,refit=every'" in out
+    ratio_block, gm_block = out.split("-- shared: gm-MSE")
+    ratios = {r[0]: [float(v) for v in r[1:]] for r in table(ratio_block, "policy")}
+    # columns: bike 2p, bike 4p, vit 2p, vit 4p (ratios to the reference), gm ratio, worst, selection s per run
+    # vit 2p: the geometric mean of 4e-2 and 1e-2 is 2e-2, twice the reference's
+    assert ratios["fit_engine=numpy,refit=adaptive"][:4] == [0.5, 4.0, 2.0, 1.0]
+    gm_ratio, worst, selection = ratios["fit_engine=numpy,refit=adaptive"][4:]
+    assert close(gm_ratio, (0.5 * 4.0 * 2.0 * 1.0) ** 0.25, rel=0, abs_=5e-4) and worst == 4.0
+    assert selection == 0.5  # the failed run's 99 s left out
+    # the reference: ratio 1 everywhere; its selection time is the mean over the largest budget's runs
+    assert ratios["fit_engine=numpy,refit=every"] == [1.0] * 6 + [(1.0 + 3.0) / 2]
+    gm = {r[0]: [float(v) for v in r[1:]] for r in table(gm_block, "policy")}
+    assert gm["fit_engine=numpy,refit=adaptive"] == [5e-3, 4e-2, 2e-2, 1e-2]
+    assert gm["fit_engine=numpy,refit=every"] == [1e-2] * 4
+
+
+def test_bench_order_k_cost_term_count_and_memory_of_the_products() -> None:
+    out = run_script("bench/bench_order_k_cost.py", "--players", "12", "14", "--order", "3", "--pool", "256")
+    assert out.startswith("k-SII of order 3; pool 256")
+    rows = table(out, "p ")
+    assert [int(r[0]) for r in rows] == [12, 14]
+    for r in rows:
+        p, d, cov_mb = int(r[0]), int(r[1]), float(r[2])
+        assert d == p + p * (p - 1) // 2 + p * (p - 1) * (p - 2) // 6  # terms of order 1 to 3
+        assert close(cov_mb, d * d * 8 / 2**20, rel=0, abs_=0.05)  # a float64 d x d matrix, to 0.1 MB
+        numbers = [float(v) for v in re.findall(r"[\d.]+", " ".join(r[3:]))]
+        cov_shared, cov_ard, cov_ard_mb, cols_shared, cols_shared_mb, cols_ard, cols_ard_mb = numbers
+        assert all(math.isfinite(v) and v >= 0 for v in numbers)
+        # a product's traced peak holds at least its output (printed to whole MB)
+        assert cov_ard_mb + 0.5 >= d * d * 8 / 2**20
+        assert min(cols_shared_mb, cols_ard_mb) + 0.5 >= 256 * d * 8 / 2**20
+
+
+def test_bench_loop_overhead_per_evaluation_costs_are_the_totals_over_t() -> None:
+    out = run_script("bench/bench_loop_overhead.py", "--settings", "6:20", "7:24", "--seeds", "1")
+    assert out.startswith("options default; median over seeds 0..0")
+    pattern = re.compile(r"p=\s*(\d+) t=\s*(\d+):\s+([\d.]+) ms CPU / evaluation \(([\d.]+) s\),\s+([\d.]+) ms wall "
+                         r"/ evaluation; refits (\d+), kernel fits (\d+); fits ([\d.]+) s, rest of selection "
+                         r"([\d.]+) s, updates ([\d.]+) s")
+    found = [m.groups() for m in map(pattern.search, out.splitlines()) if m]
+    assert [(int(g[0]), int(g[1])) for g in found] == [(6, 20), (7, 24)]
+    for g in found:
+        t = int(g[1])
+        cpu_ms, cpu_s, wall_ms = float(g[2]), float(g[3]), float(g[4])
+        refits, kernel_fits = int(g[5]), int(g[6])
+        fits, rest, updates = float(g[7]), float(g[8]), float(g[9])
+        assert close(cpu_ms * t / 1e3, cpu_s, rel=0, abs_=0.005 + t * 0.005e-3)  # the per-evaluation figure is the total over t
+        # the loop's own parts happen inside the run's wall time (each printed to 0.01 s)
+        assert fits + rest + updates <= wall_ms * t / 1e3 + 0.015 + t * 0.005e-3
+        assert 1 <= refits <= t and kernel_fits >= refits  # every refit fits at least one kernel
