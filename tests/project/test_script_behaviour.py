@@ -503,3 +503,21 @@ def test_bench_loop_overhead_per_evaluation_costs_are_the_totals_over_t() -> Non
         # the loop's own parts happen inside the run's wall time (each printed to 0.01 s)
         assert fits + rest + updates <= wall_ms * t / 1e3 + 0.015 + t * 0.005e-3
         assert 1 <= refits <= t and kernel_fits >= refits  # every refit fits at least one kernel
+
+
+def test_bench_explain_rows_parallel_rows_give_the_serial_values() -> None:
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
+    out = run_script("bench/bench_explain_rows.py", "--rows", "2", "--budget", "16", "--background", "4",
+                     "--jobs", "1", "2")
+    pattern = re.compile(r"n_jobs=(\d+): (\d+) rows, budget (\d+): ([\d.]+) s wall, ([\d.]+)x the first, "
+                         r"max \|value difference\| (\S+)$")
+    found = [m.groups() for m in map(pattern.search, out.splitlines()) if m]
+    assert [(int(g[0]), int(g[1]), int(g[2])) for g in found] == [(1, 2, 16), (2, 2, 16)]
+    (_, _, _, first, first_ratio, first_diff), (_, _, _, second, ratio, diff) = found
+    assert float(first_ratio) == 1.0 and float(first_diff) == 0.0
+    assert float(diff) == 0.0  # rows in worker processes: the same values as one at a time, to the bit
+    # the ratio is of the unrounded times; each printed time is off by at most 0.005 s
+    s1, s2, r = float(first), float(second), float(ratio)
+    assert s1 > 0 and s2 > 0
+    assert abs(r - s2 / s1) <= 0.005 * (1 + r) / s1 + 0.006, (r, s1, s2)
