@@ -521,3 +521,26 @@ def test_bench_explain_rows_parallel_rows_give_the_serial_values() -> None:
     s1, s2, r = float(first), float(second), float(ratio)
     assert s1 > 0 and s2 > 0
     assert abs(r - s2 / s1) <= 0.005 * (1 + r) / s1 + 0.006, (r, s1, s2)
+
+
+def test_index_examples_table_is_the_top_terms_with_centred_intervals() -> None:
+    out = run_script("studies/index_examples.py", "--budget", "4", "--top", "3", "--skip-hpi")
+    head = re.search(r"### k-SII of one California-housing prediction \((\d+) of (\d+) coalitions\)", out)
+    assert head is not None, out
+    assert (int(head.group(1)), int(head.group(2))) == (4 * 8, 2**8)  # budget 4p on the 8-feature table
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()
+            if line.startswith("| ") and not line.startswith("| term")]
+    assert len(rows) == 3  # --top
+    estimates, exacts = [], []
+    for _, estimate, interval, exact in rows:
+        lo, hi = (float(v) for v in interval.strip("[]").split(","))
+        assert lo <= float(estimate) <= hi
+        assert close((lo + hi) / 2, float(estimate), rel=0, abs_=1.5e-4)  # a normal interval around the mean
+        estimates.append(float(estimate))
+        exacts.append(float(exact))
+    assert [abs(v) for v in estimates] == sorted((abs(v) for v in estimates), reverse=True)  # the largest first
+    summary = re.search(r"MSE over all (\d+) terms: (\S+); wall", out)
+    assert summary is not None and int(summary.group(1)) == 8 + 8 * 7 // 2  # k-SII to order 2: 8 + 28 terms
+    # the mean over all terms holds at least the shown terms' share (each error to 4 decimals)
+    shown = sum((abs(e - x) - 1e-4) ** 2 for e, x in zip(estimates, exacts) if abs(e - x) > 1e-4)
+    assert float(summary.group(2)) >= shown / 36
