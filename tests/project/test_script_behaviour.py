@@ -544,3 +544,32 @@ def test_index_examples_table_is_the_top_terms_with_centred_intervals() -> None:
     # the mean over all terms holds at least the shown terms' share (each error to 4 decimals)
     shown = sum((abs(e - x) - 1e-4) ** 2 for e, x in zip(estimates, exacts) if abs(e - x) > 1e-4)
     assert float(summary.group(2)) >= shown / 36
+
+
+def test_bench_overhead_model_law_fits_its_printed_runs() -> None:
+    out = run_script("bench/bench_overhead_model.py", "--players", "6", "8", "--seeds", "1")
+    runs = [(int(p), int(t), float(s)) for p, t, s in re.findall(r"p=\s*(\d+) budget=\s*(\d+): ([\d.]+) s", out)]
+    assert [(p, t) for p, t, _ in runs] == [(p, k * p) for p in (6, 8) for k in (2, 4, 8)]
+    assert all(s > 0 for _, _, s in runs)
+    law = dict(re.findall(r"^(OVERHEAD_\w+) = (\S+)$", out, re.M))
+    scale, a, b = float(law["OVERHEAD_SCALE"]), float(law["OVERHEAD_BUDGET_POWER"]), float(law["OVERHEAD_PLAYERS_POWER"])
+    # seconds = scale * budget^a * p^b, least squares on the logs of the printed runs (3 decimals each)
+    data = np.array(runs, dtype=float)
+    design = np.column_stack([np.ones(len(runs)), np.log(data[:, 1]), np.log(data[:, 0])])
+    coef = np.linalg.lstsq(design, np.log(data[:, 2]), rcond=None)[0]
+    assert close(np.log(scale), coef[0], rel=0, abs_=0.05) and close(a, coef[1], rel=0, abs_=0.02)
+    assert close(b, coef[2], rel=0, abs_=0.05)
+    ratio = data[:, 2] / (scale * data[:, 1] ** a * data[:, 0] ** b)
+    spread = re.search(r"measured / law: median ([\d.]+), range ([\d.]+)\.\.([\d.]+)", out)
+    assert spread is not None
+    assert close(float(spread.group(1)), float(np.median(ratio)), rel=0.02, abs_=0.011)
+    assert close(float(spread.group(2)), ratio.min(), rel=0.02, abs_=0.011)
+    assert close(float(spread.group(3)), ratio.max(), rel=0.02, abs_=0.011)
+    # enumeration: seconds per imputed value = seconds / (2^p coalitions x 50 background rows x p players)
+    enum = [(int(p), float(s), float(v)) for p, s, v in re.findall(r"enumeration p=(\d+): ([\d.]+) s, (\S+) s per", out)]
+    assert [p for p, _, _ in enum] == [8, 10, 12, 14]
+    for p, seconds, per_value in enum:
+        assert seconds > 0
+        assert close(per_value, seconds / ((1 << p) * 50 * p), rel=0.0005 / seconds + 0.006)
+    constant = float(re.search(r"ENUMERATION_S_PER_VALUE = (\S+)", out).group(1))
+    assert close(constant, float(np.median([v for _, _, v in enum])), rel=0.006)
