@@ -573,3 +573,29 @@ def test_bench_overhead_model_law_fits_its_printed_runs() -> None:
         assert close(per_value, seconds / ((1 << p) * 50 * p), rel=0.0005 / seconds + 0.006)
     constant = float(re.search(r"ENUMERATION_S_PER_VALUE = (\S+)", out).group(1))
     assert close(constant, float(np.median([v for _, _, v in enum])), rel=0.006)
+
+
+def test_bench_parallel_mse_table_ratios_and_verdicts_agree() -> None:
+    out = run_script("bench/bench_parallel.py", "--players", "5", "--budget", "16", "--sleep", "0.01", "--q", "2",
+                     "--workers", "2", "--mse-seeds", "2")
+    assert out.startswith("p = 5, budget = 16, q = 2 on 2 processes vs q = 1 in-process")
+    timed = re.search(r"ratio ([\d.]+) \(target <= 0.4: (PASS|FAIL)\)", out)
+    assert timed is not None and (float(timed.group(1)) <= 0.4) == (timed.group(2) == "PASS")
+    # the sleeping runs and the runs without the sleep make the same decisions
+    assert "seed 0: timed (sleeping) runs give identical estimates: True" in out
+    rows = table(out, "evaluations")
+    counts = [int(r[0]) for r in rows]
+    assert counts == sorted(counts) and counts[-1] == 16
+    for r in rows:
+        mse_1, mse_q, ratio = float(r[1].split("±")[0]), float(r[2].split("±")[0]), float(r[3])
+        assert mse_1 > 0 and mse_q > 0
+        assert close(ratio, mse_q / mse_1, rel=1e-3, abs_=6e-4)  # MSEs to 4 digits, the ratio to 3 decimals
+    final = re.search(r"ratio of means ([\d.]+) \(target <= 1.2: (PASS|FAIL)\); geometric mean of per-seed ratios "
+                      r"([\d.]+) \(95% CI ([\d.]+) to ([\d.]+)\); q=2 better on (\d+) of (\d+) seeds", out)
+    assert final is not None, out
+    of_means = float(final.group(1))
+    assert close(of_means, float(rows[-1][3]), rel=0, abs_=1e-3)  # the table's last row, at the budget
+    assert (of_means <= 1.2) == (final.group(2) == "PASS")
+    geo, lo, hi = (float(final.group(k)) for k in (3, 4, 5))
+    assert lo <= geo <= hi
+    assert 0 <= int(final.group(6)) <= int(final.group(7)) == 2
