@@ -599,3 +599,36 @@ def test_bench_parallel_mse_table_ratios_and_verdicts_agree() -> None:
     geo, lo, hi = (float(final.group(k)) for k in (3, 4, 5))
     assert lo <= geo <= hi
     assert 0 <= int(final.group(6)) <= int(final.group(7)) == 2
+
+
+def _listed_mutations(out: str) -> list[tuple[str, int, str, str, str]]:
+    """``(path, line, old, new, mutated line)`` of ``mutation_round.py --list``; its count line checked."""
+    import ast
+
+    line_re = re.compile(r"^(\S+):(\d+) ('.*?'|\".*?\") (?:-> ('.*?'|\".*?\")|dropped): (.*)$")
+    found = []
+    lines = out.splitlines()
+    for text in lines[:-1]:
+        m = line_re.match(text)
+        assert m is not None, text
+        new = ast.literal_eval(m.group(4)) if m.group(4) else ""
+        found.append((m.group(1), int(m.group(2)), ast.literal_eval(m.group(3)), new, m.group(5)))
+    assert lines[-1] == f"{len(found)} mutations"
+    return found
+
+
+def test_mutation_round_lists_one_line_changes_of_the_current_source() -> None:
+    args = ("studies/mutation_round.py", "--list", "--file", "in_flight", "--file", "runs/timeout")
+    drawn = _listed_mutations(run_script(*args, "--per-file", "2", "--seed", "3"))
+    assert drawn == _listed_mutations(run_script(*args, "--per-file", "2", "--seed", "3"))  # the seed fixes the draw
+    every = _listed_mutations(run_script(*args, "--per-file", "0"))
+    assert set(drawn) <= set(every) and len(every) > len(drawn)
+    files = sorted({path for path, *_ in every})
+    assert files == ["shapleig/runs/in_flight.py", "shapleig/runs/timeout.py"]
+    assert sorted(path for path, *_ in drawn) == [files[0]] * 2 + [files[1]] * 2  # two per file
+    for path, number, old, new, mutated in every:
+        original = (REPO / path).read_text(encoding="utf-8").splitlines()[number - 1].strip()
+        assert old and old != new and old in original, (path, number, old)
+        # the printed line is the source line with one occurrence of old replaced by new
+        starts = [i for i in range(len(original)) if original.startswith(old, i)]
+        assert mutated in {original[:i] + new + original[i + len(old):] for i in starts}, (path, number, mutated)
