@@ -632,3 +632,29 @@ def test_mutation_round_lists_one_line_changes_of_the_current_source() -> None:
         # the printed line is the source line with one occurrence of old replaced by new
         starts = [i for i in range(len(original)) if original.startswith(old, i)]
         assert mutated in {original[:i] + new + original[i + len(old):] for i in starts}, (path, number, mutated)
+
+
+def test_bench_store_times_every_operation_of_this_checkout(tmp_path: Path) -> None:
+    # the script itself checks the store serves what it wrote (it exits non-zero otherwise)
+    out = run_script("bench/bench_store.py", "--rows", "40", "--players", "6", "--repeats", "2",
+                     "--code", str(REPO), "--folder", str(tmp_path))
+    assert out.splitlines()[0] == (f"shapleig from {REPO / 'shapleig'}; 40 rows, p = 6, best of 2; "
+                                   "microseconds per row")
+    figures = {}
+    for line in out.splitlines()[1:]:
+        label, rest = line.split(maxsplit=1)
+        figures[label] = {k.strip(): float(v) for k, v in re.findall(r"([a-z() ]+?)\s+([\d.]+)", rest)}
+    assert set(figures["file"]) == {"append", "lookup", "records()", "history()", "open"}
+    assert set(figures["memory"]) == {"append", "lookup", "records()", "history()"}  # nothing to reopen
+    assert set(figures["digest"]) == {"digest (write)", "digest (check)"}
+    assert all(v > 0 and math.isfinite(v) for f in figures.values() for v in f.values())
+    assert list(tmp_path.iterdir()) == []  # the file store lived in a temporary folder inside --folder
+
+
+def test_bench_import_best_is_at_most_the_median_and_nothing_heavy_loads() -> None:
+    out = run_script("bench/bench_import.py", "--runs", "3")
+    m = re.search(r"import shapleig: best ([\d.]+) s, median ([\d.]+) s over (\d+) fresh interpreters", out)
+    assert m is not None, out
+    best, median, runs = float(m.group(1)), float(m.group(2)), int(m.group(3))
+    assert runs == 3 and 0 < best <= median
+    assert "heavy modules imported: none" in out  # the default import leaves torch, scipy, pandas, ... out
