@@ -658,3 +658,14 @@ def test_bench_import_best_is_at_most_the_median_and_nothing_heavy_loads() -> No
     best, median, runs = float(m.group(1)), float(m.group(2)), int(m.group(3))
     assert runs == 3 and 0 < best <= median
     assert "heavy modules imported: none" in out  # the default import leaves torch, scipy, pandas, ... out
+
+
+def test_bench_trace_prints_the_per_step_costs_and_both_runs() -> None:
+    out = run_script("bench/bench_trace.py", "--players", "5", "--steps", "4", "--repeats", "1")
+    steps = dict(re.findall(r"^trace entry, (no fsync \(this code\)|an fsync per step): ([\d.]+) ms per step$", out,
+                            re.M))
+    assert set(steps) == {"no fsync (this code)", "an fsync per step"}
+    assert all(float(v) > 0 for v in steps.values())
+    runs = dict(re.findall(r"^ShaplEIG p=8 budget 64 on a file store, (with|without) the trace: ([\d.]+) s "
+                           r"\(median of 1\)$", out, re.M))  # --repeats 1
+    assert set(runs) == {"with", "without"} and all(float(v) > 0 for v in runs.values())
