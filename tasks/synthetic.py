@@ -291,16 +291,6 @@ class WeightedVotingGame(SyntheticGame):
         # v constant (quota <= 0: always 1; quota > total weight: always 0): every phi is 0.
         return self.quota <= 0 or self.quota > int(self.weights.sum())
 
-    def swing_counts(self) -> np.ndarray:
-        """``float64[p, p]``: entry [i, k] = number of size-k swings of player i (exact for
-        n <= 62, where it is also exactly representable up to 2^53)."""
-        n = self.n_players
-        if self._trivial():
-            return np.zeros((n, n))
-        dp = _swing_counts_int64 if n <= _INT64_DP_MAX_PLAYERS else _swing_counts_float
-        per_weight = dp(self.weights, self.quota)
-        return np.array([per_weight[int(c)] for c in self.weights], dtype=np.float64)
-
     def exact_fractions(self) -> list[Fraction]:
         """Exact Shapley values as fractions (n <= 62): ``sum_k s_k / (n C(n-1, k))``."""
         if self.n_players > _INT64_DP_MAX_PLAYERS:

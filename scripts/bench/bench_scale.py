@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_fit import synthetic  # noqa: E402
 
-from shapleig.design.acquisition import select  # noqa: E402
+from shapleig.design.acquisition import EIG  # noqa: E402
 from shapleig.design.initial import candidate_pool, leverage_design  # noqa: E402
 from shapleig.design.loop import DesignLoop  # noqa: E402
 from shapleig.design.refit import AdaptiveRefit
@@ -107,7 +107,7 @@ def measure(p: int, window: int, pool_size: int, threshold: float, full_run_max_
         steps, triggered, t_fit = [], 0, X.shape[0]
         for _ in range(window):
             start = time.perf_counter()
-            j = select("eig", cand, 1)
+            j = EIG().select(cand, 1)
             Z = pool.W[j]
             post = post.extend(Z, fn(Z))
             steps.append(time.perf_counter() - start)

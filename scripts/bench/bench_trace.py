@@ -42,7 +42,7 @@ def per_step(players: int, steps: int, synced: bool) -> float:
     from shapleig.estimation.trace_record import TraceRecorder
 
     game = FunctionGame(lambda Z: Z @ np.arange(1.0, players + 1.0), n_players=players, game_id="bench")
-    with EvaluationStore(Path(tempfile.mkdtemp()) / "s.sqlite") as store:
+    with tempfile.TemporaryDirectory() as folder, EvaluationStore(Path(folder) / "s.sqlite") as store:
         est = ShaplEIG().estimate(game, players + 4, seed=0, store=store)
         recorder = TraceRecorder(store, next(r for r in store.trace_runs() if r.run == est.info["trace_run"]))
         if synced:  # the connection's own setting kept for the trace too: one fsync per step
@@ -81,7 +81,7 @@ def run_seconds(repeats: int, traced: bool) -> float:
     game = FunctionGame(lambda Z: Z @ np.arange(1.0, 9.0) + Z[:, 0] * Z[:, 1], n_players=8, game_id="bench")
     times = []
     for rep in range(repeats):
-        with EvaluationStore(Path(tempfile.mkdtemp()) / "s.sqlite") as store:
+        with tempfile.TemporaryDirectory() as folder, EvaluationStore(Path(folder) / "s.sqlite") as store:
             start = time.perf_counter()
             ShaplEIG().estimate(game, 64, seed=rep, store=store if traced else _NoTrace(store))
             times.append(time.perf_counter() - start)

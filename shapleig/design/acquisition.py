@@ -43,6 +43,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from shapleig._deprecated import deprecated_attributes, warn_deprecated
 from shapleig.design.initial import leverage_design
 from shapleig.errors import AcquisitionError
 from shapleig.gp.posterior import CandidatePosterior
@@ -504,8 +505,8 @@ register_acquisition(Uncertainty, aliases=("variance", "posterior_variance"))
 register_acquisition(RandomAcquisition)
 register_acquisition(Leverage)
 
-# The built-in names (kept for readers of the former name table; the registry is the source).
-ACQUISITIONS = acquisition_names()
+# The former name table, now read from the registry with a DeprecationWarning.
+__getattr__ = deprecated_attributes(__name__, {"ACQUISITIONS": acquisition_names})
 
 
 def check_acquisition(value: str | Acquisition) -> str | Acquisition:
@@ -583,11 +584,11 @@ def select(
     q: int,
     rng: np.random.Generator | None = None,
 ) -> np.ndarray:
-    """Greedy selection of ``q`` available pool indices (into ``candidates.W``), in pick order.
+    """Deprecated: ``make_acquisition(acquisition).select(candidates, q, rng)``, which this calls after warning.
 
-    ``make_acquisition(acquisition).select(candidates, q, rng)``: ``"eig"`` argmax Shapley EIG,
-    condition, repeat; ``"uncertainty"`` the same with the predictive variance; ``"random"`` ``q``
-    distinct available indices uniformly at random (``rng`` required).
+    Greedy selection of ``q`` available pool indices (into ``candidates.W``), in pick order:
+    ``"eig"`` argmax Shapley EIG, condition, repeat; ``"uncertainty"`` the same with the predictive
+    variance; ``"random"`` ``q`` distinct available indices uniformly at random (``rng`` required).
 
     Args:
         acquisition: a registered name or an :class:`Acquisition` instance.
@@ -598,11 +599,11 @@ def select(
     Returns:
         int64 pool indices in pick order.
     """
+    warn_deprecated("shapleig.design.acquisition.select")
     return make_acquisition(acquisition).select(candidates, q, rng)
 
 
 __all__ = [
-    "ACQUISITIONS",
     "EIG",
     "Acquisition",
     "Leverage",
@@ -618,6 +619,5 @@ __all__ = [
     "method_name",
     "random_indices",
     "register_acquisition",
-    "select",
     "unregister_acquisition",
 ]

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from shapleig._deprecated import warn_deprecated
 from shapleig.design.acquisition import PoolView
 from shapleig.design.initial import initial_design
 from shapleig.design.loop import DesignLoop
@@ -68,10 +69,11 @@ def uses_async(options: LoopOptions, evaluator: Any) -> bool:
 
 
 def design_loop(game: Any, budget: int | None = None, **kwargs: Any) -> DesignLoop:
-    """The design loop for ``game``, asynchronous when :func:`uses_async` says so.
+    """Deprecated: ``ShaplEIG(**options).make_loop(BudgetedGame(game, budget, ...), seed)``, or a loop class directly.
 
-    An :class:`AsyncDesignLoop` or a :class:`~shapleig.design.loop.DesignLoop`, with the same
-    arguments as ``DesignLoop``.
+    The design loop for ``game``, asynchronous when :func:`uses_async` says so: an
+    :class:`AsyncDesignLoop` or a :class:`~shapleig.design.loop.DesignLoop`, with the same
+    arguments as ``DesignLoop``. Warns (``DeprecationWarning``) and builds the loop as before.
 
     Args:
         game: the game (or a budgeted game).
@@ -80,17 +82,8 @@ def design_loop(game: Any, budget: int | None = None, **kwargs: Any) -> DesignLo
 
     Returns:
         the loop, not yet run.
-
-    Example:
-        >>> from concurrent.futures import ThreadPoolExecutor
-        >>> from shapleig import ExecutorEvaluator, FunctionGame
-        >>> game = FunctionGame(lambda Z: Z.sum(axis=1) ** 2, n_players=4)
-        >>> with ThreadPoolExecutor(2) as pool:
-        ...     loop = design_loop(game, 12, batch_size=2, pool_size=64, evaluator=ExecutorEvaluator(pool))
-        ...     est = loop.run()
-        >>> type(loop).__name__, est.evaluations
-        ('AsyncDesignLoop', 12)
     """
+    warn_deprecated("shapleig.design.async_loop.design_loop")
     options = kwargs.get("options")
     values = {k: v for k, v in kwargs.items() if k in LoopOptions.names()}
     if options is None:

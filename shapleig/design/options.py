@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 from shapleig.design.acquisition import Acquisition, acquisition_name, check_acquisition
 from shapleig.design.initial import DEFAULT_POOL_SIZE, INITIAL_DESIGNS
-from shapleig.design.refit import refit_schedule
+from shapleig.design.refit import refit_name, refit_schedule
 from shapleig.games.indices import check_index
 from shapleig.gp.constraints import Boolean, Checked, Interval, OneOf, option
 from shapleig.gp.options import GPOptions
@@ -39,6 +39,7 @@ BATCH_MODES = ("auto", "async", "sync")
 
 
 def _refit(value: Any) -> Any:
+    value = refit_name(value)  # a former name warns once, here, and is kept under its current name
     refit_schedule(value)  # validates the name (a callable is kept as it is)
     return value
 

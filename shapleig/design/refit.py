@@ -7,6 +7,8 @@ from typing import Callable
 
 import numpy as np
 
+from shapleig._deprecated import warn_deprecated
+
 RefitSchedule = Callable[[int], bool]
 
 # L-BFGS-B stopping rule of warm refits: from the previous MAP a step moves the optimum little,
@@ -301,7 +303,23 @@ def _auto_with(name: str) -> AutoRefit:
 REFIT_SCHEDULES = ("auto", "auto-cold", "every", "decaying", "geometric", "never", "adaptive")
 
 
+# the schedules' former names: accepted with a DeprecationWarning (shapleig._deprecated)
 _ALIASES = {"every_iteration": "every", "init_64_factor_4": "decaying"}
+
+
+def refit_name(name: str | RefitSchedule) -> str | RefitSchedule:
+    """``name`` itself, or a former schedule name's current one (with a ``DeprecationWarning``).
+
+    Args:
+        name: a schedule name or a callable.
+
+    Returns:
+        the current name for a former one (``"every_iteration"`` -> ``"every"``), else ``name`` unchanged.
+    """
+    if isinstance(name, str) and name in _ALIASES:
+        warn_deprecated(f'refit="{name}"')
+        return _ALIASES[name]
+    return name
 
 
 # complexity over budget: one branch per named schedule, a flat table
@@ -334,7 +352,7 @@ def refit_schedule(name: str | RefitSchedule, hand_over: int = 0) -> RefitSchedu
         except ValueError:
             raise ValueError(f"bad refit schedule {name!r}: write adaptive:<threshold>, e.g. adaptive:4") from None
         return AdaptiveRefit(threshold=threshold, hand_over=int(hand_over))
-    key = _ALIASES.get(name, name)
+    key = refit_name(name)
     if key == "auto":
         return AutoRefit()
     if key == "auto-cold":  # the previous default: every refit up to min(8p, 128) cold

@@ -158,17 +158,6 @@ class UncertainInteractionValues(InteractionValues):
         except ValueError:
             raise KeyError(f"no uncertainty for term {key}; the terms are {self._terms}") from None
 
-    def std_values(self) -> InteractionValues:
-        """The std as a plain ``InteractionValues`` (same index and terms, ``()`` = 0), for shapiq's plots.
-
-        Returns:
-            a shapiq ``InteractionValues`` holding the std of each term.
-        """
-        return InteractionValues({(): 0.0, **dict(zip(self._terms, self._std.tolist()))}, index=self.index,
-                                 max_order=self.max_order, min_order=0, n_players=self.n_players,
-                                 estimated=self.estimated, estimation_budget=self.estimation_budget,
-                                 baseline_value=0.0)
-
     def without_uncertainty(self) -> InteractionValues:
         """A plain shapiq ``InteractionValues`` with the same values (the uncertainty dropped on purpose).
 

@@ -203,22 +203,6 @@ class Hyperparameters:
         return hash((self.kernel, self.params, self.noise, self.mean_constant))
 
 
-def surrogate_kernel(Z1: np.ndarray, Z2: np.ndarray, hyper: Hyperparameters) -> np.ndarray:
-    """The surrogate's prior covariance ``float64[m1, m2]`` between coalitions (standardised units).
-
-    ``hyper``'s kernel (e.g. the Hamming kernel of docs/math.md §3 plus the size kernel of §15).
-
-    Args:
-        Z1: ``bool[m1, p]``.
-        Z2: ``bool[m2, p]``.
-        hyper: the hyperparameters (their kernel and values).
-
-    Returns:
-        float64[m1, m2].
-    """
-    return hyper.kernel_matrix(Z1, Z2)
-
-
 def standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
     """``(y_tilde, y_mean, y_scale)`` as botorch ``Standardize(m=1)``, but scale-free.
 

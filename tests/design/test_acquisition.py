@@ -23,7 +23,6 @@ from shapleig.design.acquisition import (
     method_name,
     random_indices,
     register_acquisition,
-    select,
     unregister_acquisition,
 )
 from shapleig.design.estimators import GPLeverage
@@ -217,7 +216,7 @@ def test_greedy_select_is_argmax_score_with_conditioning():
         ref.condition(int(np.argmax(e)))
     assert not cand.available[picks].any()
     with pytest.raises(ValueError, match="q must be >= 1"):
-        select("uncertainty", _candidates(), 0)
+        Uncertainty().select(_candidates(), 0)
     with pytest.raises(ValueError, match="needs a numpy Generator"):
         RandomAcquisition().select(_candidates(), 2)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shapleig import EvaluationStore, ExecutorEvaluator, SerialEvaluator, ShaplEIG
-from shapleig.design.async_loop import AsyncDesignLoop, design_loop, uses_async
+from shapleig import BudgetedGame, EvaluationStore, ExecutorEvaluator, SerialEvaluator, ShaplEIG
+from shapleig.design.async_loop import AsyncDesignLoop, uses_async
 from shapleig.design.loop import DesignLoop
 from shapleig.design.options import LoopOptions
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
@@ -103,10 +103,11 @@ def test_async_is_the_default_for_concurrent_evaluators_only():
         LoopOptions(batch_mode="sometimes")
     game = QuadraticGame(P, seed=0)
     with ThreadPoolExecutor(2) as pool:
-        assert type(design_loop(game, 12, batch_size=2, evaluator=ExecutorEvaluator(pool))) is AsyncDesignLoop
+        assert type(ShaplEIG(batch_size=2).make_loop(BudgetedGame(game, 12, evaluator=ExecutorEvaluator(pool)))) \
+            is AsyncDesignLoop
         est = ShaplEIG(batch_size=3, pool_size=64).estimate(game, 16, seed=0, evaluator=ExecutorEvaluator(pool))
     assert est.info["batch_mode_used"] == "async" and est.evaluations == 16
-    assert type(design_loop(game, 12, batch_size=2)) is DesignLoop
+    assert type(ShaplEIG(batch_size=2).make_loop(BudgetedGame(game, 12))) is DesignLoop
 
 
 @pytest.mark.parametrize("overlap", [False, True], ids=["design-first", "design-overlap"])
@@ -168,8 +169,8 @@ def test_killed_async_run_resumes_with_no_evaluation_lost(tmp_path, k, overlap, 
 
     game = QuadraticGame(P, seed=7, log_path=log)
     with ThreadPoolExecutor(Q) as pool:
-        loop = design_loop(game, BUDGET, seed=3,
-                           batch_size=Q, pool_size=64, store=store, evaluator=ExecutorEvaluator(pool))
+        loop = AsyncDesignLoop(game, BUDGET, seed=3,
+                               batch_size=Q, pool_size=64, store=store, evaluator=ExecutorEvaluator(pool))
         resumed = loop.run()
     calls = read_log(log)
     assert len(calls) == BUDGET and len(set(calls)) == BUDGET  # no coalition evaluated twice
@@ -180,8 +181,8 @@ def test_killed_async_run_resumes_with_no_evaluation_lost(tmp_path, k, overlap, 
     # in the order it was recorded.
     game.log_path = None
     with ThreadPoolExecutor(Q) as pool:
-        replay_loop = design_loop(game, BUDGET, seed=3, batch_size=Q, pool_size=64, store=store,
-                                  evaluator=ExecutorEvaluator(pool))
+        replay_loop = AsyncDesignLoop(game, BUDGET, seed=3, batch_size=Q, pool_size=64, store=store,
+                                      evaluator=ExecutorEvaluator(pool))
         replay = replay_loop.run()
     assert replay_loop.game.n_store_hits == BUDGET
     np.testing.assert_array_equal(replay_loop.X, loop.X)  # the same decisions, in the same order

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from shapleig import FunctionGame, exact_shapley
-from shapleig.design.acquisition import first_argmax, select
+from shapleig.design.acquisition import EIG, first_argmax, make_acquisition
 from shapleig.design.estimators import ShaplEIG
 from shapleig.design.loop import DesignLoop
 from shapleig.errors import BudgetError, CoalitionError, GameError
@@ -160,9 +160,9 @@ def test_greedy_batch_equals_sequential_selections():
     post = ShapleyPosterior(h, X, rng.normal(size=X.shape[0]))
     W = all_coalitions(p)[1:-1]
     for acq in ("eig", "uncertainty"):
-        batch = select(acq, post.candidates(W), 4)
+        batch = make_acquisition(acq).select(post.candidates(W), 4)
         seq_cand = post.candidates(W)
-        sequential = [int(select(acq, seq_cand, 1)[0]) for _ in range(4)]
+        sequential = [int(make_acquisition(acq).select(seq_cand, 1)[0]) for _ in range(4)]
         assert batch.tolist() == sequential
         assert len(set(batch.tolist())) == 4
     # and in the loop: batch_size=4 picks the same coalitions as four sequential steps
@@ -200,7 +200,7 @@ def test_eig_picks_extremes_first_with_frozen_equal_lengthscales():
     h = Hyperparameters.hamming(np.full(p, -1.0 / (p * np.log(b))), 1.0, 1e-6, 0.0)
     post = ShapleyPosterior(h, np.zeros((0, p), dtype=bool), np.zeros(0))
     W = np.concatenate([coalitions_of_size(p, k) for k in size_order(p)])
-    picks = W[select("eig", post.candidates(W), 22)]
+    picks = W[EIG().select(post.candidates(W), 22)]
     sizes = picks.sum(axis=1)
     assert sorted(sizes[:2]) == [0, 8]
     assert np.isin(sizes[2:18], [1, 7]).all() and len(set(coalition_keys(picks[2:18]))) == 16

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from _dense_reference import dense_kernel
 
-from shapleig.design.acquisition import select
+from shapleig.design.acquisition import EIG
 from shapleig.games.indices import INDICES, dense_index_operator, exact_index_values
 from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.mixture import build_mixture
@@ -105,7 +105,7 @@ def test_mixture_and_greedy_selection_carry_the_operator() -> None:
     mix = build_mixture([("ard", 1.0, hyper)], Z[archive], y, calibrate=True, operator=op)
     assert mix.mean.shape == (op.n_terms,) and mix.covariance.shape == (op.n_terms, op.n_terms)
     cand = mix.primary.posterior.candidates(np.setdiff1d(np.arange(1 << p), archive)[:, None] >> np.arange(p) & 1)
-    picks = select("eig", cand, 3)
+    picks = EIG().select(cand, 3)
     assert len(set(picks.tolist())) == 3
 
 

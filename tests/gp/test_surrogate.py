@@ -160,7 +160,6 @@ def test_refit_schedules():
     assert [i for i in range(40) if geo5(i)] == [5, 6, 7, 9, 13, 21, 37]
     never = refit_schedule("never")
     assert [i for i in its if never(i)] == [0]
-    assert refit_schedule("every_iteration") is every
     custom = lambda it: it % 3 == 0  # noqa: E731
     assert refit_schedule(custom) is custom
     with pytest.raises(ValueError) as err:

@@ -7,7 +7,6 @@ name may be added, never removed.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
 import pytest
 
@@ -42,14 +41,3 @@ def test_explain_is_the_function_not_a_subpackage() -> None:
     import shapleig.explanation.explain  # noqa: F401
 
     assert callable(shapleig.explain) and shapleig.explain.__name__ == "explain"
-
-
-@pytest.mark.skipif(importlib.util.find_spec("shapiq") is None, reason="shapiq not installed")
-def test_the_shapiq_bridge_keeps_its_first_module_name() -> None:
-    try:
-        old = importlib.import_module("shapleig.shapiq_bridge")
-    except ImportError as exc:  # an older shapiq than the bridge needs: the error names the extra
-        assert "shapleig[shapiq]" in str(exc)
-        return
-    new = importlib.import_module("shapleig.interop.shapiq_bridge")
-    assert old.ShapiqApproximator is new.ShapiqApproximator

@@ -428,3 +428,244 @@ def test_bench_install_default_install_has_no_torch() -> None:
     assert float(size.split()[0]) > 0 and int(packages) > 1
     assert all(float(v.split()[0]) > 0 for v in (install, imp, first))
     assert float(first.split()[0]) >= float(imp.split()[0])  # a first run includes the import
+
+
+def test_summarize_refit_ratios_and_geometric_means_of_a_hand_made_sweep(tmp_path: Path) -> None:
+    """scripts/studies/summarize_refit.py on a sweep whose geometric means and ratios are known by hand."""
+    import json
+
+    import pandas as pd
+
+    every = json.dumps({"ard": False, "refit": "every", "fit_engine": "numpy"})  # the default reference arm
+    adaptive = json.dumps({"ard": False, "refit": "adaptive", "fit_engine": "numpy"})
+    # the adaptive arm's MSE per (suite, budget) and seed; the reference's is 1e-2 everywhere
+    mse = {("bike", "2p"): (5e-3, 5e-3), ("bike", "4p"): (4e-2, 4e-2), ("vit", "2p"): (4e-2, 1e-2),
+           ("vit", "4p"): (1e-2, 1e-2)}
+    rows = []
+    for (group, budget), values in mse.items():
+        for value in values:
+            rows.append({"options": every, "group": group, "budget_spec": budget, "mse": 1e-2,
+                         "selection_s": 1.0 if group == "vit" else 3.0, "error": None})
+            rows.append({"options": adaptive, "group": group, "budget_spec": budget, "mse": value,
+                         "selection_s": 0.5, "error": None})
+    rows.append({"options": adaptive, "group": "vit", "budget_spec": "2p", "mse": 1e6, "selection_s": 99.0,
+                 "error": "failed"})  # a failed run: left out
+    path = tmp_path / "sweep.parquet"
+    pd.DataFrame(rows).to_parquet(path)
+    out = run_script("studies/summarize_refit.py", str(path))
+    assert "== shared: gm-MSE ratio to 'fit_engine=numpy,refit=every'" in out
+    ratio_block, gm_block = out.split("-- shared: gm-MSE")
+    ratios = {r[0]: [float(v) for v in r[1:]] for r in table(ratio_block, "policy")}
+    # columns: bike 2p, bike 4p, vit 2p, vit 4p (ratios to the reference), gm ratio, worst, selection s per run
+    # vit 2p: the geometric mean of 4e-2 and 1e-2 is 2e-2, twice the reference's
+    assert ratios["fit_engine=numpy,refit=adaptive"][:4] == [0.5, 4.0, 2.0, 1.0]
+    gm_ratio, worst, selection = ratios["fit_engine=numpy,refit=adaptive"][4:]
+    assert close(gm_ratio, (0.5 * 4.0 * 2.0 * 1.0) ** 0.25, rel=0, abs_=5e-4) and worst == 4.0
+    assert selection == 0.5  # the failed run's 99 s left out
+    # the reference: ratio 1 everywhere; its selection time is the mean over the largest budget's runs
+    assert ratios["fit_engine=numpy,refit=every"] == [1.0] * 6 + [(1.0 + 3.0) / 2]
+    gm = {r[0]: [float(v) for v in r[1:]] for r in table(gm_block, "policy")}
+    assert gm["fit_engine=numpy,refit=adaptive"] == [5e-3, 4e-2, 2e-2, 1e-2]
+    assert gm["fit_engine=numpy,refit=every"] == [1e-2] * 4
+
+
+def test_bench_order_k_cost_term_count_and_memory_of_the_products() -> None:
+    out = run_script("bench/bench_order_k_cost.py", "--players", "12", "14", "--order", "3", "--pool", "256")
+    assert out.startswith("k-SII of order 3; pool 256")
+    rows = table(out, "p ")
+    assert [int(r[0]) for r in rows] == [12, 14]
+    for r in rows:
+        p, d, cov_mb = int(r[0]), int(r[1]), float(r[2])
+        assert d == p + p * (p - 1) // 2 + p * (p - 1) * (p - 2) // 6  # terms of order 1 to 3
+        assert close(cov_mb, d * d * 8 / 2**20, rel=0, abs_=0.05)  # a float64 d x d matrix, to 0.1 MB
+        numbers = [float(v) for v in re.findall(r"[\d.]+", " ".join(r[3:]))]
+        cov_shared, cov_ard, cov_ard_mb, cols_shared, cols_shared_mb, cols_ard, cols_ard_mb = numbers
+        assert all(math.isfinite(v) and v >= 0 for v in numbers)
+        # a product's traced peak holds at least its output (printed to whole MB)
+        assert cov_ard_mb + 0.5 >= d * d * 8 / 2**20
+        assert min(cols_shared_mb, cols_ard_mb) + 0.5 >= 256 * d * 8 / 2**20
+
+
+def test_bench_loop_overhead_per_evaluation_costs_are_the_totals_over_t() -> None:
+    out = run_script("bench/bench_loop_overhead.py", "--settings", "6:20", "7:24", "--seeds", "1")
+    assert out.startswith("options default; median over seeds 0..0")
+    pattern = re.compile(r"p=\s*(\d+) t=\s*(\d+):\s+([\d.]+) ms CPU / evaluation \(([\d.]+) s\),\s+([\d.]+) ms wall "
+                         r"/ evaluation; refits (\d+), kernel fits (\d+); fits ([\d.]+) s, rest of selection "
+                         r"([\d.]+) s, updates ([\d.]+) s")
+    found = [m.groups() for m in map(pattern.search, out.splitlines()) if m]
+    assert [(int(g[0]), int(g[1])) for g in found] == [(6, 20), (7, 24)]
+    for g in found:
+        t = int(g[1])
+        cpu_ms, cpu_s, wall_ms = float(g[2]), float(g[3]), float(g[4])
+        refits, kernel_fits = int(g[5]), int(g[6])
+        fits, rest, updates = float(g[7]), float(g[8]), float(g[9])
+        assert close(cpu_ms * t / 1e3, cpu_s, rel=0, abs_=0.005 + t * 0.005e-3)  # the per-evaluation figure is the total over t
+        # the loop's own parts happen inside the run's wall time (each printed to 0.01 s)
+        assert fits + rest + updates <= wall_ms * t / 1e3 + 0.015 + t * 0.005e-3
+        assert 1 <= refits <= t and kernel_fits >= refits  # every refit fits at least one kernel
+
+
+def test_bench_explain_rows_parallel_rows_give_the_serial_values() -> None:
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
+    out = run_script("bench/bench_explain_rows.py", "--rows", "2", "--budget", "16", "--background", "4",
+                     "--jobs", "1", "2")
+    pattern = re.compile(r"n_jobs=(\d+): (\d+) rows, budget (\d+): ([\d.]+) s wall, ([\d.]+)x the first, "
+                         r"max \|value difference\| (\S+)$")
+    found = [m.groups() for m in map(pattern.search, out.splitlines()) if m]
+    assert [(int(g[0]), int(g[1]), int(g[2])) for g in found] == [(1, 2, 16), (2, 2, 16)]
+    (_, _, _, first, first_ratio, first_diff), (_, _, _, second, ratio, diff) = found
+    assert float(first_ratio) == 1.0 and float(first_diff) == 0.0
+    assert float(diff) == 0.0  # rows in worker processes: the same values as one at a time, to the bit
+    # the ratio is of the unrounded times; each printed time is off by at most 0.005 s
+    s1, s2, r = float(first), float(second), float(ratio)
+    assert s1 > 0 and s2 > 0
+    assert abs(r - s2 / s1) <= 0.005 * (1 + r) / s1 + 0.006, (r, s1, s2)
+
+
+def test_index_examples_table_is_the_top_terms_with_centred_intervals() -> None:
+    out = run_script("studies/index_examples.py", "--budget", "4", "--top", "3", "--skip-hpi")
+    head = re.search(r"### k-SII of one California-housing prediction \((\d+) of (\d+) coalitions\)", out)
+    assert head is not None, out
+    assert (int(head.group(1)), int(head.group(2))) == (4 * 8, 2**8)  # budget 4p on the 8-feature table
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()
+            if line.startswith("| ") and not line.startswith("| term")]
+    assert len(rows) == 3  # --top
+    estimates, exacts = [], []
+    for _, estimate, interval, exact in rows:
+        lo, hi = (float(v) for v in interval.strip("[]").split(","))
+        assert lo <= float(estimate) <= hi
+        assert close((lo + hi) / 2, float(estimate), rel=0, abs_=1.5e-4)  # a normal interval around the mean
+        estimates.append(float(estimate))
+        exacts.append(float(exact))
+    assert [abs(v) for v in estimates] == sorted((abs(v) for v in estimates), reverse=True)  # the largest first
+    summary = re.search(r"MSE over all (\d+) terms: (\S+); wall", out)
+    assert summary is not None and int(summary.group(1)) == 8 + 8 * 7 // 2  # k-SII to order 2: 8 + 28 terms
+    # the mean over all terms holds at least the shown terms' share (each error to 4 decimals)
+    shown = sum((abs(e - x) - 1e-4) ** 2 for e, x in zip(estimates, exacts) if abs(e - x) > 1e-4)
+    assert float(summary.group(2)) >= shown / 36
+
+
+def test_bench_overhead_model_law_fits_its_printed_runs() -> None:
+    out = run_script("bench/bench_overhead_model.py", "--players", "6", "8", "--seeds", "1")
+    runs = [(int(p), int(t), float(s)) for p, t, s in re.findall(r"p=\s*(\d+) budget=\s*(\d+): ([\d.]+) s", out)]
+    assert [(p, t) for p, t, _ in runs] == [(p, k * p) for p in (6, 8) for k in (2, 4, 8)]
+    assert all(s > 0 for _, _, s in runs)
+    law = dict(re.findall(r"^(OVERHEAD_\w+) = (\S+)$", out, re.M))
+    scale, a, b = float(law["OVERHEAD_SCALE"]), float(law["OVERHEAD_BUDGET_POWER"]), float(law["OVERHEAD_PLAYERS_POWER"])
+    # seconds = scale * budget^a * p^b, least squares on the logs of the printed runs (3 decimals each)
+    data = np.array(runs, dtype=float)
+    design = np.column_stack([np.ones(len(runs)), np.log(data[:, 1]), np.log(data[:, 0])])
+    coef = np.linalg.lstsq(design, np.log(data[:, 2]), rcond=None)[0]
+    assert close(np.log(scale), coef[0], rel=0, abs_=0.05) and close(a, coef[1], rel=0, abs_=0.02)
+    assert close(b, coef[2], rel=0, abs_=0.05)
+    ratio = data[:, 2] / (scale * data[:, 1] ** a * data[:, 0] ** b)
+    spread = re.search(r"measured / law: median ([\d.]+), range ([\d.]+)\.\.([\d.]+)", out)
+    assert spread is not None
+    assert close(float(spread.group(1)), float(np.median(ratio)), rel=0.02, abs_=0.011)
+    assert close(float(spread.group(2)), ratio.min(), rel=0.02, abs_=0.011)
+    assert close(float(spread.group(3)), ratio.max(), rel=0.02, abs_=0.011)
+    # enumeration: seconds per imputed value = seconds / (2^p coalitions x 50 background rows x p players)
+    enum = [(int(p), float(s), float(v)) for p, s, v in re.findall(r"enumeration p=(\d+): ([\d.]+) s, (\S+) s per", out)]
+    assert [p for p, _, _ in enum] == [8, 10, 12, 14]
+    for p, seconds, per_value in enum:
+        assert seconds > 0
+        assert close(per_value, seconds / ((1 << p) * 50 * p), rel=0.0005 / seconds + 0.006)
+    constant = float(re.search(r"ENUMERATION_S_PER_VALUE = (\S+)", out).group(1))
+    assert close(constant, float(np.median([v for _, _, v in enum])), rel=0.006)
+
+
+def test_bench_parallel_mse_table_ratios_and_verdicts_agree() -> None:
+    out = run_script("bench/bench_parallel.py", "--players", "5", "--budget", "16", "--sleep", "0.01", "--q", "2",
+                     "--workers", "2", "--mse-seeds", "2")
+    assert out.startswith("p = 5, budget = 16, q = 2 on 2 processes vs q = 1 in-process")
+    timed = re.search(r"ratio ([\d.]+) \(target <= 0.4: (PASS|FAIL)\)", out)
+    assert timed is not None and (float(timed.group(1)) <= 0.4) == (timed.group(2) == "PASS")
+    # the sleeping runs and the runs without the sleep make the same decisions
+    assert "seed 0: timed (sleeping) runs give identical estimates: True" in out
+    rows = table(out, "evaluations")
+    counts = [int(r[0]) for r in rows]
+    assert counts == sorted(counts) and counts[-1] == 16
+    for r in rows:
+        mse_1, mse_q, ratio = float(r[1].split("±")[0]), float(r[2].split("±")[0]), float(r[3])
+        assert mse_1 > 0 and mse_q > 0
+        assert close(ratio, mse_q / mse_1, rel=1e-3, abs_=6e-4)  # MSEs to 4 digits, the ratio to 3 decimals
+    final = re.search(r"ratio of means ([\d.]+) \(target <= 1.2: (PASS|FAIL)\); geometric mean of per-seed ratios "
+                      r"([\d.]+) \(95% CI ([\d.]+) to ([\d.]+)\); q=2 better on (\d+) of (\d+) seeds", out)
+    assert final is not None, out
+    of_means = float(final.group(1))
+    assert close(of_means, float(rows[-1][3]), rel=0, abs_=1e-3)  # the table's last row, at the budget
+    assert (of_means <= 1.2) == (final.group(2) == "PASS")
+    geo, lo, hi = (float(final.group(k)) for k in (3, 4, 5))
+    assert lo <= geo <= hi
+    assert 0 <= int(final.group(6)) <= int(final.group(7)) == 2
+
+
+def _listed_mutations(out: str) -> list[tuple[str, int, str, str, str]]:
+    """``(path, line, old, new, mutated line)`` of ``mutation_round.py --list``; its count line checked."""
+    import ast
+
+    line_re = re.compile(r"^(\S+):(\d+) ('.*?'|\".*?\") (?:-> ('.*?'|\".*?\")|dropped): (.*)$")
+    found = []
+    lines = out.splitlines()
+    for text in lines[:-1]:
+        m = line_re.match(text)
+        assert m is not None, text
+        new = ast.literal_eval(m.group(4)) if m.group(4) else ""
+        found.append((m.group(1), int(m.group(2)), ast.literal_eval(m.group(3)), new, m.group(5)))
+    assert lines[-1] == f"{len(found)} mutations"
+    return found
+
+
+def test_mutation_round_lists_one_line_changes_of_the_current_source() -> None:
+    args = ("studies/mutation_round.py", "--list", "--file", "in_flight", "--file", "runs/timeout")
+    drawn = _listed_mutations(run_script(*args, "--per-file", "2", "--seed", "3"))
+    assert drawn == _listed_mutations(run_script(*args, "--per-file", "2", "--seed", "3"))  # the seed fixes the draw
+    every = _listed_mutations(run_script(*args, "--per-file", "0"))
+    assert set(drawn) <= set(every) and len(every) > len(drawn)
+    files = sorted({path for path, *_ in every})
+    assert files == ["shapleig/runs/in_flight.py", "shapleig/runs/timeout.py"]
+    assert sorted(path for path, *_ in drawn) == [files[0]] * 2 + [files[1]] * 2  # two per file
+    for path, number, old, new, mutated in every:
+        original = (REPO / path).read_text(encoding="utf-8").splitlines()[number - 1].strip()
+        assert old and old != new and old in original, (path, number, old)
+        # the printed line is the source line with one occurrence of old replaced by new
+        starts = [i for i in range(len(original)) if original.startswith(old, i)]
+        assert mutated in {original[:i] + new + original[i + len(old):] for i in starts}, (path, number, mutated)
+
+
+def test_bench_store_times_every_operation_of_this_checkout(tmp_path: Path) -> None:
+    # the script itself checks the store serves what it wrote (it exits non-zero otherwise)
+    out = run_script("bench/bench_store.py", "--rows", "40", "--players", "6", "--repeats", "2",
+                     "--code", str(REPO), "--folder", str(tmp_path))
+    assert out.splitlines()[0] == (f"shapleig from {REPO / 'shapleig'}; 40 rows, p = 6, best of 2; "
+                                   "microseconds per row")
+    figures = {}
+    for line in out.splitlines()[1:]:
+        label, rest = line.split(maxsplit=1)
+        figures[label] = {k.strip(): float(v) for k, v in re.findall(r"([a-z() ]+?)\s+([\d.]+)", rest)}
+    assert set(figures["file"]) == {"append", "lookup", "records()", "history()", "open"}
+    assert set(figures["memory"]) == {"append", "lookup", "records()", "history()"}  # nothing to reopen
+    assert set(figures["digest"]) == {"digest (write)", "digest (check)"}
+    assert all(v > 0 and math.isfinite(v) for f in figures.values() for v in f.values())
+    assert list(tmp_path.iterdir()) == []  # the file store lived in a temporary folder inside --folder
+
+
+def test_bench_import_best_is_at_most_the_median_and_nothing_heavy_loads() -> None:
+    out = run_script("bench/bench_import.py", "--runs", "3")
+    m = re.search(r"import shapleig: best ([\d.]+) s, median ([\d.]+) s over (\d+) fresh interpreters", out)
+    assert m is not None, out
+    best, median, runs = float(m.group(1)), float(m.group(2)), int(m.group(3))
+    assert runs == 3 and 0 < best <= median
+    assert "heavy modules imported: none" in out  # the default import leaves torch, scipy, pandas, ... out
+
+
+def test_bench_trace_prints_the_per_step_costs_and_both_runs() -> None:
+    out = run_script("bench/bench_trace.py", "--players", "5", "--steps", "4", "--repeats", "1")
+    steps = dict(re.findall(r"^trace entry, (no fsync \(this code\)|an fsync per step): ([\d.]+) ms per step$", out,
+                            re.M))
+    assert set(steps) == {"no fsync (this code)", "an fsync per step"}
+    assert all(float(v) > 0 for v in steps.values())
+    runs = dict(re.findall(r"^ShaplEIG p=8 budget 64 on a file store, (with|without) the trace: ([\d.]+) s "
+                           r"\(median of 1\)$", out, re.M))  # --repeats 1
+    assert set(runs) == {"with", "without"} and all(float(v) > 0 for v in runs.values())

@@ -144,7 +144,7 @@ def test_greedy_batch_equals_sequential_selections_under_frozen_hyperparameters(
     """docs/math.md §10.2: the q = 4 greedy batch is what 4 sequential steps (posterior rebuilt from the
     archive after each evaluation, same hyperparameters) would pick: each batch pick attains the
     maximum EIG of the freshly rebuilt posterior, up to floating-point near-ties."""
-    from shapleig.design.acquisition import select
+    from shapleig.design.acquisition import EIG
     from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
 
     p = 6
@@ -155,7 +155,7 @@ def test_greedy_batch_equals_sequential_selections_under_frozen_hyperparameters(
     design = np.flatnonzero(np.isin(np.arange(2**p), [0, 2**p - 1, 5, 58, 12, 51, 33]))
     X = allz[design]
     W = np.delete(allz, design, axis=0)
-    batch = select("eig", ShapleyPosterior(hyper, X, game.values(X)).candidates(W), 4)
+    batch = EIG().select(ShapleyPosterior(hyper, X, game.values(X)).candidates(W), 4)
     assert len(set(batch.tolist())) == 4
     available = np.ones(len(W), dtype=bool)
     for j in batch:
