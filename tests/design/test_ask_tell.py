@@ -88,6 +88,25 @@ def test_ask_q_is_the_synchronous_greedy_batch(fixed):
     np.testing.assert_array_equal(run.pending, np.concatenate([first, second]))
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_driver_telling_random_subsets_asks_each_coalition_once_and_spends_the_budget(seed):
+    """Asks of random size, tells of random subsets in random order, refits in between: every
+    coalition asked once, never more than the budget, and the run ends with every value told."""
+    budget, rng = 26, np.random.default_rng(seed)
+    run = ShaplEIG(refit="every", pool_size=64).ask_tell(P, budget, seed=seed)
+    asked: list[bytes] = []
+    while not run.done:
+        Z = run.ask(int(rng.integers(1, 5)))
+        asked.extend(coalition_keys(Z))
+        assert len(asked) <= budget and len(run.pending) == len(asked) - run.told
+        out = run.pending
+        if len(out) and (len(Z) == 0 or rng.random() < 0.5):
+            pick = rng.permutation(len(out))[: int(rng.integers(1, len(out) + 1))]
+            run.tell(out[pick], value(out[pick]))
+    assert len(set(asked)) == len(asked) == budget == run.told
+    assert run.result().evaluations == budget
+
+
 def test_the_design_is_handed_out_q_at_a_time_and_acquisitions_wait_for_it():
     run = ShaplEIG(pool_size=64).ask_tell(P, 14, seed=0)
     a = run.ask(4)
