@@ -61,13 +61,15 @@ class ToldValues:
         return {"ask_tell": self.game_id or ""}
 
     def load(self, keys: list[bytes], values: np.ndarray) -> None:
-        """Hold told values until the budgeted game charges them.
+        """Hold one tell's values until the budgeted game charges them (replacing the previous tell's).
+
+        Values the store already held are not asked of this game: replacing keeps none of them.
 
         Args:
             keys: the coalitions' keys (:func:`~shapleig.games.coalitions.coalition_keys`).
             values: ``float64[k]``, their values.
         """
-        self._values.update(zip(keys, values.tolist()))
+        self._values = dict(zip(keys, values.tolist()))
 
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
         """The told values of ``coalitions`` (each told value is handed out once)."""
@@ -81,7 +83,9 @@ class ToldValues:
 class AskTell:
     """A ShaplEIG run whose coalitions the caller evaluates: ``ask``, evaluate anywhere, ``tell``.
 
-    Made by :meth:`shapleig.ShaplEIG.ask_tell` (see the module docstring for the resume rule).
+    Made by :meth:`shapleig.ShaplEIG.ask_tell` (see the module docstring for the resume rule). One
+    driver calls ``ask`` and ``tell`` (the object is not locked for concurrent calls); the
+    evaluations themselves may run anywhere.
 
     Args:
         loop: the design loop to drive, not yet started; its game is a :class:`~shapleig.runs.budget.BudgetedGame`

@@ -202,8 +202,9 @@ class ShaplEIG(OptionsEstimator):
 
         The run is the design loop :meth:`estimate` runs with these options and seed: a sequential
         ``ask(1)`` / ``tell`` loop asks the coalitions ``estimate`` evaluates and ends on its estimate.
-        ``batch_size``, ``batch_mode`` and ``progress`` play no part (the caller chooses how many
-        coalitions to ask at a time).
+        ``batch_size``, ``batch_mode``, ``progress`` and ``callbacks`` play no part (the caller chooses
+        how many coalitions to ask at a time and watches the run itself). Unlike :meth:`estimate`, a budget of all 2^p coalitions is not
+        enumerated: the run asks what the design loop selects.
 
         Args:
             n_players: the number of players p.
