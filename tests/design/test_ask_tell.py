@@ -208,14 +208,16 @@ DRIVER = textwrap.dedent("""
 
     store, mode, stop_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
     run = ShaplEIG().ask_tell({p}, {budget}, seed=7, store=store)
+    asked = 0
     while not run.done:
         Z = run.ask(1)
+        asked += len(Z)
         if mode == "killed" and run.told == stop_at:
             np.save(store + ".pending.npy", Z)
             print("READY", flush=True)  # the parent kills this process now
             sys.stdin.read()
         run.tell(Z, value(Z))
-    print("DONE", run.told, flush=True)
+    print("DONE", run.told, asked, flush=True)
 """)
 
 
@@ -229,14 +231,20 @@ def test_a_run_killed_after_telling_resumes_in_another_process(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     killed = subprocess.Popen([sys.executable, str(script), store, "killed", "11"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=env)
-    assert killed.stdout.readline().strip() == "READY"  # a state, not a time: 11 values told, one pending
-    killed.send_signal(signal.SIGKILL)
-    killed.wait()
+    try:
+        line = killed.stdout.readline().strip()  # a state, not a time: 11 values told, one pending
+    finally:
+        killed.send_signal(signal.SIGKILL)  # never left blocked on its stdin, whatever happened
+        killed.wait()
+        killed.stdin.close()
+        killed.stdout.close()
+    assert line == "READY"
     assert killed.returncode == -signal.SIGKILL
     assert len(EvaluationStore(store)) == 11
     second = subprocess.run([sys.executable, str(script), store, "finish", "0"], capture_output=True, text=True,
                             env=env, check=True)
-    assert second.stdout.split()[:2] == ["DONE", str(budget)]
+    # every value told by the end; only the 8 not told before were asked (the pending one among them)
+    assert second.stdout.split() == ["DONE", str(budget), str(budget - 11)]
     third = ShaplEIG().ask_tell(P, budget, seed=7, store=store)
     assert len(third.ask(1)) == 0 and third.done  # every value comes from the store
     reference = ShaplEIG().ask_tell(P, budget, seed=7)
