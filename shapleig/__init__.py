@@ -38,6 +38,7 @@ _LAZY = {
     "ShaplEIG": "shapleig.design.estimators",
     "GPLeverage": "shapleig.design.estimators",
     "DesignLoop": "shapleig.design.loop",
+    "AskTell": "shapleig.design.ask_tell",
     "EvaluationStore": "shapleig.runs.store",
     "SerialEvaluator": "shapleig.runs.evaluators",
     "ExecutorEvaluator": "shapleig.runs.evaluators",
@@ -64,6 +65,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AcquisitionError",
+    "AskTell",
     "BaseEstimator",
     "BudgetCoversGameWarning",
     "BudgetError",

@@ -118,7 +118,6 @@ class AsyncDesignLoop(DesignLoop):
     # sequential run 1.07 -> 1.19-1.26 in three runs of 3 tables x 3 seeds), the prior's picks being poor.
     overlap_design = False
     _flight: InFlight | None = None
-    _pending_picks: dict[bytes, int] | None = None  # pending coalition's key -> pool index
     _design: np.ndarray | None = None  # the initial design while it is being evaluated
     _design_values: dict[bytes, float] | None = None
     _early: list[Arrival] | None = None  # acquisitions that arrived before the design was complete
@@ -137,7 +136,6 @@ class AsyncDesignLoop(DesignLoop):
         if self._flight is None:
             # room for the whole design besides the batch: the executor queues what its workers cannot run
             self._flight = InFlight(self.game, self.options.batch_size + self.n_players + 1)
-            self._pending_picks = {}
         return self._flight
 
     @property
@@ -159,19 +157,6 @@ class AsyncDesignLoop(DesignLoop):
         if self.pool is None:
             return False
         return self.n_pending == 0 and self._room() == 0
-
-    def _candidate_state(self) -> CandidatePosterior:
-        """The candidate state over the available pool, conditioned on every pending coalition."""
-        if self._candidates is None:
-            pending = np.sort(np.fromiter((self._pending_picks or {}).values(), dtype=np.int64))
-            mask = self.available.copy()
-            mask[pending] = True
-            self._cand_index = np.flatnonzero(mask)
-            cand = self.posterior.candidates(self.pool.W[self._cand_index], operator=self.acquisition_operator)
-            for j in np.searchsorted(self._cand_index, pending):
-                cand.condition(int(j))  # exact: the EIG does not depend on the values to come
-            self._candidates = cand
-        return self._candidates
 
     # -- the initial design, overlapped with the first acquisitions -------------------------
     def _initialize(self) -> None:
@@ -323,18 +308,7 @@ class AsyncDesignLoop(DesignLoop):
 
         The candidate state already holds it (it was conditioned on while pending).
         """
-        start = time.perf_counter()
-        del self._pending_picks[arrival.row.tobytes()]
-        Z = arrival.row[None]
-        self.X = np.concatenate([self.X, Z])
-        self.y = np.concatenate([self.y, [arrival.value]])
-        with compute_threads(self.options.threads):
-            self.mixture = self.mixture.extend(Z, np.array([arrival.value]))
-            self.posterior = self.mixture.primary.posterior
-            if record:
-                self._record()
-        self.selected.append(Z.copy())
-        self.timings["update_s"] += time.perf_counter() - start
+        self.absorb(arrival.row[None], np.array([arrival.value]), record=record)
 
     def _submit(self, room: int) -> None:
         """Select ``room`` coalitions conditioned on everything pending and start evaluating them."""
@@ -350,12 +324,8 @@ class AsyncDesignLoop(DesignLoop):
     def _start(self, picks: np.ndarray) -> None:
         """Mark the pool rows ``picks`` pending and submit them."""
         flight = self._in_flight()
-        for j in picks:
-            row = self.pool.W[j]
+        for row in self.reserve(picks):
             self.submitted.append(row.copy())
-            self.available[j] = False
-            self._pending_picks[row.tobytes()] = int(j)
-            self.iteration += 1
             flight.submit(row)
 
     def _close_flight(self) -> None:

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from shapleig.design.acquisition import Leverage, method_name
+from shapleig.design.ask_tell import AskTell, ToldValues
 from shapleig.design.async_loop import AsyncDesignLoop, uses_async
 from shapleig.design.initial import DEFAULT_POOL_SIZE
 from shapleig.design.loop import DesignLoop, min_budget
@@ -21,11 +22,11 @@ from shapleig.design.options import (
 from shapleig.design.trace_hook import loop_trace_identity
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
-from shapleig.games.game import Game
+from shapleig.games.game import Game, check_budget, check_n_players
 from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
 from shapleig.gp.mixture import build_mixture
 from shapleig.runs.budget import BudgetedGame
-from shapleig.seeding import UNSET, SeedLike, spawn_generators, spawn_seeds
+from shapleig.seeding import UNSET, SeedLike, resolve_seed, spawn_generators, spawn_seeds
 from shapleig.threads import compute_threads
 
 
@@ -194,6 +195,38 @@ class ShaplEIG(OptionsEstimator):
         return BaseEstimator.estimate(configured, game, budget, seed=seed, store=store, evaluator=evaluator,
                                       max_retries=max_retries, timeout=timeout, random_state=random_state,
                                       progress=options.progress)
+
+    def ask_tell(self, n_players: int, budget: int, *, seed: SeedLike = 0, store: Any = None,
+                 game_id: str | None = None) -> AskTell:
+        """A run whose coalitions the caller evaluates anywhere: ``ask`` / ``tell`` (:mod:`shapleig.design.ask_tell`).
+
+        The run is the design loop :meth:`estimate` runs with these options and seed: a sequential
+        ``ask(1)`` / ``tell`` loop asks the coalitions ``estimate`` evaluates and ends on its estimate.
+        ``batch_size``, ``batch_mode``, ``progress`` and ``callbacks`` play no part (the caller chooses
+        how many coalitions to ask at a time and watches the run itself). Unlike :meth:`estimate`, a budget of all 2^p coalitions is not
+        enumerated: the run asks what the design loop selects.
+
+        Args:
+            n_players: the number of players p.
+            budget: distinct coalitions the run may evaluate (at least p + 2).
+            seed: a non-negative int, None (fresh entropy) or a numpy Generator (as in :meth:`estimate`).
+            store: an evaluation store (or a path) that records every told value; a new run on the
+                same store, options and seed resumes (told values reused, never asked again).
+            game_id: a label of the game whose values are told, recorded in the store (a store of
+                another label is refused).
+
+        Returns:
+            the :class:`~shapleig.design.ask_tell.AskTell` run, nothing asked yet.
+
+        Raises:
+            BudgetError: the budget is below p + 2.
+        """
+        p = check_n_players(n_players)
+        budget = check_budget(budget, minimum=None)
+        self.require_budget(p, budget)
+        game = BudgetedGame(ToldValues(p, game_id), budget, store=store, max_retries=0)
+        loop = DesignLoop(game, None, seed=resolve_seed(seed), options=self.options)
+        return AskTell(loop, method_name(self.acquisition, self.name))
 
     def min_budget(self, n_players: int) -> int:
         """``p + 2``: the p + 1 design coalitions and at least one acquisition.

@@ -228,6 +228,9 @@ class DesignLoop:
         self.kernel_fits: list[KernelFit] = []  # the fits of the last refit
         self._candidates: CandidatePosterior | None = None
         self._cand_index: np.ndarray | None = None  # candidate-posterior index -> pool index
+        # selected coalitions whose values have not been absorbed yet (key -> pool index): the
+        # candidate state is conditioned on them (exact, the EIG does not depend on their values)
+        self._reserved: dict[bytes, int] = {}
         self._fitted_on = -1  # archive size at the last fit
         self._cold_fit_on = 0  # archive size at the last fit from the initial values
         self.iteration = 0  # acquisitions made so far ("it" of the schedule)
@@ -435,10 +438,16 @@ class DesignLoop:
         self._candidates = None  # built lazily: the final read-out does not need it
 
     def _candidate_state(self) -> CandidatePosterior:
+        """The candidate state over the available pool, conditioned on every reserved (pending) coalition."""
         if self._candidates is None:
-            self._cand_index = np.flatnonzero(self.available)
-            self._candidates = self.posterior.candidates(self.pool.W[self._cand_index],
-                                                         operator=self.acquisition_operator)
+            pending = np.sort(np.fromiter(self._reserved.values(), dtype=np.int64, count=len(self._reserved)))
+            mask = self.available.copy()
+            mask[pending] = True
+            self._cand_index = np.flatnonzero(mask)
+            cand = self.posterior.candidates(self.pool.W[self._cand_index], operator=self.acquisition_operator)
+            for j in np.searchsorted(self._cand_index, pending):
+                cand.condition(int(j))  # exact: the EIG does not depend on the values to come
+            self._candidates = cand
         return self._candidates
 
     def _select(self, q: int) -> np.ndarray:
@@ -515,17 +524,8 @@ class DesignLoop:
         return values
 
     def _initialize(self) -> None:
-        p = self.n_players
-        opts = self.options
-        design = initial_design(opts.initial_design, p, self._design_rng)
-        values = self._evaluate(design)
-        self.X, self.y = design.copy(), np.asarray(values, dtype=np.float64)
-        self._open_pool(design)
-        start = time.perf_counter()
-        with compute_threads(opts.threads):
-            self._fit()
-            self._record()
-        self.timings["selection_s"] += time.perf_counter() - start
+        design = self.draw_design()
+        self.absorb_design(design, self._evaluate(design))
 
     def _open_pool(self, design: np.ndarray) -> None:
         """The candidate pool around ``design`` (its coalitions excluded), all of it available."""
@@ -557,6 +557,106 @@ class DesignLoop:
         return any(self.schedule(self.iteration + i) for i in range(q))
 
     # -- public -------------------------------------------------------------------------------
+    def draw_design(self) -> np.ndarray:
+        """Draw the initial design (nothing is evaluated; call once per loop).
+
+        Returns:
+            ``bool[p + 1, p]``, the design coalitions in design order.
+        """
+        return initial_design(self.options.initial_design, self.n_players, self._design_rng)
+
+    def absorb_design(self, design: np.ndarray, values: np.ndarray) -> None:
+        """Take the initial design's values: the candidate pool around it, the first fit and read-out.
+
+        Args:
+            design: ``bool[p + 1, p]``, the design :meth:`draw_design` returned, in its order.
+            values: ``float64[p + 1]``, their values, charged to the game already.
+        """
+        self.X, self.y = np.array(design, dtype=bool), np.asarray(values, dtype=np.float64).copy()
+        self._open_pool(design)
+        start = time.perf_counter()
+        with compute_threads(self.options.threads):
+            self._fit()
+            self._record()
+        self.timings["selection_s"] += time.perf_counter() - start
+
+    def capacity(self) -> int:
+        """How many more coalitions may be selected now.
+
+        Bounded by the acquisitions left, the budget not yet charged or reserved, and the available
+        pool; 0 once the run is finished or its precision target is met.
+
+        Returns:
+            the count (0 before :meth:`absorb_design`).
+        """
+        if self.pool is None or self._finished or self.target_evaluations is not None:
+            return 0
+        return max(0, min(self._max_acquisitions - self.iteration, self.budget - self.evaluations - len(self._reserved),
+                          int(self.available.sum())))
+
+    def select(self, q: int) -> np.ndarray:
+        """The next ``q`` pool indices, conditioned on every reserved coalition (nothing is marked).
+
+        Refits first when the refit schedule asks for one over the next ``q`` acquisitions and the
+        archive has grown since the last fit (else the raw-units noise is refreshed); the picks are
+        conditioned on in the candidate state, so a later :meth:`absorb` of their values keeps it exact.
+
+        Args:
+            q: how many coalitions (at most :meth:`capacity`).
+
+        Returns:
+            ``int64[q]``, rows of ``pool.W``.
+        """
+        start = time.perf_counter()
+        with compute_threads(self.options.threads):
+            if self._refit_due(q):
+                self._fit()
+            else:
+                self._refresh_noise()
+            picks = self._select(q)
+        self.timings["selection_s"] += time.perf_counter() - start
+        return picks
+
+    def reserve(self, picks: np.ndarray) -> np.ndarray:
+        """Mark the pool rows ``picks`` (from :meth:`select`) as asked: pending until :meth:`absorb`.
+
+        Args:
+            picks: rows of ``pool.W``.
+
+        Returns:
+            ``bool[k, p]``, the coalitions.
+        """
+        for j in picks:
+            self._reserved[self.pool.W[j].tobytes()] = int(j)
+        self.available[picks] = False
+        self.iteration += len(picks)
+        return self.pool.W[picks].copy()
+
+    def absorb(self, Z: np.ndarray, values: np.ndarray, *, record: bool = True) -> None:
+        """Append evaluated acquisitions to the archive and extend the posterior (same hyperparameters).
+
+        The candidate state already holds them (they were conditioned on when selected).
+
+        Args:
+            Z: ``bool[k, p]``, selected coalitions, reserved or not.
+            values: ``float64[k]``, their values.
+            record: whether the anytime trace gets an entry.
+        """
+        start = time.perf_counter()
+        values = np.asarray(values, dtype=np.float64)
+        for row in Z:
+            self._reserved.pop(row.tobytes(), None)
+        self.X = np.concatenate([self.X, Z])
+        self.y = np.concatenate([self.y, values])
+        with compute_threads(self.options.threads):
+            # Same hyperparameters: the extended posterior matches the conditioned candidate state.
+            self.mixture = self.mixture.extend(Z, values)
+            self.posterior = self.mixture.primary.posterior
+            if record:
+                self._record()
+        self.selected.append(Z.copy())
+        self.timings["update_s"] += time.perf_counter() - start
+
     def step(self) -> bool:
         """Run one step (the initial design first, then one batch); returns False once done.
 
@@ -572,30 +672,14 @@ class DesignLoop:
             return True
         if self.done:
             return False
-        q = min(self.options.batch_size, self._max_acquisitions - self.iteration,
-                self.budget - self.evaluations, int(self.available.sum()))
-        start = time.perf_counter()
-        with compute_threads(self.options.threads):
-            if self._refit_due(q):
-                self._fit()
-            else:
-                self._refresh_noise()
-            picks = self._select(q)
-        self.timings["selection_s"] += time.perf_counter() - start
+        picks = self.select(min(self.options.batch_size, self.capacity()))
         Z = self.pool.W[picks]
         values = self._evaluate(Z)
-        start = time.perf_counter()
+        # marked only once evaluated (a failed evaluation leaves the state as it was), and the
+        # acquisitions counted after the step's trace entry, as they always were
         self.available[picks] = False
-        self.X = np.concatenate([self.X, Z])
-        self.y = np.concatenate([self.y, np.asarray(values, dtype=np.float64)])
-        with compute_threads(self.options.threads):
-            # Same hyperparameters: the extended posterior matches the conditioned candidate state.
-            self.mixture = self.mixture.extend(Z, values)
-            self.posterior = self.mixture.primary.posterior
-            self._record()
+        self.absorb(Z, values)
         self.iteration += len(picks)
-        self.selected.append(Z.copy())
-        self.timings["update_s"] += time.perf_counter() - start
         self._after_step()
         return True
 
@@ -643,10 +727,24 @@ class DesignLoop:
                            "not look (info['degenerate_evidence']); more evaluations test it")
         self._finished = True
         self._close_bar()
+        est = self.current_estimate()
+        record_finish(self, est)  # the final read-out replaced the last entry: the store's trace follows
+        return est
+
+    def current_estimate(self) -> ShapleyEstimate:
+        """The estimate on the archive so far, under the hyperparameters in force (no refit: the state is kept).
+
+        :meth:`finish` returns it after the final refit and read-out.
+
+        Returns:
+            the :class:`ShapleyEstimate` (values, std, covariance, the anytime trace and ``info``).
+        """
+        if self.mixture is None:
+            raise RuntimeError("no estimate before the first fit")
         post = self.mixture
         empty = ~self.X.any(axis=1)
         baseline = float(self.y[np.flatnonzero(empty)[0]]) if empty.any() else None
-        est = ShapleyEstimate(
+        return ShapleyEstimate(
             values=post.mean,
             evaluations=self.evaluations,
             budget=self.budget,
@@ -660,8 +758,6 @@ class DesignLoop:
             index=self.operator.index,
             terms=list(self.operator.terms),
         )
-        record_finish(self, est)  # the final read-out replaced the last entry: the store's trace follows
-        return est
 
     def run(self) -> ShapleyEstimate:
         """Run until the budget (or the pool) is spent, or the precision target is met; return the estimate.
@@ -675,7 +771,7 @@ class DesignLoop:
         while True:
             while self.step():
                 pass
-            if not self._target_holds_after_refit():
+            if not self.confirm_target():
                 continue
             return self.finish()
 
@@ -754,8 +850,13 @@ class DesignLoop:
         self.trace[-1] = (self.evaluations, self.estimate_values())
         self.trace_std[-1] = (self.evaluations, self.estimate_std())
 
-    def _target_holds_after_refit(self) -> bool:
-        """False when the target was met but the final refit's read-out no longer meets it."""
+    def confirm_target(self) -> bool:
+        """Check a met precision target against the read-out a stop would report (after the final refit).
+
+        Returns:
+            False when the target was met but that read-out no longer meets it (the target is then
+            reset and the run goes on acquiring, unless nothing is left to spend); True otherwise.
+        """
         if self.target_evaluations is None:
             return True
         refit = self._final_refit_due()
