@@ -26,7 +26,8 @@ _DIGESTS = "tests/runs/test_store_row_digests.py"
 
 # (name, file, text to replace, replacement, tests that must fail)
 MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
-    ("synchronous FULL -> OFF", "shapleig/runs/store.py", 'PRAGMA synchronous = FULL"', 'PRAGMA synchronous = OFF"',
+    ("synchronous FULL -> OFF", "shapleig/runs/store.py", 'PRAGMA synchronous = FULL")  # a committed value survives',
+     'PRAGMA synchronous = OFF")  # a committed value survives',
      ["tests/project/test_promises.py::test_the_store_commits_with_synchronous_full"]),
     ("first stored value wins -> last", "shapleig/runs/store.py", "stored.setdefault(code, float(value))",
      "stored[code] = float(value)", ["tests/project/test_promises.py::test_the_first_stored_value_wins"]),
@@ -61,7 +62,8 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
     ("resolve_budget truncates", "tasks/harness.py", "return int(round(float(spec[:-1] or 1) * p))",
      "return int(float(spec[:-1] or 1) * p)", ["tests/project/test_promises.py::test_resolve_budget_rounds_to_the_nearest_integer"]),
     ("random acquisition reuses the design stream", "shapleig/design/loop.py",
-     "picks = random_indices(self.available, q, self._select_rng)", "picks = random_indices(self.available, q, self._design_rng)",
+     "return acquisition.select(PoolView(self.pool.W, self.available), q, self._select_rng)",
+     "return acquisition.select(PoolView(self.pool.W, self.available), q, self._design_rng)",
      ["tests/project/test_promises.py::test_random_acquisition_draws_from_its_own_stream"]),
     ("triggers accepted", "shapleig/runs/store.py", "        if foreign:  # a trigger", "        if False:  # a trigger",
      ["tests/runs/test_store_tampering.py::test_a_store_with_a_trigger_is_refused"]),
@@ -473,11 +475,13 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
      "t, t + self.options.batch_size)", "t, t)", ["tests/design/test_async_loop.py -k batch_size_more_values"]),
     ("random picks drawn with replacement", "shapleig/design/acquisition.py", "replace=False).astype(np.int64)",
      "replace=True).astype(np.int64)", ["tests/design/test_acquisition.py -k distinct_available"]),
-    ("model identity reads a user's sklearn subclass as a library estimator", "shapleig/explanation/model_identity.py",
-     "if is_code(owner) or not is_library(type(owner)):", "if is_code(owner):",
+    # (explanation/model_identity.py also sends a user subclass's predict to function_identity: either
+    # path digests the class's code; the fitted-model path is the one a held model takes)
+    ("model identity reads a user's sklearn subclass as a library estimator", "shapleig/games/model_identity.py",
+     "if not is_library(type(estimator)):  # a user subclass", "if False:  # a user subclass",
      ["tests/explanation/test_explain_store_identity.py -k user_sklearn"]),
-    ("explain_X runs every row with the first row's seed", "shapleig/explanation/explain_rows.py",
-     "budget, seeds[r], store=path", "budget, seeds[0], store=path",
+    ("explain_X runs every row with the first row's seed", "shapleig/explanation/row_jobs.py",
+     "self.budget, self.seeds[r], store=path", "self.budget, self.seeds[0], store=path",
      ["tests/explanation/test_explain_rows.py -k own_spawned_seed"]),
     ("start method check or -> and (forkserver accepted)", "shapleig/runs/timeout.py",
      "if method not in START_METHODS or method not in", "if method not in START_METHODS and method not in",

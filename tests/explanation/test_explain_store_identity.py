@@ -236,6 +236,20 @@ def test_an_edited_method_of_a_user_sklearn_subclass_is_another_model(tmp_path, 
     assert _explain(_user_ridge(source, 1.0), store).info["model_calls"] == 0
 
 
+@pytest.mark.parametrize("edited", list(USER_RIDGES))
+def test_the_fitted_model_identity_of_a_user_sklearn_subclass_holds_its_code(edited):
+    """The fitted-model digest on its own (the path a model held inside another takes): the same
+    parameters and fitted attributes with an edited method give another identity, the unedited
+    class rebuilt gives the same one."""
+    from shapleig.games.model_identity import fitted_model_identity
+
+    source = USER_RIDGES[edited]
+    first, again, edited_one = (fitted_model_identity(_user_ridge(source, f)) for f in (1.0, 1.0, 2.0))
+    assert first == again
+    assert first != edited_one
+    assert {k for k in first if first[k] != edited_one[k]} <= {k for k in first if "code" in k or "source" in k}
+
+
 def test_a_scikit_learn_meta_estimator_holding_a_lightgbm_model(tmp_path):
     """A fitted LightGBM model held by a scikit-learn estimator (``regressor_`` of a
     TransformedTargetRegressor) is digested with it: another inner model is refused, the same one
