@@ -210,7 +210,11 @@ def test_killed_dask_worker_loses_nothing(tmp_path):
     X, _ = store.history()
     assert len(X) == 16 and len({row.tobytes() for row in X}) == 16
     calls = read_log(log)
-    assert len(calls) == len(set(calls)) == 16  # nothing evaluated twice (the killed call never logged)
+    # the killed call never logged; Dask runs a task again when its finished result died with the
+    # worker before reaching the client (at least once), so a repeat is possible only among the
+    # batch in flight on that worker, and the store kept one value for each coalition
+    assert set(calls) == {"".join("1" if b else "0" for b in row) for row in X}
+    assert len(calls) - 16 <= 2
 
 
 @pytest.mark.parametrize("overlap", [False, True])
