@@ -76,4 +76,25 @@ def interval_coverage(est, std, exact, n_std: float = 1.96) -> np.ndarray | floa
     return float(out) if np.ndim(out) == 0 else out
 
 
-__all__ = ["efficiency_gap", "interval_coverage", "max_abs_error", "mse", "relative_mse"]
+def standardized_errors(est, std, exact) -> np.ndarray:
+    """``|est_i - exact_i| / std_i``, float64[..., p]; a zero std gives 0 for a zero error, else inf.
+
+    The calibration figures read this: ``<= 1.96`` is a covered player (the 95% interval), its mean
+    square is RMS(error/std)^2 (1: honest and sharp), ``> 4`` is "confidently wrong".
+    """
+    e, x = _pair(est, exact)
+    s = np.asarray(std, dtype=np.float64)
+    if s.shape != e.shape:
+        raise ValueError(f"std shape {s.shape} does not match the estimate's {e.shape}")
+    err = np.abs(e - x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(s > 0, err / s, np.where(err > 0, np.inf, 0.0))
+
+
+def geometric_mean(x) -> float:
+    """The geometric mean of positive figures (MSEs, ratios), each floored at 1e-300 so an exact 0 stays finite."""
+    return float(np.exp(np.mean(np.log(np.maximum(np.asarray(x, dtype=np.float64), 1e-300)))))
+
+
+__all__ = ["efficiency_gap", "geometric_mean", "interval_coverage", "max_abs_error", "mse", "relative_mse",
+           "standardized_errors"]

@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from shapleig_tasks.catalog import SUITE_B  # noqa: E402
+from shapleig_tasks.metrics import geometric_mean, mse, standardized_errors  # noqa: E402
 
 PUBLIC = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "california-dv-10", "california-le-8",
           "bike-ge-12", "adult-fs-14")
@@ -233,18 +234,15 @@ def run_metrics(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, r in df.iterrows():
         v, s, e = (np.asarray(r[c], dtype=np.float64) for c in ("values", "std", "exact"))
-        err = np.abs(v - e)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(s > 0, err / s, np.where(err > 0, np.inf, 0.0))
+        z = standardized_errors(v, s, e)
         rows.append({"set": r["set"], "suite": r["suite"], "game": r["game"], "method": r["method"],
-                     "budget": r["budget_spec"], "seed": r["seed"], "mse": float(np.mean(err**2)),
+                     "budget": r["budget_spec"], "seed": r["seed"], "mse": mse(v, e),
                      "covered": int(np.sum(z <= Z95)), "players": int(v.size), "z2": float(np.sum(np.minimum(z, 1e150) ** 2)),
                      "max_z": float(np.max(z)), "wall_s": float(r["wall_s"])})
     return pd.DataFrame(rows)
 
 
-def gm(x: Any) -> float:
-    return float(np.exp(np.mean(np.log(np.maximum(np.asarray(x, dtype=np.float64), 1e-300)))))
+gm = geometric_mean
 
 
 def cell_table(m: pd.DataFrame, method: str, compare: str | None) -> pd.DataFrame:

@@ -42,6 +42,7 @@ import pandas as pd  # noqa: E402
 from shapleig_tasks import harness  # noqa: E402
 from shapleig_tasks.generality import FAMILIES, family_tasks  # noqa: E402
 from shapleig_tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
+from shapleig_tasks.metrics import geometric_mean, standardized_errors  # noqa: E402
 from shapleig_tasks.paired import paired_report, with_previous  # noqa: E402
 
 BUDGETS = ("2p", "4p", "8p")
@@ -90,8 +91,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def gm(x) -> float:
-    return float(np.exp(np.mean(np.log(np.maximum(np.asarray(x, dtype=float), 1e-300)))))
+gm = geometric_mean
 
 
 def calibration_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -102,8 +102,7 @@ def calibration_rows(df: pd.DataFrame) -> pd.DataFrame:
             continue
         v, s, e = (np.asarray(r[c], dtype=float) for c in ("values", "std", "exact"))
         err = np.abs(v - e)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z2 = np.where(s > 0, (err / s) ** 2, np.where(err > 0, np.inf, 0.0))
+        z2 = standardized_errors(v, s, e) ** 2
         rows.append({"group": r["group"], "budget_spec": r["budget_spec"], "players": int(v.size),
                      "covered": int(np.sum(err <= Z95 * s)), "z2": float(np.sum(z2)),
                      "width": float(np.sum(2 * Z95 * s)), "se": float(np.sum(err**2))})

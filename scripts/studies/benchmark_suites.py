@@ -43,6 +43,7 @@ import pandas as pd  # noqa: E402
 
 from shapleig_tasks import harness  # noqa: E402
 from shapleig_tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
+from shapleig_tasks.metrics import geometric_mean  # noqa: E402
 from shapleig_tasks.paired import paired_report, with_previous  # noqa: E402
 
 SUITES = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "california-dv-10",
@@ -100,8 +101,7 @@ def default_methods() -> list[str]:
     return list(GP_METHODS) + [m for m in method_names() if m not in skip]
 
 
-def gm(x: pd.Series) -> float:
-    return float(np.exp(np.mean(np.log(np.maximum(np.asarray(x, dtype=float), 1e-300)))))
+gm = geometric_mean
 
 
 def suite_of_task(task: str) -> str:
