@@ -16,6 +16,22 @@ KEY = ["group", "budget_spec", "task", "seed"]
 PREVIOUS_PREFIX = "previous:"
 
 
+def method_label(text: str) -> str:
+    """A method as its results are labelled (options in name order), ``previous:`` kept in front.
+
+    Args:
+        text: a method as typed, e.g. ``shapleig:structures=None,probe_degenerate=False``.
+
+    Returns:
+        the label its rows carry, e.g. ``shapleig:probe_degenerate=False,structures=None``.
+    """
+    from shapleig_tasks.methods import parse_method
+
+    if text.startswith(PREVIOUS_PREFIX):
+        return PREVIOUS_PREFIX + method_label(text[len(PREVIOUS_PREFIX):])
+    return parse_method(text).label
+
+
 def paired_table(ok: pd.DataFrame, default: str, other: str) -> pd.DataFrame:
     """The default against ``other``, run for run, one row per (group, budget) cell.
 
@@ -58,8 +74,14 @@ def paired_report(ok: pd.DataFrame, default: str, other: str) -> pd.DataFrame:
 
     Returns:
         the table printed.
+
+    Raises:
+        ValueError: no run of ``default`` pairs with one of ``other`` (e.g. a label spelled otherwise).
     """
     table = paired_table(ok, default, other)
+    if table.empty:
+        raise ValueError(f"no run of {default!r} pairs with a run of {other!r}; methods in the results: "
+                         f"{sorted(set(ok.method))} (a method's label lists its options in name order)")
     print(f"\nthe default against {other}, run for run (ratio = 10^mean paired log10 difference = ratio of gm-MSEs)")
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     per_suite = table.groupby("suite")["log10 diff"].mean().rpow(10)

@@ -43,7 +43,7 @@ from shapleig_tasks import harness  # noqa: E402
 from shapleig_tasks.generality import FAMILIES, family_tasks  # noqa: E402
 from shapleig_tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
 from shapleig_tasks.metrics import geometric_mean, standardized_errors  # noqa: E402
-from shapleig_tasks.paired import paired_report, with_previous  # noqa: E402
+from shapleig_tasks.paired import method_label, paired_report, with_previous  # noqa: E402
 
 BUDGETS = ("2p", "4p", "8p")
 DEFAULT = "shapleig"
@@ -84,6 +84,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          "'previous:<method>'")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    args.default = method_label(args.default)
+    args.compare = method_label(args.compare) if args.compare else None
     if args.quick:
         args.families, args.instances, args.sizes, args.seeds = ["dominant", "voting"], 1, [8], "1"
         args.budgets = ["2p", "4p"]

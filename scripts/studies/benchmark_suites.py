@@ -44,7 +44,7 @@ import pandas as pd  # noqa: E402
 from shapleig_tasks import harness  # noqa: E402
 from shapleig_tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
 from shapleig_tasks.metrics import geometric_mean  # noqa: E402
-from shapleig_tasks.paired import paired_report, with_previous  # noqa: E402
+from shapleig_tasks.paired import method_label, paired_report, with_previous  # noqa: E402
 
 SUITES = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "california-dv-10",
           "california-le-8", "bike-ge-12", "adult-fs-14")
@@ -93,7 +93,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          "'previous:<method>' (e.g. --compare previous:shapleig)")
     ap.add_argument("--compare", default=PREVIOUS,
                     help="a method compared with the default run for run (default: the previous default)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    args.default, args.compare = method_label(args.default), method_label(args.compare)
+    return args
 
 
 def default_methods() -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from shapleig_tasks.paired import paired_table, with_previous
+from shapleig_tasks.paired import method_label, paired_report, paired_table, with_previous
 
 
 def _rows(method: str, mses, walls) -> list[dict]:
@@ -32,3 +32,16 @@ def test_an_earlier_checkouts_rows_join_under_previous_for_the_same_tasks_and_se
     row = paired_table(both, "shapleig", "previous:shapleig").iloc[0]
     assert row["ratio"] == pytest.approx(10 ** ((0 + (-4 - (-3.69897000433))) / 2))
     assert with_previous(now, None) is now
+
+
+def test_a_method_typed_with_its_options_in_any_order_finds_its_rows():
+    assert method_label("shapleig:structures=None,probe_degenerate=False") == \
+        "shapleig:probe_degenerate=False,structures=None"
+    assert method_label("previous:shapleig:size_trend=False,calibrate=jackknife") == \
+        "previous:shapleig:calibrate=jackknife,size_trend=False"
+
+
+def test_no_paired_run_is_an_error_naming_the_methods_present():
+    ok = pd.DataFrame(_rows("a", [1.0, 2.0], [1.0, 1.0]))
+    with pytest.raises(ValueError, match=r"no run of 'a' pairs with a run of 'b'.*\['a'\]"):
+        paired_report(ok, "a", "b")
