@@ -104,10 +104,11 @@ def calibration_rows(df: pd.DataFrame) -> pd.DataFrame:
             continue
         v, s, e = (np.asarray(r[c], dtype=float) for c in ("values", "std", "exact"))
         err = np.abs(v - e)
-        z2 = standardized_errors(v, s, e) ** 2
+        z = standardized_errors(v, s, e)
+        z2 = z**2
         rows.append({"group": r["group"], "budget_spec": r["budget_spec"], "players": int(v.size),
                      "covered": int(np.sum(err <= Z95 * s)), "z2": float(np.sum(z2)),
-                     "width": float(np.sum(2 * Z95 * s)), "se": float(np.sum(err**2))})
+                     "width": float(np.sum(2 * Z95 * s)), "se": float(np.sum(err**2)), "max_z": float(np.max(z))})
     return pd.DataFrame(rows)
 
 
@@ -168,6 +169,8 @@ def report(df: pd.DataFrame, default: str = DEFAULT, components: list[str] | Non
         print(f"  coverage: pooled {pooled:.3f}, lowest cell {table.cover.min():.2f}; RMS(error/std) in "
               f"[0.5, 1.5] in {inside:.0%} of cells, range {table.rms_z.min():.2f}-{table.rms_z.max():.2f}, "
               f"pooled {np.sqrt(cal.z2.sum() / cal.players.sum()):.2f}")
+        print("  runs with some |error|/std > 4 (confidently wrong), per budget: " + ", ".join(
+            f"{spec} {int((g.max_z > 4).sum())} of {len(g)}" for spec, g in cal.groupby("budget_spec")))
     if compare:
         paired_report(ok, default, compare)
     runs = ok.groupby("method").wall_s.mean()

@@ -43,7 +43,7 @@ import pandas as pd  # noqa: E402
 
 from shapleig_tasks import harness  # noqa: E402
 from shapleig_tasks.methods import GP_ARMS, GP_LEVERAGE, KERNEL_ARMS, method_names  # noqa: E402
-from shapleig_tasks.metrics import geometric_mean  # noqa: E402
+from shapleig_tasks.metrics import geometric_mean, standardized_errors  # noqa: E402
 from shapleig_tasks.paired import method_label, paired_report, with_previous  # noqa: E402
 
 SUITES = ("vit-9", "vit-16", "resnet-14", "bike-dv-10", "bike-dv-10-rf", "california-dv-10",
@@ -117,18 +117,16 @@ def table_seed(task: str) -> int | None:
 
 def coverage_rows(df: pd.DataFrame, level_z: float = 1.959963984540054) -> pd.DataFrame:
     """Per run: players covered by values -/+ z * std, players counted, the sum of squared
-    standardised errors (error / std)^2 and the summed interval width 2 z std."""
+    standardised errors (error / std)^2, the summed interval width 2 z std and the largest error / std."""
     rows = []
     for _, r in df.iterrows():
         if r["std"] is None or r["values"] is None:
             continue
         v, s, e = (np.asarray(r[c], dtype=float) for c in ("values", "std", "exact"))
-        err = np.abs(v - e)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z2 = np.where(s > 0, (err / s) ** 2, np.where(err > 0, np.inf, 0.0))
+        z = standardized_errors(v, s, e)
         rows.append({"group": r["group"], "budget_spec": r["budget_spec"],
-                     "covered": int(np.sum(err <= level_z * s)), "players": int(v.size),
-                     "z2": float(np.sum(z2)), "width": float(np.sum(2 * level_z * s))})
+                     "covered": int(np.sum(z <= level_z)), "players": int(v.size),
+                     "z2": float(np.sum(z**2)), "width": float(np.sum(2 * level_z * s)), "max_z": float(np.max(z))})
     return pd.DataFrame(rows)
 
 
@@ -202,6 +200,8 @@ def report(df: pd.DataFrame, anchors: Path | list[Path], default: str = DEFAULT,
         print(c.to_string(float_format=lambda x: f"{x:.2f}"))
         print(f"  pooled over everything: {cov.covered.sum() / cov.players.sum():.3f}; "
               f"lowest cell {c.min().min():.2f}")
+        print("  runs with some |error|/std > 4 (confidently wrong), per budget: " + ", ".join(
+            f"{spec} {int((g.max_z > 4).sum())} of {len(g)}" for spec, g in cov.groupby("budget_spec")))
         g = cov.groupby(["group", "budget_spec"])[["z2", "players", "width"]].sum()
         rms = np.sqrt(g.z2 / g.players).unstack("budget_spec")
         print("RMS of error/std per cell (1: honest and sharp; < 1 too wide)")
