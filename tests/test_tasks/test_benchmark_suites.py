@@ -44,6 +44,10 @@ def test_report_on_a_small_run(tmp_path, capsys):
     v, s, e = (np.asarray(row[c]) for c in ("values", "std", "exact"))
     assert cov.covered.iloc[0] == int(np.sum(np.abs(v - e) <= 1.959963984540054 * s)) and cov.players.iloc[0] == 8
     assert bs.gm(pd.Series([1e-2, 1e-4])) == pytest.approx(1e-3)
+    assert cov.max_z.iloc[0] == pytest.approx(float(np.max(np.abs(v - e) / s)))
+    wrong = {spec: int((g.max_z > 4).sum()) for spec, g in cov.groupby("budget_spec")}
+    assert f"runs with some |error|/std > 4 (confidently wrong), per budget: 2p {wrong['2p']} of 1, " \
+           f"4p {wrong['4p']} of 1" in out
 
 
 def test_paired_report_run_for_run(capsys):
