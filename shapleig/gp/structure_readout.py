@@ -15,7 +15,7 @@ from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels
 from shapleig.gp.mixture import MixturePosterior, build_mixture
 from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters
-from shapleig.gp.structures import StructurePosterior
+from shapleig.gp.structures import PROBE_FAMILY, StructurePosterior
 
 # Above this many players the families are not fitted (their cold fits at p in the hundreds cost
 # more than the run's own refits); the read-out is then the fitted surrogate's and ``info`` says so.
@@ -69,7 +69,7 @@ def structure_posterior(  # noqa: PLR0913 - the archive, its rows, the options a
         return None  # (every coalition evaluated: the game is known, no structure is left to doubt)
     others = {}
     if probe is not None:
-        others["probe"] = build_mixture([("probe", 1.0, probe)], X, y, calibrate=options.calibrate, operator=operator)
+        others[PROBE_FAMILY] = build_mixture([(PROBE_FAMILY, 1.0, probe)], X, y, calibrate=options.calibrate, operator=operator)
     for i, family in enumerate(families):
         if family == "kernels":
             usable = [k for k in (kernel_fits or []) if np.isfinite(k.log_evidence)]

@@ -11,6 +11,12 @@ the read-out is the law of total covariance about the fitted surrogate's mean:
 
     mean = mu_0,     Sigma = sum_m w_m (Sigma_m + (mu_m - mu_0)(mu_m - mu_0)^T).
 
+The one exception is the design's probe kernel (``"probe"``, :mod:`shapleig.design.probe`), a family
+only while the evidence is degenerate: it stands for "the structure every other family found does
+not hold", so it carries :data:`PROBE_WEIGHT` (half the mass) and the others share the rest equally.
+At 1/M the doubt was one voice against M - 1 families fitted to the same degenerate archive (all of
+them certain of it), and runs whose structure was wrong stayed 10 standard deviations off.
+
 The estimate is the fitted surrogate's (its accuracy is unchanged); the interval grows where the
 structures disagree about phi, and by the other families' own uncertainty. Variances are combined in
 standardised units (the families share the archive, hence the values' scale), as in
@@ -29,6 +35,9 @@ from shapleig.gp.mixture import MixtureComponent, MixturePosterior
 STRUCTURE_FAMILIES = ("graded", "kernels", "additive")
 # the default read-out's families (GPOptions.structures)
 DEFAULT_STRUCTURES = ("kernels", "graded", "additive")
+# the probe family's weight in the read-out (the module docstring): the doubt holds half the mass
+PROBE_FAMILY = "probe"
+PROBE_WEIGHT = 0.5
 
 
 class StructurePosterior:
@@ -55,9 +64,15 @@ class StructurePosterior:
 
     @property
     def family_weights(self) -> dict[str, float]:
-        """Each family's weight in the covariance, ``1 / M`` (the fitted surrogate as ``"fitted"``)."""
-        w = 1.0 / (1 + len(self.others))
-        return {"fitted": w, **{name: w for name in self.others}}
+        """Each family's weight in the covariance (the fitted surrogate as ``"fitted"``); they sum to 1.
+
+        ``1 / M`` each, except the probe family: :data:`PROBE_WEIGHT`, the others sharing the rest.
+        """
+        names = ["fitted", *self.others]
+        if PROBE_FAMILY not in self.others:
+            return {name: 1.0 / len(names) for name in names}
+        rest = (1.0 - PROBE_WEIGHT) / (len(names) - 1)
+        return {name: PROBE_WEIGHT if name == PROBE_FAMILY else rest for name in names}
 
     @property
     def n_players(self) -> int:
@@ -102,12 +117,11 @@ class StructurePosterior:
         """
         if self._cov is None:
             mu = self.fitted.mean / self.unit
-            families = [self.fitted, *self.others.values()]
-            w = 1.0 / len(families)
+            weights = self.family_weights
             cov = np.zeros((mu.shape[0], mu.shape[0]))
-            for m in families:
+            for name, m in (("fitted", self.fitted), *self.others.items()):
                 d = m.mean / self.unit - mu
-                cov += w * (m.standardized_covariance() + np.outer(d, d))
+                cov += weights[name] * (m.standardized_covariance() + np.outer(d, d))
             self._cov = 0.5 * (cov + cov.T)
         return self._cov.copy()
 
@@ -157,4 +171,4 @@ def check_structures(value: object) -> tuple[str, ...]:
     return value if isinstance(value, tuple) and value == unique else unique
 
 
-__all__ = ["DEFAULT_STRUCTURES", "STRUCTURE_FAMILIES", "StructurePosterior", "check_structures"]
+__all__ = ["DEFAULT_STRUCTURES", "PROBE_FAMILY", "PROBE_WEIGHT", "STRUCTURE_FAMILIES", "StructurePosterior", "check_structures"]

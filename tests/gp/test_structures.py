@@ -98,6 +98,26 @@ def test_three_families_each_count_one_third_whatever_their_evidence():
     assert post.family_weights == pytest.approx({"fitted": 1 / 3, "b": 1 / 3, "c": 1 / 3})
 
 
+def test_the_probe_family_holds_half_the_mass_and_the_others_share_the_rest():
+    """While the evidence is degenerate the probe (the doubt) weighs 1/2, not 1/M (the dense total covariance)."""
+    Z, rows, y = _archive(4)
+    X = Z[rows]
+    hypers = [Hyperparameters.hamming(np.full(P, 2.0), 1.3, 1e-6, 0.1),
+              Hyperparameters.hamming(np.array([0.1, 0.3, 0.2, 0.5, 0.15]), 0.7, 1e-4, -0.2),
+              Hyperparameters.hamming(np.full(P, 0.3), 1.0, 1e-6, 0.0)]
+    fitted = build_mixture([("a", 1.0, hypers[0])], X, y, calibrate=False)
+    others = {name: build_mixture([(name, 1.0, h)], X, y, calibrate=False)
+              for name, h in zip(("graded", "probe"), hypers[1:])}
+    post = StructurePosterior(fitted, others)
+    dense = [_dense_phi(Z, rows, y, h) for h in hypers]
+    m0 = dense[0][0]
+    weights = (0.25, 0.25, 0.5)  # fitted and graded share the half the probe leaves
+    expected = sum(w * (C + np.outer(m - m0, m - m0)) for w, (m, C) in zip(weights, dense))
+    np.testing.assert_allclose(post.covariance, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+    assert post.family_weights == pytest.approx({"fitted": 0.25, "graded": 0.25, "probe": 0.5})
+    np.testing.assert_allclose(post.mean, m0, rtol=0, atol=1e-9 * np.abs(m0).max())
+
+
 def test_the_kernels_and_additive_families_are_fitted_on_the_archive():
     """``structure_posterior``: one family per fitted kernel (its MAP alone) and the additive model."""
     from shapleig.gp.index_esp import IndexOperator
