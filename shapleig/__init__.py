@@ -39,6 +39,7 @@ _LAZY = {
     "GPLeverage": "shapleig.design.estimators",
     "DesignLoop": "shapleig.design.loop",
     "AskTell": "shapleig.design.ask_tell",
+    "tell_store": "shapleig.design.tell_store",
     "EvaluationStore": "shapleig.runs.store",
     "SerialEvaluator": "shapleig.runs.evaluators",
     "ExecutorEvaluator": "shapleig.runs.evaluators",

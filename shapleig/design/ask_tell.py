@@ -22,18 +22,59 @@ selects whose value the store holds is told from the store at once and never ask
 first coalitions a resumed run asks are the ones the killed driver left pending. The replay is
 exact when the resumed driver asks in the same pattern as the first (the same ``q`` at each ask,
 each batch told before the next ask, e.g. a sequential ``ask(1)`` / ``tell`` loop).
+
+Telling from another process: a worker that opens the same store reports values with
+:func:`shapleig.design.tell_store.tell_store`; :meth:`AskTell.sync` tells the driver the stored
+values of its pending coalitions (``ask``, ``done`` and ``result`` sync first). A value for a
+coalition not asked yet waits in the store and is taken when the run asks it, as on resume.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from shapleig.design.loop import DesignLoop
 from shapleig.errors import CoalitionError
-from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.coalitions import as_coalition_matrix, coalition_keys, format_coalition
+
+if TYPE_CHECKING:  # annotations only: a worker process telling the store does not import the loop (scipy)
+    from shapleig.design.loop import DesignLoop
+    from shapleig.estimation.result import ShapleyEstimate
+
+
+def check_told(Z: Any, y: Any, n_players: int) -> tuple[np.ndarray, list[bytes], np.ndarray]:
+    """``Z`` and ``y`` found fit to tell: coalitions of the right width, each once, one finite value each.
+
+    Args:
+        Z: ``bool[k, p]`` (or one coalition ``bool[p]``; 0/1 integers accepted).
+        y: ``float[k]`` (a scalar for one coalition), their values.
+        n_players: the number of players p.
+
+    Returns:
+        ``(Z bool[k, p], keys, values float64[k])``, keys as :func:`~shapleig.games.coalitions.coalition_keys`.
+
+    Raises:
+        CoalitionError: ``Z`` has the wrong shape or dtype, or repeats a coalition.
+        ValueError: ``y`` does not hold one finite value per coalition.
+    """
+    Z = as_coalition_matrix(Z, n_players)
+    keys = coalition_keys(Z)
+    try:
+        values = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"y must hold one number per coalition: {exc}") from exc
+    if values.ndim == 0 and len(keys) == 1:
+        values = values[None]
+    if values.shape != (len(keys),):
+        raise ValueError(f"y must hold one value per coalition: shape ({len(keys)},), got {values.shape}")
+    if len(set(keys)) != len(keys):
+        raise CoalitionError("Z repeats a coalition: tell each value once")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise ValueError(f"value {values[bad[0]]} for coalition {format_coalition(Z[bad[0]])} is not finite: "
+                         f"nothing was told (tell a finite value, or leave the coalition pending)")
+    return Z, keys, values
 
 
 class ToldValues:
@@ -85,7 +126,8 @@ class AskTell:
 
     Made by :meth:`shapleig.ShaplEIG.ask_tell` (see the module docstring for the resume rule). One
     driver calls ``ask`` and ``tell`` (the object is not locked for concurrent calls); the
-    evaluations themselves may run anywhere.
+    evaluations themselves may run anywhere, and with a store other processes may report values
+    into it (:func:`~shapleig.design.tell_store.tell_store`) for :meth:`sync` to pick up.
 
     Args:
         loop: the design loop to drive, not yet started; its game is a :class:`~shapleig.runs.budget.BudgetedGame`
@@ -111,6 +153,7 @@ class AskTell:
         self._design_asked = 0  # design rows handed out so far (in design order)
         self._design_values: dict[bytes, float] | None = {}  # None once the design is absorbed
         self._pending: dict[bytes, np.ndarray] = {}  # asked, not yet told, in asking order
+        self._synced: set[bytes] = set()  # asked, then taken from the store by sync(): a tell of them is a no-op
         self._settled = False  # the precision target (if any) was confirmed: nothing more to ask
         self._final: ShapleyEstimate | None = None
 
@@ -144,7 +187,15 @@ class AskTell:
 
     @property
     def done(self) -> bool:
-        """Whether nothing is pending and nothing is left to ask (budget, pool or precision target reached)."""
+        """Whether nothing is pending and nothing is left to ask (budget, pool or precision target reached).
+
+        With a store, the values other processes stored for pending coalitions are told first (:meth:`sync`).
+        """
+        self.sync()
+        return self._is_done()
+
+    def _is_done(self) -> bool:
+        """:attr:`done` without syncing."""
         return self._nothing_to_ask() and not self._pending
 
     def _nothing_to_ask(self) -> bool:
@@ -168,7 +219,8 @@ class AskTell:
         only be chosen once all of them are told (until then ``ask`` returns fewer rows, possibly
         none). Beyond the budget, ``ask`` returns fewer than ``q`` rows, and none once the budget is
         fully asked (or the pool spent, or the precision target met): it never raises for that.
-        With a store, selected coalitions whose values it holds are told from it at once.
+        With a store, the values other processes stored for pending coalitions are told first
+        (:meth:`sync`), and selected coalitions whose values it holds are told from it at once.
 
         Args:
             q: the most coalitions wanted (a positive int).
@@ -181,6 +233,7 @@ class AskTell:
         """
         if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, np.integer)) or q < 1:
             raise ValueError(f"q must be a positive integer, got {q!r}")
+        self.sync()
         while True:
             Z = self._select(int(q))
             self._pending.update(zip(coalition_keys(Z), Z))
@@ -210,10 +263,36 @@ class AskTell:
         return Z[~found]
 
     # -- tell -----------------------------------------------------------------------------------
+    def sync(self) -> int:
+        """Tell the values the store holds for pending coalitions (stored by any process).
+
+        A worker process reports values with :func:`~shapleig.design.tell_store.tell_store`; this
+        takes those of coalitions the run asked and is waiting for, in asking order, as one
+        :meth:`tell` (each charged once, the stored value used). Values of coalitions not asked
+        yet stay in the store until the run asks them. :meth:`ask`, :attr:`done` and
+        :meth:`result` call it first; without a store it does nothing.
+
+        Returns:
+            how many pending coalitions were told from the store.
+        """
+        store = self._loop.game.store
+        if store is None or not self._pending:
+            return 0
+        Z = self.pending
+        found, values = store.lookup(Z)
+        if not found.any():
+            return 0
+        self.tell(Z[found], values[found])
+        self._synced.update(coalition_keys(Z[found]))
+        return int(found.sum())
+
     def tell(self, Z: np.ndarray, y: np.ndarray) -> None:
         """Values of asked coalitions, in any order, any subset of the pending ones.
 
-        Everything is checked before anything is recorded: a bad call changes nothing.
+        Everything is checked before anything is recorded: a bad call changes nothing. With a
+        store, a value another process stored for the coalition wins over the one told (charged
+        once); a coalition :meth:`sync` already took from the store is left as it is (its told
+        value is checked, then ignored).
 
         Args:
             Z: ``bool[k, p]`` (or one coalition ``bool[p]``), pending coalitions.
@@ -224,9 +303,12 @@ class AskTell:
                 never asked or was told already.
             ValueError: ``y`` does not hold one finite value per coalition.
         """
-        Z = as_coalition_matrix(Z, self.n_players)
-        keys = coalition_keys(Z)
-        values = self._checked_values(Z, keys, y)
+        Z, keys, values = check_told(Z, y, self.n_players)
+        self._check_pending(Z, keys)
+        fresh = np.array([k not in self._synced for k in keys], dtype=bool)
+        if not fresh.all():  # reported through the store and synced before this tell: the stored value stands
+            Z, values = Z[fresh], values[fresh]
+            keys = [k for k, f in zip(keys, fresh) if f]
         if not keys:
             return
         self._told.load(keys, values)
@@ -239,25 +321,13 @@ class AskTell:
         if (~design).any():
             self._loop.absorb(Z[~design], charged[~design])
 
-    def _checked_values(self, Z: np.ndarray, keys: list[bytes], y: Any) -> np.ndarray:
-        """``y`` as ``float64[k]`` once ``Z`` and ``y`` are found fit to tell (the class's errors otherwise)."""
-        values = np.asarray(y, dtype=np.float64)
-        if values.ndim == 0 and len(keys) == 1:
-            values = values[None]
-        if values.shape != (len(keys),):
-            raise ValueError(f"y must hold one value per coalition: shape ({len(keys)},), got {values.shape}")
-        if len(set(keys)) != len(keys):
-            raise CoalitionError("Z repeats a coalition: tell each value once")
+    def _check_pending(self, Z: np.ndarray, keys: list[bytes]) -> None:
+        """Refuse coalitions neither pending nor synced from the store (CoalitionError naming the first)."""
         for row, key in zip(Z, keys):
-            if key not in self._pending:
+            if key not in self._pending and key not in self._synced:
                 told = bool(self._loop.game.is_cached(row[None])[0])
                 raise CoalitionError(f"coalition {format_coalition(row)} "
                                      + ("was told already" if told else "was never asked (not pending)"))
-        bad = np.flatnonzero(~np.isfinite(values))
-        if bad.size:
-            raise ValueError(f"value {values[bad[0]]} for coalition {format_coalition(Z[bad[0]])} is not finite: "
-                             f"nothing was told (tell a finite value, or leave the coalition pending)")
-        return values
 
     def _take_design(self, keys: list[bytes], values: np.ndarray) -> None:
         """Collect design values; with the last one, the loop fits and the acquisitions start."""
@@ -271,7 +341,8 @@ class AskTell:
     def result(self) -> ShapleyEstimate:
         """The estimate on the values told so far.
 
-        Once :attr:`done`, the loop's final estimate (final refit and read-out, as
+        With a store, pending values other processes stored are told first (:meth:`sync`). Once
+        :attr:`done`, the loop's final estimate (final refit and read-out, as
         :meth:`shapleig.ShaplEIG.estimate` returns it; computed once). Before, the anytime
         estimate under the hyperparameters in force (the run is not changed by asking).
 
@@ -281,10 +352,11 @@ class AskTell:
         Raises:
             RuntimeError: the p + 1 initial-design values are not all told yet.
         """
+        self.sync()
         if self._design_values is not None:
             raise RuntimeError(f"result() needs the values of all p + 1 = {len(self._design)} initial-design "
                                f"coalitions to fit the surrogate; {len(self._design_values)} told so far")
-        if not self.done:
+        if not self._is_done():
             est = self._loop.current_estimate()
         elif self._final is None:
             est = self._final = self._loop.finish()
@@ -296,4 +368,4 @@ class AskTell:
 
     def __repr__(self) -> str:
         return (f"AskTell(p={self.n_players}, budget={self.budget}, told={self.told}, "
-                f"pending={len(self._pending)}, done={self.done})")
+                f"pending={len(self._pending)}, done={self._is_done()})")
