@@ -469,10 +469,10 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
      "if key not in self._arrived_keys:\n            self._arrived_keys.add(key)",
      "if True:\n            self._arrived_keys.add(key)", ["tests/runs/test_in_flight.py -k first_outcome"]),
     ("async refit adopted one arrival late (>= -> >)", "shapleig/design/async_loop.py",
-     "self.X.shape[0] >= self._refit[3]", "self.X.shape[0] > self._refit[3]",
+     "loop.X.shape[0] >= self._refit.adopt_at", "loop.X.shape[0] > self._refit.adopt_at",
      ["tests/design/test_async_loop.py -k batch_size_more_values"]),
     ("async refit adopted at the next arrival (t + q -> t)", "shapleig/design/async_loop.py",
-     "t, t + self.options.batch_size)", "t, t)", ["tests/design/test_async_loop.py -k batch_size_more_values"]),
+     "job.t + self._loop.options.batch_size)", "job.t)", ["tests/design/test_async_loop.py -k batch_size_more_values"]),
     ("random picks drawn with replacement", "shapleig/design/acquisition.py", "replace=False).astype(np.int64)",
      "replace=True).astype(np.int64)", ["tests/design/test_acquisition.py -k distinct_available"]),
     # (explanation/model_identity.py also sends a user subclass's predict to function_identity: either

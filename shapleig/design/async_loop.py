@@ -15,10 +15,16 @@ executor, via :class:`~shapleig.runs.evaluators.ExecutorEvaluator`). One step co
    have arrived (the candidate state is then rebuilt from the archive and conditioned on the
    pending coalitions).
 
-The initial design is evaluated whole before the first fit. With ``AsyncDesignLoop.overlap_design``
-set, workers it leaves free get acquisitions chosen under the kernel's initial hyperparameters
-(conditioned on the whole design) instead of waiting (higher utilisation, lower accuracy: off by
-default).
+The asynchronous loop is a scheduler over a :class:`~shapleig.design.loop.DesignLoop` it holds: it
+decides when to select, submit, absorb and refit, and the DesignLoop does each through its public
+steps (:meth:`~DesignLoop.start`, :meth:`~DesignLoop.select`, :meth:`~DesignLoop.select_on`,
+:meth:`~DesignLoop.reserve`, :meth:`~DesignLoop.absorb`, :meth:`~DesignLoop.absorb_design`,
+:meth:`~DesignLoop.capacity`, :meth:`~DesignLoop.start_refit` / :meth:`~DesignLoop.adopt_refit`),
+as :class:`~shapleig.design.ask_tell.AskTell` does.
+
+The initial design is evaluated whole before the first fit. With ``overlap_design``, workers it
+leaves free get acquisitions chosen under the kernel's initial hyperparameters (conditioned on the
+whole design) instead of waiting (higher utilisation, lower accuracy: off by default).
 
 Decisions depend only on the order in which arrivals are consumed, which
 :class:`~shapleig.runs.in_flight.InFlight` makes replayable: a run resumed on the store of a killed
@@ -31,23 +37,22 @@ anytime trace has one entry per arrival.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from shapleig._deprecated import warn_deprecated
-from shapleig.design.acquisition import PoolView
-from shapleig.design.initial import initial_design
-from shapleig.design.loop import DesignLoop
+from shapleig.design.loop import DesignLoop, RefitJob
 from shapleig.design.options import LoopOptions
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.games.game import Game
 from shapleig.gp.fitting import initial_hyperparameters
 from shapleig.gp.posterior import CandidatePosterior, ShapleyPosterior
 from shapleig.gp.priors import standardized_noise
 from shapleig.runs.budget import BudgetedGame
 from shapleig.runs.in_flight import Arrival, InFlight, is_concurrent
-from shapleig.threads import compute_threads
+from shapleig.seeding import SeedLike
 
 
 def uses_async(options: LoopOptions, evaluator: Any) -> bool:
@@ -68,12 +73,24 @@ def uses_async(options: LoopOptions, evaluator: Any) -> bool:
     return options.batch_mode == "auto" and options.batch_size > 1 and is_concurrent(evaluator)
 
 
-def design_loop(game: Any, budget: int | None = None, **kwargs: Any) -> DesignLoop:
+def loop_class(options: LoopOptions, evaluator: Any) -> type[DesignLoop] | type[AsyncDesignLoop]:
+    """The loop a run with ``options`` on a game evaluated by ``evaluator`` uses (:func:`uses_async`).
+
+    Args:
+        options: the loop's options.
+        evaluator: the game's evaluator.
+
+    Returns:
+        :class:`AsyncDesignLoop` or :class:`~shapleig.design.loop.DesignLoop`.
+    """
+    return AsyncDesignLoop if uses_async(options, evaluator) else DesignLoop
+
+
+def design_loop(game: Any, budget: int | None = None, **kwargs: Any) -> DesignLoop | AsyncDesignLoop:
     """Deprecated: ``ShaplEIG(**options).make_loop(BudgetedGame(game, budget, ...), seed)``, or a loop class directly.
 
-    The design loop for ``game``, asynchronous when :func:`uses_async` says so: an
-    :class:`AsyncDesignLoop` or a :class:`~shapleig.design.loop.DesignLoop`, with the same
-    arguments as ``DesignLoop``. Warns (``DeprecationWarning``) and builds the loop as before.
+    The design loop for ``game`` (:func:`loop_class`, as ``ShaplEIG.make_loop`` chooses it), with
+    the same arguments as ``DesignLoop``. Warns (``DeprecationWarning``) and builds the loop as before.
 
     Args:
         game: the game (or a budgeted game).
@@ -91,16 +108,38 @@ def design_loop(game: Any, budget: int | None = None, **kwargs: Any) -> DesignLo
     elif values:
         options = options.replace(**values)
     evaluator = game.evaluator if isinstance(game, BudgetedGame) else kwargs.get("evaluator")
-    cls = AsyncDesignLoop if uses_async(options, evaluator) else DesignLoop
-    return cls(game, budget, **kwargs)
+    return loop_class(options, evaluator)(game, budget, **kwargs)
 
 
-class AsyncDesignLoop(DesignLoop):
-    """:class:`~shapleig.design.loop.DesignLoop` with ``batch_size`` evaluations in flight (module docstring).
+class _BackgroundRefit(NamedTuple):
+    """A refit running on the fitter thread."""
+
+    future: Future
+    job: RefitJob
+    t: int  # archive size it fits on
+    adopt_at: int  # archive size at which it is adopted (t + batch_size)
+
+
+class AsyncDesignLoop:
+    """A :class:`~shapleig.design.loop.DesignLoop` run with ``batch_size`` evaluations in flight (module docstring).
 
     Same arguments as ``DesignLoop``; the evaluator should run concurrently (an
     ``ExecutorEvaluator``): with a serial one, the in-flight evaluations call the game from
-    ``batch_size`` threads of this process at once.
+    ``batch_size`` threads of this process at once. The driven loop is :attr:`loop`; its attributes
+    (``X``, ``y``, ``pool``, ``trace``, ``fits``, ``timings``, ...) read and write through this
+    object too, as they did when this class was its subclass; callbacks receive this object.
+
+    Args:
+        game: a :class:`Game` or a :class:`BudgetedGame` (as for ``DesignLoop``).
+        budget: distinct evaluations to spend (None: a BudgetedGame's remaining ones).
+        seed: the loop seed.
+        store: an ``EvaluationStore`` (or a path) that reuses and records values.
+        evaluator: how coalitions are evaluated (concurrently: an ``ExecutorEvaluator``).
+        max_retries: retries of a failing coalition.
+        options: a :class:`~shapleig.design.options.LoopOptions`.
+        overlap_design: submit the initial design and give the workers it leaves free picks under
+            the initial hyperparameters (None: the class default :attr:`overlap_design`, False).
+        **option_values: keyword options (:class:`~shapleig.design.options.LoopOptions` fields).
 
     Example:
         >>> from concurrent.futures import ThreadPoolExecutor
@@ -113,29 +152,71 @@ class AsyncDesignLoop(DesignLoop):
         [4.0, 4.0, 4.0, 4.0]
     """
 
-    # Free workers get picks under the initial hyperparameters while the design runs. Off by default:
-    # it raised utilisation (ViT-16, 16 workers: 0.69 -> 0.77) but cost accuracy (gm-MSE ratio to the
-    # sequential run 1.07 -> 1.19-1.26 in three runs of 3 tables x 3 seeds), the prior's picks being poor.
-    overlap_design = False
-    _flight: InFlight | None = None
-    _design: np.ndarray | None = None  # the initial design while it is being evaluated
-    _design_values: dict[bytes, float] | None = None
-    _early: list[Arrival] | None = None  # acquisitions that arrived before the design was complete
-    _fitter: ThreadPoolExecutor | None = None  # the background refit's thread
-    _refit: tuple | None = None  # (future, plan, t fitted, archive size at which it is adopted)
+    # The default of ``overlap_design``. Off: it raised utilisation (ViT-16, 16 workers: 0.69 -> 0.77)
+    # but cost accuracy (gm-MSE ratio to the sequential run 1.07 -> 1.19-1.26 in three runs of
+    # 3 tables x 3 seeds), the prior's picks being poor.
+    overlap_design: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        game: Game | BudgetedGame,
+        budget: int | None = None,
+        *,
+        seed: SeedLike = 0,
+        store: Any = None,
+        evaluator: Any = None,
+        max_retries: int = 1,
+        options: LoopOptions | None = None,
+        overlap_design: bool | None = None,
+        **option_values: Any,
+    ) -> None:
+        # this object's own state first (__setattr__ hands names the driven loop holds to it)
+        self.overlap_design = type(self).overlap_design if overlap_design is None else bool(overlap_design)
+        self._flight: InFlight | None = None  # made at the first submission (it reads the store's order then)
+        self._submitted: list[np.ndarray] = []
+        self._fitter: ThreadPoolExecutor | None = None  # the background refit's thread, made at the first refit
+        self._refit: _BackgroundRefit | None = None
+        # the overlapped initial design while it is being evaluated
+        self._design: np.ndarray | None = None
+        self._design_keys: set[bytes] = set()
+        self._design_values: dict[bytes, float] = {}
+        self._design_state: CandidatePosterior | None = None  # the prior's candidate state, given the design
+        self._early: list[Arrival] = []  # acquisitions that arrived before the design was complete
+        self._loop = DesignLoop(game, budget, seed=seed, store=store, evaluator=evaluator, max_retries=max_retries,
+                                options=options, **option_values)
+        self._loop.driver = self
+
+    # -- the driven loop --------------------------------------------------------------------
+    @property
+    def loop(self) -> DesignLoop:
+        """The :class:`~shapleig.design.loop.DesignLoop` this scheduler drives."""
+        return self._loop
+
+    def __getattr__(self, name: str) -> Any:
+        # only names this class does not define: the driven loop's state and steps
+        loop = self.__dict__.get("_loop")
+        if loop is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(loop, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        loop = self.__dict__.get("_loop")
+        if loop is not None and name not in self.__dict__ and name in vars(loop):
+            setattr(loop, name, value)  # e.g. timings: the loop's own regions must see the new object
+        else:
+            object.__setattr__(self, name, value)
 
     @property
     def submitted(self) -> list[np.ndarray]:
         """Acquired coalitions in the order they were submitted (``X`` holds arrival order)."""
-        if "_submitted" not in self.__dict__:
-            self._submitted: list[np.ndarray] = []
         return self._submitted
 
     # -- in flight --------------------------------------------------------------------------
     def _in_flight(self) -> InFlight:
         if self._flight is None:
+            loop = self._loop
             # room for the whole design besides the batch: the executor queues what its workers cannot run
-            self._flight = InFlight(self.game, self.options.batch_size + self.n_players + 1)
+            self._flight = InFlight(loop.game, loop.options.batch_size + loop.n_players + 1)
         return self._flight
 
     @property
@@ -145,21 +226,18 @@ class AsyncDesignLoop(DesignLoop):
 
     def _room(self) -> int:
         """How many coalitions may be submitted now (0 once the target is met or the budget is planned)."""
-        if self._finished or self.target_evaluations is not None:
-            return 0
         n = self.n_pending
-        return max(0, min(self.options.batch_size - n, self._max_acquisitions - self.iteration,
-                          self.budget - self.evaluations - n, int(self.available.sum())))
+        return max(0, min(self._loop.options.batch_size - n, self._loop.capacity(outstanding=n)))
 
     @property
     def done(self) -> bool:
         """Whether the run is over: the budget or the acquisitions spent, nothing in flight."""
-        if self.pool is None:
+        if self._loop.pool is None:
             return False
         return self.n_pending == 0 and self._room() == 0
 
     # -- the initial design, overlapped with the first acquisitions -------------------------
-    def _initialize(self) -> None:
+    def _begin(self) -> None:
         """Start the initial design, overlapped with the first acquisitions when asked.
 
         The design is evaluated as the sequential loop does; with :attr:`overlap_design` (and
@@ -168,36 +246,36 @@ class AsyncDesignLoop(DesignLoop):
         (docs/math.md §3), conditioned on the whole design and on each other (value-independent,
         so exact for those hyperparameters). The first fit runs once every design value is in.
         """
-        if self.options.batch_size < 2 or not self.overlap_design:  # the sequential loop's start
-            super()._initialize()
+        loop = self._loop
+        if loop.options.batch_size < 2 or not self.overlap_design:  # the sequential loop's start
+            loop.start()
             return
-        design = initial_design(self.options.initial_design, self.n_players, self._design_rng)
-        self._open_pool(design)
-        self._design, self._design_values, self._early = design, {}, []
-        self._design_keys = {row.tobytes() for row in design}
+        design = loop.start(evaluate=False)
+        self._design, self._design_keys = design, {row.tobytes() for row in design}
         self._design_state = self._prior_candidates(design)
         flight = self._in_flight()
         for row in design:
             flight.submit(row)
 
     def _prior_candidates(self, design: np.ndarray) -> CandidatePosterior:
-        """Candidate state under the first kernel's initial hyperparameters, given the design.
+        """Candidate state over the pool under the first kernel's initial hyperparameters, given the design.
 
         Values are not needed (the EIG does not depend on them): zeros stand in for them.
         """
-        opts = self.options
+        loop = self._loop
+        opts = loop.options
         hyper = opts.hyperparameters  # fixed ones are the run's own
         if hyper is None:
             noise = standardized_noise(opts.noise, 1.0, opts.noise_convention)
-            hyper = initial_hyperparameters(opts.kernels[0], self.n_players, noise)
-        posterior = ShapleyPosterior(hyper, design, np.zeros(len(design)), operator=self.acquisition_operator)
-        return posterior.candidates(self.pool.W)
+            hyper = initial_hyperparameters(opts.kernels[0], loop.n_players, noise)
+        posterior = ShapleyPosterior(hyper, design, np.zeros(len(design)), operator=loop.acquisition_operator)
+        return posterior.candidates(loop.pool.W)
 
     def _design_step(self) -> None:
         """One step while the design is out: take one arrival and refill free workers.
 
         Free workers get picks under the prior state; once the design is complete, the loop fits
-        and absorbs the early acquisitions.
+        and absorbs the early acquisitions (the last of them records the read-out).
         """
         arrival = self._in_flight().next()
         key = arrival.row.tobytes()
@@ -208,33 +286,18 @@ class AsyncDesignLoop(DesignLoop):
         if len(self._design_values) < len(self._design):
             self._submit_early(self._room())
             return
-        design, self._design = self._design, None
-        self.X = design.copy()
-        self.y = np.array([self._design_values[row.tobytes()] for row in design])
-        start = time.perf_counter()
-        with compute_threads(self.options.threads):
-            self._fit()
-        self.timings["selection_s"] += time.perf_counter() - start
-        for early in self._early:
-            self._absorb(early, record=False)
-        self._early = []
-        self._record()
+        design, self._design, self._design_state = self._design, None, None
+        early, self._early = self._early, []
+        values = np.array([self._design_values[row.tobytes()] for row in design])
+        self._loop.absorb_design(design, values, record=not early)
+        for i, arrival in enumerate(early):
+            self._absorb(arrival, record=i == len(early) - 1)
         self._submit(self._room())  # workers freed by the last design values
 
     def _submit_early(self, room: int) -> None:
-        if room < 1:
-            return
-        start = time.perf_counter()
-        with compute_threads(self.options.threads):
-            acquisition = self.acquisition_function
-            if acquisition.uses_posterior:
-                picks = acquisition.select(self._design_state, room, self._select_rng)
-            else:  # drawn from the pool's availability; the design state still conditions on each pick
-                picks = acquisition.select(PoolView(self.pool.W, self.available), room, self._select_rng)
-                for j in picks:
-                    self._design_state.condition(int(j))
-        self.timings["selection_s"] += time.perf_counter() - start
-        self._start(picks)
+        """Select ``room`` coalitions on the prior's candidate state and start evaluating them."""
+        if room >= 1:
+            self._start(self._loop.select_on(self._design_state, room))
 
     # -- one step: one arrival ------------------------------------------------------------
     def step(self) -> bool:
@@ -246,8 +309,11 @@ class AsyncDesignLoop(DesignLoop):
         Returns:
             False once the run is done.
         """
-        if self.pool is None:
-            return super().step()
+        loop = self._loop
+        if loop.pool is None:
+            self._begin()
+            loop.end_step()
+            return True
         if self.done:
             return False
         flight = self._in_flight()
@@ -258,9 +324,9 @@ class AsyncDesignLoop(DesignLoop):
                 if flight.n_pending:
                     start = time.perf_counter()
                     arrival = flight.next()
-                    self.timings["game_s"] += time.perf_counter() - start  # waiting for the workers
+                    loop.timings["game_s"] += time.perf_counter() - start  # waiting for the workers
                     self._absorb(arrival)
-                    if self._refit is not None and self.X.shape[0] >= self._refit[3]:
+                    if self._refit is not None and loop.X.shape[0] >= self._refit.adopt_at:
                         self._adopt_refit()  # before selecting: this pick already uses the new kernels
                 self._submit(self._room())
             if self._design is None and self.n_pending and self._async_refit_due():
@@ -268,30 +334,29 @@ class AsyncDesignLoop(DesignLoop):
         except BaseException:
             self._close_flight()
             raise
-        self._after_step()
+        loop.end_step()
         return True
 
-    # -- refits in the background ------------------------------------------------------------
-    def _launch_refit(self) -> None:
-        """Start the due refit on a background thread, on the archive as it is now.
+    def _absorb(self, arrival: Arrival, record: bool = True) -> None:
+        """Append an arrival to the archive and extend the posterior.
 
-        It is adopted once ``batch_size`` more values have arrived (waiting for it then if need be), so the
-        decisions depend on the order of arrivals only, never on how long a fit took.
+        The candidate state already holds it (it was conditioned on while pending).
         """
-        job, plan, t = self._fit_job()
-        if self._fitter is None:
-            self._fitter = ThreadPoolExecutor(1, thread_name_prefix="shapleig-refit")
-        self._refit = (self._fitter.submit(job), plan, t, t + self.options.batch_size)
+        self._loop.absorb(arrival.row[None], np.array([arrival.value]), record=record)
 
-    def _adopt_refit(self) -> None:
-        future, plan, t, _ = self._refit
-        self._refit = None
-        start = time.perf_counter()
-        fits = future.result()  # usually done: it ran while batch_size values arrived
-        with compute_threads(self.options.threads):
-            self._apply_fits(fits, plan, t)
-        self.timings["selection_s"] += time.perf_counter() - start
+    def _submit(self, room: int) -> None:
+        """Select ``room`` coalitions conditioned on everything pending and start evaluating them."""
+        if room >= 1:
+            self._start(self._loop.select(room, allow_refit=False))  # refits run in the background
 
+    def _start(self, picks: np.ndarray) -> None:
+        """Mark the pool rows ``picks`` pending and submit them."""
+        flight = self._in_flight()
+        for row in self._loop.reserve(picks):
+            self._submitted.append(row.copy())
+            flight.submit(row)
+
+    # -- refits in the background ------------------------------------------------------------
     def _async_refit_due(self) -> bool:
         """Whether a refit starts now.
 
@@ -299,34 +364,30 @@ class AsyncDesignLoop(DesignLoop):
         since the last fit: as many refits as a synchronous run of q-batches makes (a refit per
         arrival would keep the driver, not the workers, busy).
         """
+        loop = self._loop
         if self._refit is not None:
             return False
-        return self.X.shape[0] - self._fitted_on >= self.options.batch_size and self._refit_due(1)
+        return loop.X.shape[0] - loop.fitted_on >= loop.options.batch_size and loop.refit_due(1)
 
-    def _absorb(self, arrival: Arrival, record: bool = True) -> None:
-        """Append an arrival to the archive and extend the posterior.
+    def _launch_refit(self) -> None:
+        """Start the due refit on a background thread, on the archive as it is now.
 
-        The candidate state already holds it (it was conditioned on while pending).
+        It is adopted once ``batch_size`` more values have arrived (waiting for it then if need be), so the
+        decisions depend on the order of arrivals only, never on how long a fit took.
         """
-        self.absorb(arrival.row[None], np.array([arrival.value]), record=record)
+        job = self._loop.start_refit()
+        if self._fitter is None:
+            self._fitter = ThreadPoolExecutor(1, thread_name_prefix="shapleig-refit")
+        self._refit = _BackgroundRefit(self._fitter.submit(job.run), job, job.t,
+                                       job.t + self._loop.options.batch_size)
 
-    def _submit(self, room: int) -> None:
-        """Select ``room`` coalitions conditioned on everything pending and start evaluating them."""
-        if room < 1:
-            return
+    def _adopt_refit(self) -> None:
+        """Put the running refit's kernels in force (waiting for it if need be, timed as selection)."""
+        refit, self._refit = self._refit, None
         start = time.perf_counter()
-        with compute_threads(self.options.threads):
-            self._refresh_noise()
-            picks = self._select(room)
-        self.timings["selection_s"] += time.perf_counter() - start
-        self._start(picks)
-
-    def _start(self, picks: np.ndarray) -> None:
-        """Mark the pool rows ``picks`` pending and submit them."""
-        flight = self._in_flight()
-        for row in self.reserve(picks):
-            self.submitted.append(row.copy())
-            flight.submit(row)
+        fits = refit.future.result()  # usually done: it ran while batch_size values arrived
+        self._loop.timings["selection_s"] += time.perf_counter() - start
+        self._loop.adopt_refit(refit.job, fits)
 
     def _close_flight(self) -> None:
         if self._flight is not None:
@@ -335,10 +396,17 @@ class AsyncDesignLoop(DesignLoop):
             self._fitter.shutdown(wait=False, cancel_futures=True)
             self._fitter = None
 
-    def _final_refit(self) -> None:
-        if self._refit is not None:
+    # -- the end of the run -----------------------------------------------------------------
+    def confirm_target(self) -> bool:
+        """:meth:`DesignLoop.confirm_target`, its final refit after adopting a refit still running.
+
+        Returns:
+            as :meth:`DesignLoop.confirm_target`.
+        """
+        loop = self._loop
+        if loop.target_evaluations is not None and self._refit is not None and loop.final_refit_due():
             self._adopt_refit()
-        super()._final_refit()
+        return loop.confirm_target()
 
     def finish(self) -> ShapleyEstimate:
         """As :meth:`DesignLoop.finish`, after adopting a refit still running.
@@ -351,8 +419,32 @@ class AsyncDesignLoop(DesignLoop):
         if self._refit is not None:
             self._adopt_refit()
         self._close_flight()
-        return super().finish()
+        return self._loop.finish()
+
+    def run(self) -> ShapleyEstimate:
+        """Run until the budget (or the pool) is spent, or the precision target is met; return the estimate.
+
+        As :meth:`DesignLoop.run`: a target met under the step's hyperparameters is confirmed by the
+        final refit, else the run goes on.
+
+        Returns:
+            the :class:`~shapleig.estimation.result.ShapleyEstimate`.
+        """
+        while True:
+            while self.step():
+                pass
+            if self.confirm_target():
+                return self.finish()
 
     def info(self) -> dict[str, Any]:
-        """``DesignLoop.info`` plus ``"batch_mode_used": "async"``."""
-        return {**super().info(), "batch_mode_used": "async"}
+        """``DesignLoop.info`` plus ``"batch_mode_used": "async"``.
+
+        Returns:
+            ``{name: value}``.
+        """
+        return {**self._loop.info(), "batch_mode_used": "async"}
+
+    def __repr__(self) -> str:
+        loop = self._loop
+        return (f"AsyncDesignLoop(p={loop.n_players}, budget={loop.budget}, batch_size={loop.options.batch_size}, "
+                f"evaluations={loop.evaluations}, pending={self.n_pending})")

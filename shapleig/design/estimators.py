@@ -10,7 +10,7 @@ import numpy as np
 
 from shapleig.design.acquisition import Leverage, method_name
 from shapleig.design.ask_tell import AskTell, ToldValues
-from shapleig.design.async_loop import AsyncDesignLoop, uses_async
+from shapleig.design.async_loop import AsyncDesignLoop, loop_class
 from shapleig.design.initial import DEFAULT_POOL_SIZE
 from shapleig.design.loop import DesignLoop, min_budget
 from shapleig.design.options import (
@@ -251,22 +251,21 @@ class ShaplEIG(OptionsEstimator):
         return (f"the p + 1 = {n_players + 1} initial-design evaluations (empty, grand and p - 1 "
                 f"paired coalitions) plus at least one acquisition")
 
-    def make_loop(self, game: BudgetedGame, seed: int = 0) -> DesignLoop:
+    def make_loop(self, game: BudgetedGame, seed: int = 0) -> DesignLoop | AsyncDesignLoop:
         """The configured loop on ``game``, spending its remaining budget.
 
         An :class:`~shapleig.design.async_loop.AsyncDesignLoop` when ``batch_size > 1`` and the
         game's evaluator runs concurrently (``batch_mode="auto"``), or when ``batch_mode="async"``;
-        a :class:`DesignLoop` otherwise.
+        a :class:`DesignLoop` otherwise (:func:`~shapleig.design.async_loop.loop_class`).
 
         Args:
             game: the budgeted game; the loop spends what remains of its budget.
             seed: the loop's integer seed.
 
         Returns:
-            a :class:`DesignLoop` (or its asynchronous subclass), not yet run.
+            a :class:`DesignLoop` (or the asynchronous scheduler driving one), not yet run.
         """
-        cls = AsyncDesignLoop if uses_async(self.options, game.evaluator) else DesignLoop
-        return cls(game, None, seed=seed, options=self.options)
+        return loop_class(self.options, game.evaluator)(game, None, seed=seed, options=self.options)
 
     def trace_identity(self) -> tuple[str, dict[str, Any]]:
         """The method and options identifying a run in a store's trace: the same as a ``DesignLoop`` with these options.

@@ -14,6 +14,7 @@ import functools
 import logging
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -86,6 +87,24 @@ def min_budget(n_players: int) -> int:
     return n_players + 2
 
 
+@dataclass(frozen=True)
+class RefitJob:
+    """A refit prepared by :meth:`DesignLoop.start_refit`, on copies of its inputs.
+
+    ``run()`` may be called on any thread while the loop goes on (the asynchronous loop's background
+    refits); :meth:`DesignLoop.adopt_refit` then puts its kernels in force.
+
+    Attributes:
+        run: fits the kernels; returns the :class:`~shapleig.gp.kernel_choice.KernelFit` list.
+        plan: how the kernels are fitted (warm or cold starts, cold checks).
+        t: the archive size the refit fits on (its first ``t`` rows, or a subset of them).
+    """
+
+    run: Callable[[], list[KernelFit]]
+    plan: RefitPlan
+    t: int
+
+
 def loop_budget(game: Game | BudgetedGame, budget: int | None, n_players: int, store: Any, evaluator: Any) -> int:
     """The budget a loop on ``game`` spends: checked against the game and against :func:`min_budget`.
 
@@ -144,6 +163,14 @@ def loop_operators(options: LoopOptions, n_players: int) -> tuple[IndexOperator,
 
 class DesignLoop:
     """Bayesian experimental design for the Shapley values of ``game``.
+
+    :meth:`step` and :meth:`run` drive the loop sequentially. Schedulers drive it through its public
+    steps instead (:class:`~shapleig.design.ask_tell.AskTell`,
+    :class:`~shapleig.design.async_loop.AsyncDesignLoop`): :meth:`start` or :meth:`draw_design`,
+    :meth:`absorb_design`, :meth:`capacity`, :meth:`select` / :meth:`select_on`, :meth:`reserve`,
+    :meth:`absorb`, :meth:`start_refit` / :meth:`adopt_refit`, :meth:`end_step`,
+    :meth:`confirm_target`, :meth:`finish`. Callbacks, the store's trace and the estimate's ``info``
+    see the run as :attr:`driver` (this loop, or the scheduler that sets itself there).
 
     Args:
         game: a :class:`Game`, or an existing :class:`BudgetedGame` (then ``budget`` defaults to its
@@ -218,6 +245,9 @@ class DesignLoop:
     def _reset_state(self) -> None:
         """The run's state before the first step: empty archive, no pool, no fit, no trace."""
         p = self.n_players
+        # callbacks, the store's trace and the estimate's info see the run as this object: the loop,
+        # or a scheduler driving it through its public steps (an AsyncDesignLoop sets itself)
+        self.driver: Any = self
         self.X = np.zeros((0, p), dtype=bool)
         self.y = np.zeros(0)
         self.pool: CandidatePool | None = None
@@ -367,13 +397,18 @@ class DesignLoop:
             self._rebuild([("fixed", 1.0, self.fixed_hyperparameters)], taus={"fixed": 1.0})
             return
         # the loop already limits threads around every step
-        job, plan, t = self._fit_job()
-        self._apply_fits(job(), plan, t)
+        job = self.start_refit()
+        self._apply_fits(job.run(), job.plan, job.t)
 
-    def _fit_job(self) -> tuple[Callable[[], list[KernelFit]], RefitPlan, int]:
-        """The next refit as a call on copies of its inputs, with its plan and archive size.
+    def start_refit(self) -> RefitJob:
+        """Prepare the next hyperparameter refit on the archive as it is now (nothing is fitted yet).
 
-        Copies, so that it may run while the archive grows (the asynchronous loop's background refits).
+        The job holds copies of its inputs, so it may run on another thread while the archive grows
+        (the asynchronous loop's background refits); hand its result to :meth:`adopt_refit`. Counts
+        the refit (``n_refits``), which seeds it.
+
+        Returns:
+            the :class:`RefitJob`; ``job.run()`` returns the fitted kernels.
         """
         self.n_refits += 1
         rows = self._fit_rows()
@@ -383,7 +418,22 @@ class DesignLoop:
         plan = self._refit_plan(t)
         X, y, options = self.X[rows], self.y[rows], self.options  # fancy indexing: copies
         seed, previous = self._fit_seed(self.n_refits - 1), list(self.kernel_fits)
-        return (lambda: fit_kernels(X, y, options, seed=seed, plan=plan, previous=previous)), plan, t
+        return RefitJob(lambda: fit_kernels(X, y, options, seed=seed, plan=plan, previous=previous), plan, t)
+
+    def adopt_refit(self, job: RefitJob, fits: list[KernelFit]) -> None:
+        """Put the kernels a :meth:`start_refit` job fitted in force (timed as selection).
+
+        The posteriors and the candidate state are rebuilt on the whole archive (every row, also
+        those that arrived while the job ran), conditioned on every reserved coalition.
+
+        Args:
+            job: the job :meth:`start_refit` returned.
+            fits: what ``job.run()`` returned.
+        """
+        start = time.perf_counter()
+        with compute_threads(self.options.threads):
+            self._apply_fits(fits, job.plan, job.t)
+        self.timings["selection_s"] += time.perf_counter() - start
 
     def _apply_fits(self, fits: list[KernelFit], plan: RefitPlan, t: int) -> None:
         """Adopt the kernels fitted on the first ``t`` archive rows; the posterior uses every row."""
@@ -455,11 +505,25 @@ class DesignLoop:
         acquisition = self.acquisition_function
         if acquisition.uses_posterior and self._probing():
             return self._probe_select(acquisition, q)
-        if acquisition.uses_posterior:
-            cand = self._candidate_state()  # sets _cand_index
-            return self._cand_index[acquisition.select(cand, q, self._select_rng)]
-        # no candidate state needed (random): the pool's availability is the same mask
-        return acquisition.select(PoolView(self.pool.W, self.available), q, self._select_rng)
+        return self._pick(q, self._indexed_candidate_state)
+
+    def _indexed_candidate_state(self) -> tuple[CandidatePosterior, np.ndarray]:
+        """The loop's candidate state and the pool index of each of its candidates."""
+        cand = self._candidate_state()  # sets _cand_index
+        return cand, self._cand_index
+
+    def _pick(self, q: int, state: Callable[[], tuple[CandidatePosterior, np.ndarray | None]]) -> np.ndarray:
+        """The acquisition's ``q`` picks: on ``state()`` (built only when the acquisition needs it), else on the pool.
+
+        ``state()`` returns a candidate state and the pool index of each of its candidates (None:
+        its candidates are the pool's rows).
+        """
+        acquisition = self.acquisition_function
+        if not acquisition.uses_posterior:  # no candidate state needed (random): the pool's availability
+            return acquisition.select(PoolView(self.pool.W, self.available), q, self._select_rng)
+        cand, index = state()
+        picks = acquisition.select(cand, q, self._select_rng)
+        return picks if index is None else index[picks]
 
     def _probing(self) -> bool:
         """Whether this step probes: ``probe_degenerate``, degenerate evidence, and the structure not yet confirmed.
@@ -515,17 +579,13 @@ class DesignLoop:
         if (limit is not None and self.target_evaluations is None and float(np.max(std)) <= limit
                 and self.evaluations >= self._next_target_check):
             self.target_evaluations = self.evaluations
-        record_step(self)  # the store's trace, for a reader watching the run
+        record_step(self.driver)  # the store's trace, for a reader watching the run
 
     def _evaluate(self, Z: np.ndarray) -> np.ndarray:
         start = time.perf_counter()
         values = self.game(Z)  # one call per design / batch
         self.timings["game_s"] += time.perf_counter() - start
         return values
-
-    def _initialize(self) -> None:
-        design = self.draw_design()
-        self.absorb_design(design, self._evaluate(design))
 
     def _open_pool(self, design: np.ndarray) -> None:
         """The candidate pool around ``design`` (its coalitions excluded), all of it available."""
@@ -547,7 +607,18 @@ class DesignLoop:
             )
             self._max_acquisitions = len(self.pool)
 
-    def _refit_due(self, q: int) -> bool:
+    def refit_due(self, q: int) -> bool:
+        """Whether the refit schedule asks for a refit over the next ``q`` acquisitions.
+
+        Always before the first fit; never with fixed hyperparameters, nor when the archive has not
+        grown since the last fit.
+
+        Args:
+            q: how many acquisitions the next selection makes.
+
+        Returns:
+            the flag.
+        """
         if self.hyper is None:
             return True
         if self.fixed_hyperparameters is not None:
@@ -557,6 +628,26 @@ class DesignLoop:
         return any(self.schedule(self.iteration + i) for i in range(q))
 
     # -- public -------------------------------------------------------------------------------
+    def start(self, *, evaluate: bool = True) -> np.ndarray:
+        """Begin the run: the progress bar, the initial design and the candidate pool around it.
+
+        Args:
+            evaluate: evaluate the design now (one game call, timed as game time) and fit
+                (:meth:`absorb_design`). False leaves the evaluations to the caller, who hands the
+                values to :meth:`absorb_design`; the pool is open already, so coalitions can be
+                selected meanwhile (:meth:`select_on`).
+
+        Returns:
+            ``bool[p + 1, p]``, the design coalitions in design order.
+        """
+        self._open_bar()
+        design = self.draw_design()
+        if evaluate:
+            self.absorb_design(design, self._evaluate(design))
+        else:
+            self._open_pool(design)
+        return design
+
     def draw_design(self) -> np.ndarray:
         """Draw the initial design (nothing is evaluated; call once per loop).
 
@@ -565,36 +656,48 @@ class DesignLoop:
         """
         return initial_design(self.options.initial_design, self.n_players, self._design_rng)
 
-    def absorb_design(self, design: np.ndarray, values: np.ndarray) -> None:
-        """Take the initial design's values: the candidate pool around it, the first fit and read-out.
+    def absorb_design(self, design: np.ndarray, values: np.ndarray, *, record: bool = True) -> None:
+        """Take the initial design's values: the candidate pool around it (unless open), the first fit and read-out.
 
         Args:
-            design: ``bool[p + 1, p]``, the design :meth:`draw_design` returned, in its order.
+            design: ``bool[p + 1, p]``, the design :meth:`draw_design` (or :meth:`start`) returned,
+                in its order.
             values: ``float64[p + 1]``, their values, charged to the game already.
+            record: whether the anytime trace gets an entry (False when acquisitions evaluated
+                meanwhile are absorbed next, the last of them recording).
         """
         self.X, self.y = np.array(design, dtype=bool), np.asarray(values, dtype=np.float64).copy()
-        self._open_pool(design)
+        if self.pool is None:
+            self._open_pool(design)
         start = time.perf_counter()
         with compute_threads(self.options.threads):
             self._fit()
-            self._record()
+            if record:
+                self._record()
         self.timings["selection_s"] += time.perf_counter() - start
 
-    def capacity(self) -> int:
+    def capacity(self, outstanding: int | None = None) -> int:
         """How many more coalitions may be selected now.
 
-        Bounded by the acquisitions left, the budget not yet charged or reserved, and the available
-        pool; 0 once the run is finished or its precision target is met.
+        Bounded by the acquisitions left, the budget not yet charged or outstanding, and the
+        available pool; 0 once the run is finished or its precision target is met.
+
+        Args:
+            outstanding: coalitions out for evaluation and not yet charged to the game (None: the
+                reserved ones, marked by :meth:`reserve` and not yet taken by :meth:`absorb`). A
+                scheduler that submits the design itself passes its own count.
 
         Returns:
-            the count (0 before :meth:`absorb_design`).
+            the count (0 before the pool is open).
         """
         if self.pool is None or self._finished or self.target_evaluations is not None:
             return 0
-        return max(0, min(self._max_acquisitions - self.iteration, self.budget - self.evaluations - len(self._reserved),
+        if outstanding is None:
+            outstanding = len(self._reserved)
+        return max(0, min(self._max_acquisitions - self.iteration, self.budget - self.evaluations - outstanding,
                           int(self.available.sum())))
 
-    def select(self, q: int) -> np.ndarray:
+    def select(self, q: int, *, allow_refit: bool = True) -> np.ndarray:
         """The next ``q`` pool indices, conditioned on every reserved coalition (nothing is marked).
 
         Refits first when the refit schedule asks for one over the next ``q`` acquisitions and the
@@ -603,17 +706,40 @@ class DesignLoop:
 
         Args:
             q: how many coalitions (at most :meth:`capacity`).
+            allow_refit: False: never refit here (the caller refits, e.g. in the background with
+                :meth:`start_refit` / :meth:`adopt_refit`); the raw-units noise is still refreshed.
 
         Returns:
             ``int64[q]``, rows of ``pool.W``.
         """
         start = time.perf_counter()
         with compute_threads(self.options.threads):
-            if self._refit_due(q):
+            if allow_refit and self.refit_due(q):
                 self._fit()
             else:
                 self._refresh_noise()
             picks = self._select(q)
+        self.timings["selection_s"] += time.perf_counter() - start
+        return picks
+
+    def select_on(self, candidates: CandidatePosterior, q: int) -> np.ndarray:
+        """The next ``q`` pool indices chosen on a given candidate state (nothing is marked, no refit).
+
+        For selections before the first fit, e.g. on the prior's state while the initial design is
+        being evaluated (the asynchronous loop's overlap). An acquisition that needs no posterior
+        draws from the pool's availability as :meth:`select` does.
+
+        Args:
+            candidates: a candidate state over every row of ``pool.W``; an acquisition that uses
+                it conditions it on its picks.
+            q: how many coalitions (at most :meth:`capacity`).
+
+        Returns:
+            ``int64[q]``, rows of ``pool.W``.
+        """
+        start = time.perf_counter()
+        with compute_threads(self.options.threads):
+            picks = self._pick(q, lambda: (candidates, None))
         self.timings["selection_s"] += time.perf_counter() - start
         return picks
 
@@ -666,9 +792,8 @@ class DesignLoop:
             True after a step that ran, False once the loop is done.
         """
         if self.pool is None:
-            self._open_bar()
-            self._initialize()
-            self._after_step()
+            self.start()
+            self.end_step()
             return True
         if self.done:
             return False
@@ -680,7 +805,7 @@ class DesignLoop:
         self.available[picks] = False
         self.absorb(Z, values)
         self.iteration += len(picks)
-        self._after_step()
+        self.end_step()
         return True
 
     def _open_bar(self) -> None:
@@ -699,10 +824,11 @@ class DesignLoop:
             self._bar.close()
             self._bar = None
 
-    def _after_step(self) -> None:
+    def end_step(self) -> None:
+        """Close a step: count it (``n_steps``) and run the callbacks, each called with :attr:`driver`."""
         self.n_steps += 1
         for cb in self.options.callbacks:
-            cb(self)
+            cb(self.driver)
 
     def finish(self) -> ShapleyEstimate:
         """Final refit (if enabled and the last fit missed evaluations) and the final estimate.
@@ -712,7 +838,7 @@ class DesignLoop:
         """
         if self.pool is None:
             raise RuntimeError("finish() before any step")
-        if self._final_refit_due():
+        if self.final_refit_due():
             self._final_refit()
         if self.options.draws and self.kernel_fits and self.fixed_hyperparameters is None:
             self._integrate()
@@ -728,7 +854,7 @@ class DesignLoop:
         self._finished = True
         self._close_bar()
         est = self.current_estimate()
-        record_finish(self, est)  # the final read-out replaced the last entry: the store's trace follows
+        record_finish(self.driver, est)  # the final read-out replaced the last entry: the store's trace follows
         return est
 
     def current_estimate(self) -> ShapleyEstimate:
@@ -754,7 +880,7 @@ class DesignLoop:
             trace_std=list(self.trace_std),
             baseline=baseline,
             method=method_name(self.acquisition_function),
-            info=self.info(),
+            info=self.driver.info(),
             index=self.operator.index,
             terms=list(self.operator.terms),
         )
@@ -775,7 +901,12 @@ class DesignLoop:
                 continue
             return self.finish()
 
-    def _final_refit_due(self) -> bool:
+    def final_refit_due(self) -> bool:
+        """Whether :meth:`finish` (and :meth:`confirm_target`) refit: ``final_refit`` on, fitted hyperparameters, rows since the last fit.
+
+        Returns:
+            the flag.
+        """
         return self.options.final_refit and self._fitted_on != self.X.shape[0] and self.fixed_hyperparameters is None
 
     def _final_refit(self) -> None:
@@ -859,7 +990,7 @@ class DesignLoop:
         """
         if self.target_evaluations is None:
             return True
-        refit = self._final_refit_due()
+        refit = self.final_refit_due()
         if refit:
             self._final_refit()
         # the interval a stopped run reports: with structures, the widened one (an honest tol)
