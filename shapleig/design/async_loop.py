@@ -193,15 +193,16 @@ class AsyncDesignLoop:
         return self._loop
 
     def __getattr__(self, name: str) -> Any:
-        # only names this class does not define: the driven loop's state and steps
+        # only public names this class does not define: the driven loop's public state and steps
+        # (its private state stays its own: a scheduler reaches it through the public steps only)
         loop = self.__dict__.get("_loop")
-        if loop is None:
+        if loop is None or name.startswith("_"):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return getattr(loop, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         loop = self.__dict__.get("_loop")
-        if loop is not None and name not in self.__dict__ and name in vars(loop):
+        if loop is not None and not name.startswith("_") and name not in self.__dict__ and name in vars(loop):
             setattr(loop, name, value)  # e.g. timings: the loop's own regions must see the new object
         else:
             object.__setattr__(self, name, value)

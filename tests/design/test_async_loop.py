@@ -48,11 +48,12 @@ def test_candidate_state_is_conditioned_on_the_pending_coalitions():
         loop.step()  # two arrivals, each refilled
         assert loop.n_pending == 3
         pending = loop._in_flight().pending_rows()
-        loop._candidates = None  # rebuilt from the archive and conditioned on what is pending
-        eig = loop._candidate_state().eig()
+        held = loop._loop  # white box: the driven DesignLoop's candidate state
+        held._candidates = None  # rebuilt from the archive and conditioned on what is pending
+        eig = held._candidate_state().eig()
         X = np.concatenate([loop.X, pending])
         y = np.concatenate([loop.y, np.random.default_rng(5).normal(size=len(pending))])
-        reference = ShapleyPosterior(_fixed(), X, y).candidates(loop.pool.W[loop._cand_index]).eig()
+        reference = ShapleyPosterior(_fixed(), X, y).candidates(loop.pool.W[held._cand_index]).eig()
         keep = np.isfinite(eig)
         assert keep.sum() == loop.available.sum() and keep.sum() > 10
         np.testing.assert_allclose(eig[keep], reference[keep], rtol=1e-8)
@@ -256,7 +257,7 @@ def test_a_background_refit_is_adopted_once_batch_size_more_values_have_arrived(
     def spy(self):
         adopted.append((self.X.shape[0], self._refit[2], self.n_pending))
         adopt(self)
-        assert self._fitted_on == adopted[-1][1]  # the kernels fitted on t are the ones in use
+        assert self.fitted_on == adopted[-1][1]  # the kernels fitted on t are the ones in use
 
     monkeypatch.setattr(AsyncDesignLoop, "_adopt_refit", spy)
     game = QuadraticGame(P, seed=3)
@@ -336,7 +337,11 @@ def test_the_design_is_evaluated_first_unless_overlapped(overlap, batch_size, mo
         loop.finish()
     overlapped = overlap and batch_size > 1
     assert state == ((0, P + 1, -1) if overlapped else (P + 1, 0, P + 1))
-    assert max(in_flight) == batch_size and loop.evaluations == 16
+    assert max(in_flight) <= batch_size and loop.evaluations == 16
+    if not overlapped:
+        # each step after the design refills to batch_size; with the design overlapped, how much of the
+        # budget went out as early picks while it was evaluated depends on when its values arrived
+        assert max(in_flight) == batch_size
 
 
 def test_no_acquisition_after_the_precision_target_is_met():
