@@ -67,6 +67,15 @@ ORDER_K_INDICES = ("k-SII", "STII", "FSII", "FBII")
 ORDER_K_BUDGETS = ("16p", "32p")
 
 
+def selected(game_type: str, p: int, games: list[str] | None) -> bool:
+    """Whether ``--games`` keeps a table: no filter, its game type, or ``<game type>/<p>`` (one table of a type).
+
+    A game type can have tables of several sizes (ImageClassifier_Game: p = 9 and p = 14), so
+    ``ImageClassifier_Game/14`` names only the larger one.
+    """
+    return not games or game_type in games or f"{game_type}/{int(p)}" in games
+
+
 def estimator(index: str, args: argparse.Namespace, acquisition: str = "eig") -> ShaplEIG:
     options = {"index": index, "acquisition": acquisition, "acquisition_index": args.acquisition_index}
     if args.max_order != 2 and index != "BV":
@@ -102,7 +111,7 @@ def accuracy(args: argparse.Namespace) -> None:
     rows = []
     for index in args.indices:
         for _, t in tables.iterrows():
-            if args.games and t.game_type not in args.games:
+            if not selected(t.game_type, t.p, args.games):
                 continue
             game = TableGame.from_npz(GAMES / t.game_type / str(t.p) / t.table_file)
             exact = game.exact_values(index=index)
@@ -182,7 +191,7 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true", help="order k only: keep the runs already in --out")
     parser.add_argument("--live", action="store_true",
                         help="run shapiq live at order 2 too (indices without stored anchors: FBII, BII, ...)")
-    parser.add_argument("--games", nargs="*", default=None, help="game types (default: every anchor table)")
+    parser.add_argument("--games", nargs="*", default=None, help="game types, or <game type>/<p> for one table of a type (default: every anchor table)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--refit", default=None, help="refit schedule (default: ShaplEIG's)")
     parser.add_argument("--acquisition", default="eig", help="eig, uncertainty or random (ablation arms)")

@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from bench_indices import ANCHORS, ANCHORS_B, GAMES, ORDER_K_BUDGETS, estimator, geomean  # noqa: E402
+from bench_indices import ANCHORS, ANCHORS_B, GAMES, ORDER_K_BUDGETS, estimator, geomean, selected  # noqa: E402
 
 from shapleig_tasks.tables import TableGame  # noqa: E402
 
@@ -92,7 +92,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple]:
     budgets = args.budgets or list(ORDER_K_BUDGETS)
     out = []
     for _, t in tables().iterrows():
-        if args.games and t.game_type not in args.games:
+        if not selected(t.game_type, t.p, args.games):
             continue
         for index in args.indices:
             methods = ["ShaplEIG"] + shapiq_methods(index, args.max_order, args.methods)

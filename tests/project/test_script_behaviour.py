@@ -9,6 +9,7 @@ the budget, efficient estimators have a zero efficiency gap). Timings are never 
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import math
 import os
@@ -395,6 +396,28 @@ def test_bench_indices_cells_are_geometric_means_and_ratios() -> None:
     pooled = float(re.search(r"BV\s+min [\d.]+\s+pooled ([\d.]+)", out).group(1))
     covered = sum(int(r[3]) for r in runs) / sum(int(r[4]) for r in runs)
     assert pooled == pytest.approx(covered, abs=6e-4)
+
+
+def test_bench_indices_order_games_filter_names_one_table_by_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    order = load_script("bench/bench_indices_order.py")
+    if not order.ANCHORS.is_file() or not order.ANCHORS_B.is_file():
+        pytest.skip("shared anchors not present (set SHAPLEIG_SHARED)")
+    # ShaplEIG only: listing the runs then needs no shapiq (Python >= 3.12)
+    monkeypatch.setattr(order, "shapiq_methods", lambda index, order_, wanted: [])
+
+    def tables_of(games: list[str] | None) -> set[tuple[str, int]]:
+        args = argparse.Namespace(games=games, indices=["k-SII"], seeds=[0], budgets=["16p"], methods=[],
+                                  max_order=3)
+        jobs = order._jobs(args)
+        assert {j[-1] for j in jobs} <= {"ShaplEIG"}
+        return {(j[1], j[2]) for j in jobs}
+
+    # ImageClassifier_Game has a p = 9 and a p = 14 table: the type keeps both, "<type>/14" only the larger
+    assert tables_of(["ImageClassifier_Game"]) == {("ImageClassifier_Game", 9), ("ImageClassifier_Game", 14)}
+    assert tables_of(["ImageClassifier_Game/14", "SentimentAnalysis_Game"]) == {
+        ("ImageClassifier_Game", 14), ("SentimentAnalysis_Game", 14)}
+    assert tables_of(["ImageClassifier_Game/12"]) == set()  # no such table: nothing, not every table
+    assert len(tables_of(None)) == len(order.tables())
 
 
 def test_bench_install_du_counts_regular_files_once(tmp_path: Path) -> None:
