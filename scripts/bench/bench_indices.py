@@ -23,12 +23,16 @@ Three parts (each single-threaded; set ``OMP_NUM_THREADS=1``):
   index of the full table; per cell (index, table, budget) the geometric mean over seeds, the best
   shapiq approximator and the ratio, the cells above 1x, the geometric mean of the ratios per index
   and suite, and the pooled coverage of ShaplEIG's 95% intervals per index. ``--out`` is written
-  after every run and read back by ``--resume``.
+  after every run and read back by ``--resume``; ``--cells-out`` writes the per-cell summary
+  (with ``--summary-from``, from a finished ``--out``). ``--games`` takes game types or
+  ``<game type>/<p>`` (one table of a type).
 
     OMP_NUM_THREADS=1 python scripts/bench/bench_indices.py --time
     OMP_NUM_THREADS=1 python scripts/bench/bench_indices.py --refit adaptive --out /tmp/bench_indices.csv
     OMP_NUM_THREADS=1 .venv312/bin/python scripts/bench/bench_indices.py --max-order 3 --jobs 1 \
         --out /tmp/bench_order3.csv --resume
+    python scripts/bench/bench_indices.py --max-order 3 --summary-from /tmp/bench_order3.csv \
+        --cells-out /tmp/bench_order3_cells.csv
 """
 
 from __future__ import annotations
@@ -205,6 +209,8 @@ def main() -> None:
                         help="hold v(empty) out of the GP (default: the index's default)")
     parser.add_argument("--out", default=None, help="write the per-run rows to this CSV")
     parser.add_argument("--summary-from", default=None, help="only summarise a CSV written by --out")
+    parser.add_argument("--cells-out", default=None,
+                        help="order k only: write the per-cell summary (MSE ratio, coverage) to this CSV")
     args = parser.parse_args()
     if args.indices is None:
         args.indices = ["BV", "k-SII", "FSII"] if args.max_order == 2 and not args.live else list(ORDER_K_INDICES)
@@ -212,7 +218,7 @@ def main() -> None:
         from bench_indices_order import order_k, summarise_order_k  # the live shapiq side (needs shapiq)
 
         if args.summary_from:
-            summarise_order_k(pd.read_csv(args.summary_from))
+            summarise_order_k(pd.read_csv(args.summary_from), args.cells_out)
         else:
             order_k(args)
     elif args.summary_from:

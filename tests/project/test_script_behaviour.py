@@ -420,6 +420,28 @@ def test_bench_indices_order_games_filter_names_one_table_by_its_size(monkeypatc
     assert len(tables_of(None)) == len(order.tables())
 
 
+def test_bench_indices_order_cells_are_geometric_means_with_pooled_coverage(tmp_path: Path) -> None:
+    import pandas as pd
+
+    order = load_script("bench/bench_indices_order.py")
+    base = dict(suite="public", game_type="G", p=10, table_file="t.npz", index="k-SII", order=3, budget_spec="16p",
+                budget=160, evaluations=160, wall_s=1.0, n_terms=175)
+    runs = [("ShaplEIG", 0, 1e-4, 170), ("ShaplEIG", 1, 4e-4, 175),  # geometric mean 2e-4, 345/350 covered
+            ("A", 0, 4e-3, None), ("A", 1, 4e-3, None),              # geometric (and arithmetic) mean 4e-3
+            ("B", 0, 1e-3, None), ("B", 1, 9e-3, None)]              # geometric mean 3e-3 (arithmetic 5e-3)
+    df = pd.DataFrame([dict(base, method=m, seed=s, mse=mse, covered=c) for m, s, mse, c in runs])
+    out = tmp_path / "cells.csv"
+    cells = order.summarise_order_k(df, str(out))
+    assert len(cells) == 1
+    cell = cells.iloc[0]
+    assert cell.shapleig == pytest.approx(2e-4) and cell.best_shapiq == pytest.approx(3e-3)
+    assert cell.best_method == "B" and cell.ratio == pytest.approx(2e-4 / 3e-3)
+    assert cell.seeds == 2 and cell.coverage == pytest.approx(345 / 350) and not cell.full_table
+    written = pd.read_csv(out)
+    assert list(written.game) == ["G/10"] and written.ratio[0] == pytest.approx(2e-4 / 3e-3)
+    assert written.coverage[0] == pytest.approx(345 / 350)
+
+
 def test_bench_install_du_counts_regular_files_once(tmp_path: Path) -> None:
     inst = load_script("bench/bench_install.py")
     (tmp_path / "a").write_bytes(b"x" * 100)
