@@ -23,12 +23,16 @@ Three parts (each single-threaded; set ``OMP_NUM_THREADS=1``):
   index of the full table; per cell (index, table, budget) the geometric mean over seeds, the best
   shapiq approximator and the ratio, the cells above 1x, the geometric mean of the ratios per index
   and suite, and the pooled coverage of ShaplEIG's 95% intervals per index. ``--out`` is written
-  after every run and read back by ``--resume``.
+  after every run and read back by ``--resume``; ``--cells-out`` writes the per-cell summary
+  (with ``--summary-from``, from a finished ``--out``). ``--games`` takes game types or
+  ``<game type>/<p>`` (one table of a type).
 
     OMP_NUM_THREADS=1 python scripts/bench/bench_indices.py --time
     OMP_NUM_THREADS=1 python scripts/bench/bench_indices.py --refit adaptive --out /tmp/bench_indices.csv
     OMP_NUM_THREADS=1 .venv312/bin/python scripts/bench/bench_indices.py --max-order 3 --jobs 1 \
         --out /tmp/bench_order3.csv --resume
+    python scripts/bench/bench_indices.py --max-order 3 --summary-from /tmp/bench_order3.csv \
+        --cells-out /tmp/bench_order3_cells.csv
 """
 
 from __future__ import annotations
@@ -67,6 +71,15 @@ ORDER_K_INDICES = ("k-SII", "STII", "FSII", "FBII")
 ORDER_K_BUDGETS = ("16p", "32p")
 
 
+def selected(game_type: str, p: int, games: list[str] | None) -> bool:
+    """Whether ``--games`` keeps a table: no filter, its game type, or ``<game type>/<p>`` (one table of a type).
+
+    A game type can have tables of several sizes (ImageClassifier_Game: p = 9 and p = 14), so
+    ``ImageClassifier_Game/14`` names only the larger one.
+    """
+    return not games or game_type in games or f"{game_type}/{int(p)}" in games
+
+
 def estimator(index: str, args: argparse.Namespace, acquisition: str = "eig") -> ShaplEIG:
     options = {"index": index, "acquisition": acquisition, "acquisition_index": args.acquisition_index}
     if args.max_order != 2 and index != "BV":
@@ -102,7 +115,7 @@ def accuracy(args: argparse.Namespace) -> None:
     rows = []
     for index in args.indices:
         for _, t in tables.iterrows():
-            if args.games and t.game_type not in args.games:
+            if not selected(t.game_type, t.p, args.games):
                 continue
             game = TableGame.from_npz(GAMES / t.game_type / str(t.p) / t.table_file)
             exact = game.exact_values(index=index)
@@ -182,7 +195,7 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true", help="order k only: keep the runs already in --out")
     parser.add_argument("--live", action="store_true",
                         help="run shapiq live at order 2 too (indices without stored anchors: FBII, BII, ...)")
-    parser.add_argument("--games", nargs="*", default=None, help="game types (default: every anchor table)")
+    parser.add_argument("--games", nargs="*", default=None, help="game types, or <game type>/<p> for one table of a type (default: every anchor table)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--refit", default=None, help="refit schedule (default: ShaplEIG's)")
     parser.add_argument("--acquisition", default="eig", help="eig, uncertainty or random (ablation arms)")
@@ -196,6 +209,8 @@ def main() -> None:
                         help="hold v(empty) out of the GP (default: the index's default)")
     parser.add_argument("--out", default=None, help="write the per-run rows to this CSV")
     parser.add_argument("--summary-from", default=None, help="only summarise a CSV written by --out")
+    parser.add_argument("--cells-out", default=None,
+                        help="order k only: write the per-cell summary (MSE ratio, coverage) to this CSV")
     args = parser.parse_args()
     if args.indices is None:
         args.indices = ["BV", "k-SII", "FSII"] if args.max_order == 2 and not args.live else list(ORDER_K_INDICES)
@@ -203,7 +218,7 @@ def main() -> None:
         from bench_indices_order import order_k, summarise_order_k  # the live shapiq side (needs shapiq)
 
         if args.summary_from:
-            summarise_order_k(pd.read_csv(args.summary_from))
+            summarise_order_k(pd.read_csv(args.summary_from), args.cells_out)
         else:
             order_k(args)
     elif args.summary_from:

@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from bench_indices import ANCHORS, ANCHORS_B, GAMES, ORDER_K_BUDGETS, estimator, geomean  # noqa: E402
+from bench_indices import ANCHORS, ANCHORS_B, GAMES, ORDER_K_BUDGETS, estimator, geomean, selected  # noqa: E402
 
 from shapleig_tasks.tables import TableGame  # noqa: E402
 
@@ -92,7 +92,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple]:
     budgets = args.budgets or list(ORDER_K_BUDGETS)
     out = []
     for _, t in tables().iterrows():
-        if args.games and t.game_type not in args.games:
+        if not selected(t.game_type, t.p, args.games):
             continue
         for index in args.indices:
             methods = ["ShaplEIG"] + shapiq_methods(index, args.max_order, args.methods)
@@ -130,11 +130,21 @@ def order_k(args: argparse.Namespace) -> None:
               f"{row['method']}: mse {row['mse']:.3g}{cover} {row['wall_s']:.1f}s", flush=True)
         if args.out:  # after every run, so a long benchmark can be stopped and resumed
             pd.DataFrame(rows).to_csv(args.out, index=False)
-    summarise_order_k(pd.DataFrame(rows))
+    summarise_order_k(pd.DataFrame(rows), args.cells_out)
 
 
-def summarise_order_k(df: pd.DataFrame) -> None:
-    """Per cell: ShaplEIG's MSE (geometric mean over seeds) over the best shapiq approximator's; coverage."""
+def summarise_order_k(df: pd.DataFrame, cells_out: str | None = None) -> pd.DataFrame:
+    """Per cell: ShaplEIG's MSE (geometric mean over seeds) over the best shapiq approximator's; coverage.
+
+    Args:
+        df: the per-run rows written by ``--out``.
+        cells_out: if given, the per-cell table is also written to this CSV.
+
+    Returns:
+        One row per cell (index, suite, game, budget_spec): ``shapleig`` and ``best_shapiq`` (geometric
+        means of the MSE over seeds), ``best_method``, ``ratio``, ``full_table``, ``seeds`` (ShaplEIG's
+        runs) and ``coverage`` (ShaplEIG's 95% intervals, pooled over seeds and terms).
+    """
     df = df.assign(game=df.game_type + "/" + df.p.astype(str))
     per_method = df.groupby(KEYS + ["method"]).mse.apply(geomean)
     ours = per_method.xs("ShaplEIG", level="method").rename("shapleig")
@@ -147,6 +157,14 @@ def summarise_order_k(df: pd.DataFrame) -> None:
     # at budget >= 2^p every method sees the whole table: both errors are rounding, the ratio is noise
     full = df.groupby(KEYS).apply(lambda g: bool((g.budget >= 2 ** g.p).all()))
     cells["full_table"] = full.reindex(cells.index).fillna(False).astype(bool)
+    mine = df[df.method == "ShaplEIG"]
+    cells["seeds"] = mine.groupby(KEYS).seed.nunique().reindex(cells.index)
+    if "covered" in mine:
+        pooled = mine.groupby(KEYS)[["covered", "n_terms"]].sum()
+        cells["coverage"] = (pooled.covered / pooled.n_terms).reindex(cells.index)
+    if cells_out:
+        cells.to_csv(cells_out)
+    table = cells
     pd.set_option("display.width", 220)
     print("\nper cell (geometric mean of MSE over seeds):")
     print(cells.to_string(float_format=lambda x: f"{x:.3g}"))
@@ -160,7 +178,6 @@ def summarise_order_k(df: pd.DataFrame) -> None:
                   f"above 1x {int((g.ratio > 1).sum())}/{len(g)}")
     print(f"  {'all':22s} geomean {geomean(cells.ratio):.3f}  max {cells.ratio.max():.3f}  "
           f"above 1x {int((cells.ratio > 1).sum())}/{len(cells)}")
-    mine = df[df.method == "ShaplEIG"]
     if "covered" in mine:
         cov = mine.groupby(["index", "suite", "budget_spec"])[["covered", "n_terms"]].sum()
         cov["coverage"] = cov.covered / cov.n_terms
@@ -169,6 +186,7 @@ def summarise_order_k(df: pd.DataFrame) -> None:
         for index, g in mine.groupby("index"):
             print(f"  {index:6s} pooled {g.covered.sum() / g.n_terms.sum():.3f}")
     print(f"\nwall per run (ShaplEIG): median {mine.wall_s.median():.1f} s, max {mine.wall_s.max():.1f} s")
+    return table
 
 
 if __name__ == "__main__":

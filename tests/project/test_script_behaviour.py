@@ -9,6 +9,7 @@ the budget, efficient estimators have a zero efficiency gap). Timings are never 
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import math
 import os
@@ -395,6 +396,50 @@ def test_bench_indices_cells_are_geometric_means_and_ratios() -> None:
     pooled = float(re.search(r"BV\s+min [\d.]+\s+pooled ([\d.]+)", out).group(1))
     covered = sum(int(r[3]) for r in runs) / sum(int(r[4]) for r in runs)
     assert pooled == pytest.approx(covered, abs=6e-4)
+
+
+def test_bench_indices_order_games_filter_names_one_table_by_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    order = load_script("bench/bench_indices_order.py")
+    if not order.ANCHORS.is_file() or not order.ANCHORS_B.is_file():
+        pytest.skip("shared anchors not present (set SHAPLEIG_SHARED)")
+    # ShaplEIG only: listing the runs then needs no shapiq (Python >= 3.12)
+    monkeypatch.setattr(order, "shapiq_methods", lambda index, order_, wanted: [])
+
+    def tables_of(games: list[str] | None) -> set[tuple[str, int]]:
+        args = argparse.Namespace(games=games, indices=["k-SII"], seeds=[0], budgets=["16p"], methods=[],
+                                  max_order=3)
+        jobs = order._jobs(args)
+        assert {j[-1] for j in jobs} <= {"ShaplEIG"}
+        return {(j[1], j[2]) for j in jobs}
+
+    # ImageClassifier_Game has a p = 9 and a p = 14 table: the type keeps both, "<type>/14" only the larger
+    assert tables_of(["ImageClassifier_Game"]) == {("ImageClassifier_Game", 9), ("ImageClassifier_Game", 14)}
+    assert tables_of(["ImageClassifier_Game/14", "SentimentAnalysis_Game"]) == {
+        ("ImageClassifier_Game", 14), ("SentimentAnalysis_Game", 14)}
+    assert tables_of(["ImageClassifier_Game/12"]) == set()  # no such table: nothing, not every table
+    assert len(tables_of(None)) == len(order.tables())
+
+
+def test_bench_indices_order_cells_are_geometric_means_with_pooled_coverage(tmp_path: Path) -> None:
+    import pandas as pd
+
+    order = load_script("bench/bench_indices_order.py")
+    base = dict(suite="public", game_type="G", p=10, table_file="t.npz", index="k-SII", order=3, budget_spec="16p",
+                budget=160, evaluations=160, wall_s=1.0, n_terms=175)
+    runs = [("ShaplEIG", 0, 1e-4, 170), ("ShaplEIG", 1, 4e-4, 175),  # geometric mean 2e-4, 345/350 covered
+            ("A", 0, 4e-3, None), ("A", 1, 4e-3, None),              # geometric (and arithmetic) mean 4e-3
+            ("B", 0, 1e-3, None), ("B", 1, 9e-3, None)]              # geometric mean 3e-3 (arithmetic 5e-3)
+    df = pd.DataFrame([dict(base, method=m, seed=s, mse=mse, covered=c) for m, s, mse, c in runs])
+    out = tmp_path / "cells.csv"
+    cells = order.summarise_order_k(df, str(out))
+    assert len(cells) == 1
+    cell = cells.iloc[0]
+    assert cell.shapleig == pytest.approx(2e-4) and cell.best_shapiq == pytest.approx(3e-3)
+    assert cell.best_method == "B" and cell.ratio == pytest.approx(2e-4 / 3e-3)
+    assert cell.seeds == 2 and cell.coverage == pytest.approx(345 / 350) and not cell.full_table
+    written = pd.read_csv(out)
+    assert list(written.game) == ["G/10"] and written.ratio[0] == pytest.approx(2e-4 / 3e-3)
+    assert written.coverage[0] == pytest.approx(345 / 350)
 
 
 def test_bench_install_du_counts_regular_files_once(tmp_path: Path) -> None:
