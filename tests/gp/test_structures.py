@@ -81,17 +81,20 @@ def test_check_structures_normalises_and_refuses_unknown_families():
         check_structures(3)
 
 
-def test_three_families_each_count_one_third_whatever_their_evidence():
-    """The floored equal weights: a family is never weighed out (the dense total covariance, M = 3)."""
-    Z, rows, y = _archive(2)
+def _three_families(seed: int, names: tuple[str, str], third: Hyperparameters):
+    """A smooth fitted kernel, a rough family and ``third`` on one archive: the read-out and the dense posteriors."""
+    Z, rows, y = _archive(seed)
     X = Z[rows]
     hypers = [Hyperparameters.hamming(np.full(P, 2.0), 1.3, 1e-6, 0.1),
-              Hyperparameters.hamming(np.array([0.1, 0.3, 0.2, 0.5, 0.15]), 0.7, 1e-4, -0.2),
-              Hyperparameters.hamming(np.full(P, 0.4), 2.0, 1e-5, 0.0)]
+              Hyperparameters.hamming(np.array([0.1, 0.3, 0.2, 0.5, 0.15]), 0.7, 1e-4, -0.2), third]
     fitted = build_mixture([("a", 1.0, hypers[0])], X, y, calibrate=False)
-    others = {name: build_mixture([(name, 1.0, h)], X, y, calibrate=False) for name, h in zip("bc", hypers[1:])}
-    post = StructurePosterior(fitted, others)
-    dense = [_dense_phi(Z, rows, y, h) for h in hypers]
+    others = {name: build_mixture([(name, 1.0, h)], X, y, calibrate=False) for name, h in zip(names, hypers[1:])}
+    return StructurePosterior(fitted, others), [_dense_phi(Z, rows, y, h) for h in hypers]
+
+
+def test_three_families_each_count_one_third_whatever_their_evidence():
+    """The floored equal weights: a family is never weighed out (the dense total covariance, M = 3)."""
+    post, dense = _three_families(2, ("b", "c"), Hyperparameters.hamming(np.full(P, 0.4), 2.0, 1e-5, 0.0))
     m0 = dense[0][0]
     expected = sum((C + np.outer(m - m0, m - m0)) / 3.0 for m, C in dense)
     np.testing.assert_allclose(post.covariance, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
@@ -100,16 +103,7 @@ def test_three_families_each_count_one_third_whatever_their_evidence():
 
 def test_the_probe_family_holds_half_the_mass_and_the_others_share_the_rest():
     """While the evidence is degenerate the probe (the doubt) weighs 1/2, not 1/M (the dense total covariance)."""
-    Z, rows, y = _archive(4)
-    X = Z[rows]
-    hypers = [Hyperparameters.hamming(np.full(P, 2.0), 1.3, 1e-6, 0.1),
-              Hyperparameters.hamming(np.array([0.1, 0.3, 0.2, 0.5, 0.15]), 0.7, 1e-4, -0.2),
-              Hyperparameters.hamming(np.full(P, 0.3), 1.0, 1e-6, 0.0)]
-    fitted = build_mixture([("a", 1.0, hypers[0])], X, y, calibrate=False)
-    others = {name: build_mixture([(name, 1.0, h)], X, y, calibrate=False)
-              for name, h in zip(("graded", "probe"), hypers[1:])}
-    post = StructurePosterior(fitted, others)
-    dense = [_dense_phi(Z, rows, y, h) for h in hypers]
+    post, dense = _three_families(4, ("graded", "probe"), Hyperparameters.hamming(np.full(P, 0.3), 1.0, 1e-6, 0.0))
     m0 = dense[0][0]
     weights = (0.25, 0.25, 0.5)  # fitted and graded share the half the probe leaves
     expected = sum(w * (C + np.outer(m - m0, m - m0)) for w, (m, C) in zip(weights, dense))
