@@ -37,6 +37,10 @@ __version__ = "0.1.0"
 _LAZY = {
     "ShaplEIG": "shapleig.design.estimators",
     "GPLeverage": "shapleig.design.estimators",
+    "ModelOptions": "shapleig.design.options",  # ShaplEIG's option groups
+    "ReadoutOptions": "shapleig.design.options",
+    "FitOptions": "shapleig.design.options",
+    "DesignOptions": "shapleig.design.options",
     "DesignLoop": "shapleig.design.loop",
     "AskTell": "shapleig.design.ask_tell",
     "tell_store": "shapleig.design.tell_store",

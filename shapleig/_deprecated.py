@@ -21,7 +21,7 @@ DEPRECATED: dict[str, str] = {
     "shapleig.shapiq_bridge": "shapleig.interop.shapiq_bridge",
     "shapleig.design.acquisition.ACQUISITIONS": "shapleig.design.acquisition.acquisition_names()",
     "shapleig.design.acquisition.select": "make_acquisition(acquisition).select(candidates, q, rng)",
-    "shapleig.design.async_loop.design_loop": "ShaplEIG(**options).make_loop(BudgetedGame(game, budget, ...), seed), "
+    "shapleig.design.async_loop.design_loop": "ShaplEIG.from_options(**options).make_loop(BudgetedGame(game, budget, ...), seed), "
                                               "or DesignLoop / AsyncDesignLoop directly",
     'refit="every_iteration"': 'refit="every"',
     'refit="init_64_factor_4"': 'refit="decaying"',

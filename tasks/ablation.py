@@ -198,7 +198,7 @@ def _is_registered(text: str) -> bool:
 def _shapleig(acquisition: str | Acquisition, **options: Any) -> Any:
     from shapleig.design.estimators import ShaplEIG
 
-    return ShaplEIG(acquisition=acquisition, **options)
+    return ShaplEIG.from_options(acquisition=acquisition, **options)
 
 
 def make_arms(acquisitions: Iterable[str | Acquisition], options: Mapping[str, Any] | None = None) -> list[Arm]:

@@ -113,6 +113,8 @@ def _boolean_options(name: str, factory: Callable[..., Any] | None) -> dict[str,
         method = registry.get(name)
         cls = method.estimator_class()
         targets: list[Any] = [getattr(cls, method.preset), cls] if method.preset else [cls]
+        if getattr(cls, "options_class", None) is not None:
+            targets.append(cls.options_class)  # options taken by name (ShaplEIG.from_options): the dataclass's fields
     else:
         targets = [factory]
     found: dict[str, bool] = {}

@@ -111,7 +111,7 @@ def run(p: int, budget: int, q: int, mode: str, seed: int, median: float, sigma:
     with ThreadPoolExecutor(q) as pool:
         evaluator = BusyEvaluator(pool)
         start = time.perf_counter()
-        estimator = ShaplEIG() if mode == "seq" else ShaplEIG(batch_size=q, batch_mode=mode)
+        estimator = ShaplEIG() if mode == "seq" else ShaplEIG.from_options(batch_size=q, batch_mode=mode)
         est = estimator.estimate(game, budget, seed=seed, evaluator=evaluator)
         wall = time.perf_counter() - start
     mse = float(np.mean((est.values - inner.exact_values()) ** 2))

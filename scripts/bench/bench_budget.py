@@ -52,7 +52,7 @@ def run_one(p: int, t: int, seed: int, refit: str | None) -> dict:
     game = FunctionGame(lambda Z: synthetic(Z, seed), p, name=f"synthetic-{p}")
     options = {} if refit is None else {"refit": refit}
     start = time.perf_counter()
-    est = ShaplEIG(callbacks=(record,), **options).estimate(game, t, seed=seed)
+    est = ShaplEIG.from_options(callbacks=(record,), **options).estimate(game, t, seed=seed)
     wall = time.perf_counter() - start
     info = est.info
     return {"p": p, "t": t, "wall_s": wall,

@@ -53,7 +53,7 @@ def run(game, budget: int, mode: str, seed: int, workers: int, executor=None, me
     sleepy = LognormalSleepGame(game, median, sigma, seed=seed)
     evaluator = BusyEvaluator(executor)
     start = time.perf_counter()
-    est = ShaplEIG(batch_size=workers, batch_mode=mode).estimate(sleepy, budget, seed=seed, evaluator=evaluator)
+    est = ShaplEIG.from_options(batch_size=workers, batch_mode=mode).estimate(sleepy, budget, seed=seed, evaluator=evaluator)
     wall = time.perf_counter() - start
     return {"est": est, "wall": wall, "busy": evaluator.busy, "util": evaluator.busy / (workers * wall),
             "ideal": evaluator.ideal_utilisation(workers),

@@ -92,7 +92,7 @@ def estimator(index: str, args: argparse.Namespace, acquisition: str = "eig") ->
         options["calibrate"] = {"true": True, "false": False}.get(args.calibrate, args.calibrate)
     if args.surrogate is not None:
         options["surrogate"] = args.surrogate
-    return ShaplEIG(**options)
+    return ShaplEIG.from_options(**options)
 
 
 def timing(args: argparse.Namespace) -> None:

@@ -46,7 +46,7 @@ def run(p: int, t: int, seed: int, options: dict) -> dict:
     """One run; its CPU and wall seconds and the loop's own accounting."""
     game = make_game(p, seed)
     cpu, wall = time.process_time(), time.perf_counter()
-    est = ShaplEIG(**options).estimate(game, t, seed=seed, progress=False)
+    est = ShaplEIG.from_options(**options).estimate(game, t, seed=seed, progress=False)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     info = est.info
     return {"cpu": cpu, "wall": wall, "refits": info["n_fits"], "kernel_fits": info["n_kernel_fits"],
@@ -67,13 +67,13 @@ def main() -> None:
         import pstats
 
         p, t = map(int, args.profile.split(":"))
-        ShaplEIG(**options).estimate(make_game(p, 0), p + 4, seed=0, progress=False)  # imports, caches
+        ShaplEIG.from_options(**options).estimate(make_game(p, 0), p + 4, seed=0, progress=False)  # imports, caches
         prof = cProfile.Profile()
         prof.runcall(run, p, t, 0, options)
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
         return
     print(f"options {options or 'default'}; median over seeds 0..{args.seeds - 1}")
-    ShaplEIG(**options).estimate(make_game(6, 0), 10, seed=0, progress=False)  # imports before the timing
+    ShaplEIG.from_options(**options).estimate(make_game(6, 0), 10, seed=0, progress=False)  # imports before the timing
     for setting in args.settings:
         p, t = map(int, setting.split(":"))
         runs = [run(p, t, seed, options) for seed in range(args.seeds)]

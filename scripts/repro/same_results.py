@@ -211,7 +211,7 @@ def make_estimator(config: str) -> Any:
         return shapleig.ShaplEIG.published(**options)
     if kind == "leverage":
         return shapleig.GPLeverage(**options)
-    return shapleig.ShaplEIG(**options)
+    return shapleig.ShaplEIG.from_options(**options)
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:

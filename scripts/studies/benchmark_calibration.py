@@ -207,7 +207,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = shapleig.ShaplEIG(**job["options"]).estimate(game, int(budget), seed=int(job["seed"]))
+            est = shapleig.ShaplEIG.from_options(**job["options"]).estimate(game, int(budget), seed=int(job["seed"]))
     except Exception as exc:  # recorded, not raised: one failed run must not stop a campaign
         row["error"] = f"{type(exc).__name__}: {exc}"[:500]
         return row

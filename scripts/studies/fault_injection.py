@@ -140,7 +140,7 @@ def _estimator(config: str) -> Any:
     # synchronous batches: the campaign compares each resumed run with an independent uninterrupted
     # one, which only a synchronous run reproduces bit for bit (an asynchronous run's picks follow its
     # completion order; its resume is checked against a replay in tests/design/test_async_loop.py)
-    return ShaplEIG(refit="every", batch_size=CONFIGS[config]["batch_size"], pool_size=64, batch_mode="sync")
+    return ShaplEIG.from_options(refit="every", batch_size=CONFIGS[config]["batch_size"], pool_size=64, batch_mode="sync")
 
 
 def _evaluator(config: str, pool: Any = None, dask_client: Any = None) -> Any:

@@ -85,7 +85,7 @@ def record_run(job: dict[str, Any], out: Path) -> None:
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        loop = ShaplEIG(**job["options"]).make_loop(BudgetedGame(game, int(budget)), seed=int(job["seed"]))
+        loop = ShaplEIG.from_options(**job["options"]).make_loop(BudgetedGame(game, int(budget)), seed=int(job["seed"]))
         est = loop.run()
     rec = {k: job[k] for k in ("set", "suite", "game", "budget_spec", "seed")}
     rec.update(p=p, budget=int(budget), exact=exact, values=np.asarray(est.values), std=np.asarray(est.std),

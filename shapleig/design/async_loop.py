@@ -87,7 +87,7 @@ def loop_class(options: LoopOptions, evaluator: Any) -> type[DesignLoop] | type[
 
 
 def design_loop(game: Any, budget: int | None = None, **kwargs: Any) -> DesignLoop | AsyncDesignLoop:
-    """Deprecated: ``ShaplEIG(**options).make_loop(BudgetedGame(game, budget, ...), seed)``, or a loop class directly.
+    """Deprecated: ``ShaplEIG.from_options(**options).make_loop(BudgetedGame(game, budget, ...), seed)``, or a loop class directly.
 
     The design loop for ``game`` (:func:`loop_class`, as ``ShaplEIG.make_loop`` chooses it), with
     the same arguments as ``DesignLoop``. Warns (``DeprecationWarning``) and builds the loop as before.

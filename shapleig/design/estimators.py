@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import time
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from shapleig.design.acquisition import Leverage, method_name
+from shapleig.design.acquisition import Acquisition, Leverage, method_name
 from shapleig.design.ask_tell import AskTell, ToldValues
 from shapleig.design.async_loop import AsyncDesignLoop, loop_class
 from shapleig.design.initial import DEFAULT_POOL_SIZE
 from shapleig.design.loop import DesignLoop, min_budget
 from shapleig.design.options import (
+    DesignOptions,
+    FitOptions,
     GPOptions,
     LoopOptions,
+    ModelOptions,
+    OptionGroup,
+    ReadoutOptions,
     keyword_signature,
     options_from,
 )
@@ -25,9 +31,16 @@ from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_n_players
 from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
 from shapleig.gp.mixture import build_mixture
+from shapleig.gp.options import plain_equal
 from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import UNSET, SeedLike, resolve_seed, spawn_generators, spawn_seeds
 from shapleig.threads import compute_threads
+
+# ShaplEIG's parameters besides its option groups, and the groups by parameter name
+TOP_LEVEL = ("surrogate", "acquisition", "refit", "index", "max_order", "tol", "rtol", "batch_size", "pool_size",
+             "progress", "callbacks")
+OPTION_GROUPS: dict[str, type[OptionGroup]] = {"model": ModelOptions, "readout": ReadoutOptions,
+                                               "fitting": FitOptions, "design": DesignOptions}
 
 
 class OptionsEstimator(BaseEstimator):
@@ -82,13 +95,38 @@ class ShaplEIG(OptionsEstimator):
     1..k players); the EIG is about the whole index vector (``acquisition_order`` chooses another
     order). The estimate's ``terms`` name the entries.
 
+    Every parameter is keyword-only and validated at once (a bad value raises ``ValueError`` before
+    anything is evaluated). The common ones are parameters; the rest sit in four option groups, each a
+    small frozen dataclass (None: its defaults): ``model`` (:class:`~shapleig.gp.options.ModelOptions`:
+    noise, size trend, jumps, rough part), ``readout`` (:class:`~shapleig.gp.options.ReadoutOptions`:
+    calibration, integrated hyperparameters, structure families), ``fitting``
+    (:class:`~shapleig.design.options.FitOptions`: engine, threads, fit points, warm starts, fixed
+    hyperparameters) and ``design`` (:class:`~shapleig.design.options.DesignOptions`: initial design,
+    candidates, batch mode, the index the EIG is about, probing). :meth:`from_options` takes any option
+    by its flat name (as the harness's ``shapleig:key=value`` does).
+
     Args:
-        **options: keyword-only, the fields of :class:`~shapleig.design.options.LoopOptions` (each
-            documented there, each default stated there once), e.g. ``acquisition`` (``"eig"``,
-            ``"uncertainty"``, ``"random"``, ``"leverage"``, or any
-            :class:`~shapleig.design.acquisition.Acquisition` instance), ``refit``, ``surrogate`` (``"auto"``, ``"shared"``,
-            ``"ard"``), ``calibrate``, ``tol`` / ``rtol`` (a precision target), ``batch_size``,
-            ``pool_size``, ``fit_engine``, ``progress``. Bad values raise ``ValueError`` at once.
+        surrogate: the kernels fitted and weighed by evidence: ``"auto"`` (default), ``"shared"``,
+            ``"ard"`` (published), ``"laplace"``, ``"graded"``, ``"graded-ard"``, ``"graded-auto"``, or
+            a :class:`~shapleig.gp.kernel_spec.KernelSpec` (or a sequence of them)
+            (:class:`~shapleig.gp.options.GPOptions`).
+        acquisition: ``"eig"`` (default), ``"uncertainty"``, ``"random"``, ``"leverage"`` or an
+            :class:`~shapleig.design.acquisition.Acquisition` instance.
+        refit: the refit schedule: ``"auto"`` (default), ``"auto:<k>"``, ``"every"``, ``"never"``, ... or
+            a callable ``it -> bool`` (:class:`~shapleig.design.options.LoopOptions`).
+        index: what is estimated: ``"SV"`` (default), ``"BV"``, ``"k-SII"``, ``"SII"``, ``"STII"``,
+            ``"FSII"``, ``"FBII"``, ``"BII"``, ``"CHII"``, ``"Moebius"`` or a registered index.
+        max_order: every term of 1..max_order players is estimated (None: the index's own).
+        tol: stop once every std is at most ``tol`` (the game's units).
+        rtol: the same relative to ``|v(N) - v(empty)|``.
+        batch_size: q coalitions in flight (or per step).
+        pool_size: the candidate-pool size.
+        progress: one tqdm progress bar over the evaluations.
+        callbacks: callables ``cb(loop)`` run after every step.
+        model: the model group, or None for its defaults.
+        readout: the read-out group, or None for its defaults.
+        fitting: the fitting group, or None for its defaults.
+        design: the design group, or None for its defaults.
 
     Examples:
         >>> import numpy as np
@@ -104,12 +142,129 @@ class ShaplEIG(OptionsEstimator):
     name: ClassVar[str] = "shapleig"
     options_class: ClassVar[type[LoopOptions]] = LoopOptions
 
-    def __init__(self, **options: Any) -> None:
-        # every parameter is a LoopOptions field (validated there, before any evaluation); stored
-        # under its own name so get_params / set_params / sklearn.clone see it
-        self._store_options(options_from(LoopOptions, options, type(self).__name__))
+    # keyword-only, each default that of its LoopOptions field (tests/design/test_options.py checks)
+    def __init__(  # noqa: PLR0913 - the estimator's parameters, as in scikit-learn
+        self,
+        *,
+        surrogate: Any = "auto",
+        acquisition: str | Acquisition = "eig",
+        refit: str | Callable[[int], bool] = "auto",
+        index: str = "SV",
+        max_order: int | None = None,
+        tol: float | None = None,
+        rtol: float | None = None,
+        batch_size: int = 1,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        progress: bool = False,
+        callbacks: tuple = (),
+        model: ModelOptions | None = None,
+        readout: ReadoutOptions | None = None,
+        fitting: FitOptions | None = None,
+        design: DesignOptions | None = None,
+    ) -> None:
+        groups = {"model": model, "readout": readout, "fitting": fitting, "design": design}
+        flat: dict[str, Any] = dict(surrogate=surrogate, acquisition=acquisition, refit=refit, index=index,
+                                    max_order=max_order, tol=tol, rtol=rtol, batch_size=batch_size,
+                                    pool_size=pool_size, progress=progress, callbacks=callbacks)
+        for name, group in groups.items():
+            kind = OPTION_GROUPS[name]
+            if group is not None and not isinstance(group, kind):
+                raise TypeError(f"ShaplEIG's {name} must be a {kind.__name__} (None: its defaults), got "
+                                f"{type(group).__name__}; e.g. {name}={kind.__name__}(...), or "
+                                f"ShaplEIG.from_options(...) with the options by name")
+            if group is not None:
+                flat.update(group.as_dict())
+        options = LoopOptions(**flat)  # the whole, cross-field checks included, before anything is evaluated
+        for name in TOP_LEVEL:
+            setattr(self, name, getattr(options, name))  # normalised (e.g. a former refit name, np.int64)
+        for name, group in groups.items():
+            setattr(self, name, group)  # as given: sklearn's clone checks the parameter is the object passed
 
-    __init__.__signature__ = keyword_signature(LoopOptions)  # type: ignore[attr-defined]
+    @classmethod
+    def _check_keywords(cls, keywords: dict[str, Any]) -> None:
+        """Name the group of an option given flat (``ShaplEIG(noise=...)``) instead of Python's bare TypeError."""
+        for key in keywords:
+            if key in TOP_LEVEL or key in OPTION_GROUPS:
+                continue
+            group = next((g for g, kind in OPTION_GROUPS.items() if key in kind.names()), None)
+            if group is not None:
+                kind = OPTION_GROUPS[group].__name__
+                raise TypeError(f"ShaplEIG({key}=...): {key} is an option of the {group} group; pass "
+                                f"ShaplEIG({group}={kind}({key}=...)) or ShaplEIG.from_options({key}=...)")
+            if key == "ard":
+                raise TypeError("ShaplEIG(ard=...): ard is the older switch; pass surrogate='ard' (True) or "
+                                "surrogate='shared' (False), or ShaplEIG.from_options(ard=...)")
+            if key not in LoopOptions.names():
+                raise TypeError(f"ShaplEIG got unknown option(s) [{key!r}]; its parameters: "
+                                f"{', '.join(TOP_LEVEL + tuple(OPTION_GROUPS))}; every option by name: "
+                                f"{', '.join(LoopOptions.names())}")
+
+    @classmethod
+    def from_options(cls, **options: Any) -> "ShaplEIG":
+        """The estimator from options named flat (any field of :class:`~shapleig.design.options.LoopOptions`).
+
+        What the harness's ``shapleig:key=value``, the command line and scripts use; each option
+        lands in its group (``noise`` in ``model``, ``fit_points`` in ``fitting``, ...), and a group
+        whose options are all at their defaults stays None.
+
+        Args:
+            **options: options by name (``ard`` included, the older switch).
+
+        Returns:
+            the estimator.
+
+        Examples:
+            >>> from shapleig import ShaplEIG
+            >>> ShaplEIG.from_options(noise=1e-4, pool_size=64).model
+            ModelOptions(noise=0.0001)
+        """
+        return cls.from_loop_options(options_from(LoopOptions, options, cls.__name__))
+
+    @classmethod
+    def from_loop_options(cls, options: LoopOptions) -> "ShaplEIG":
+        """The estimator whose :attr:`options` are ``options``.
+
+        Args:
+            options: the flat options.
+
+        Returns:
+            the estimator.
+        """
+        params: dict[str, Any] = {name: getattr(options, name) for name in TOP_LEVEL}
+        for name, kind in OPTION_GROUPS.items():
+            group = kind(**{field: getattr(options, field) for field in kind.names()})
+            params[name] = group if group.changed() else None
+        return cls(**params)
+
+    @property
+    def options(self) -> LoopOptions:
+        """The validated flat options built from the current parameters and groups."""
+        flat: dict[str, Any] = {name: getattr(self, name) for name in TOP_LEVEL}
+        for name in OPTION_GROUPS:
+            group = getattr(self, name)
+            if group is not None:
+                flat.update(group.as_dict())
+        return LoopOptions(**flat)
+
+    def __repr__(self) -> str:
+        params = inspect.signature(type(self)).parameters
+        changed = {name: value for name, value in self.get_params().items()
+                   if value is not params[name].default and not plain_equal(value, params[name].default)}
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+    def set_params(self, **params: Any) -> "ShaplEIG":
+        """Change parameters (as scikit-learn's), or any option by its flat name (``set_params(noise=1e-4)``).
+
+        Returns:
+            the estimator itself.
+        """
+        flat = {key: value for key, value in params.items() if key not in self._param_names()}
+        if flat and all(key in LoopOptions.names() for key in flat):
+            super().set_params(**{key: value for key, value in params.items() if key not in flat})
+            values = {k: v for k, v in self.options.as_dict().items() if k != "ard"}  # ard: derived from surrogate
+            self.__init__(**type(self).from_loop_options(LoopOptions(**{**values, **flat})).get_params())  # type: ignore[misc]
+            return self
+        return super().set_params(**params)  # type: ignore[return-value]
 
     @classmethod
     def published(cls, **overrides: Any) -> "ShaplEIG":
@@ -120,7 +275,7 @@ class ShaplEIG(OptionsEstimator):
         uncalibrated MAP posterior (no structure read-out, no probing of degenerate evidence).
 
         Args:
-            **overrides: single options to change (e.g. ``refit="decaying"``).
+            **overrides: single options to change, by flat name (e.g. ``refit="decaying"``).
 
         Returns:
             the estimator with the published options (and ``overrides``).
@@ -130,7 +285,7 @@ class ShaplEIG(OptionsEstimator):
                                        final_refit=True, warm_start=False, fit_engine="gpytorch", size_trend=False,
                                        structures=(), probe_degenerate=False)
         options.update(overrides)
-        return cls(**options)
+        return cls.from_options(**options)
 
     # argument count over budget: the public estimate() signature every method shares (game, budget, seed, store, ...)
     def estimate(  # noqa: PLR0913

@@ -99,7 +99,16 @@ class BaseEstimator(abc.ABC):
                 f"estimate(game, budget). Pass options by keyword, e.g. {cls.__name__}(); inside "
                 f"shapiq use shapleig.interop.shapiq_bridge.ShapiqApproximator({cls.__name__}(), n={args[0]!r})"
             )
+        cls._check_keywords(kwargs)
         return super().__new__(cls)
+
+    @classmethod
+    def _check_keywords(cls, keywords: dict[str, Any]) -> None:
+        """Raise a clearer error than Python's for a keyword the constructor does not take (a hook; none here).
+
+        Args:
+            keywords: the keyword arguments of the constructor call.
+        """
 
     @classmethod
     def _param_names(cls) -> list[str]:

@@ -82,13 +82,167 @@ def surrogate_ard(surrogate: Any) -> bool | None:
     return {"ard": True, "shared": False}.get(surrogate) if isinstance(surrogate, str) else None
 
 
-@dataclass(frozen=True, kw_only=True)
-class GPOptions:
-    """Options shared by every GP arm.
+class OptionGroup:
+    """What every options dataclass shares: validation from the fields' constraints, names, a copy with changes.
+
+    Subclasses are frozen, keyword-only dataclasses whose fields are declared with
+    :func:`~shapleig.gp.constraints.option` (default and constraint, stated once). A group built
+    alone validates its own fields; the flat options (:class:`GPOptions`,
+    :class:`~shapleig.design.options.LoopOptions`) inherit the groups' fields and validate them all.
+    Its ``repr`` names only the fields that differ from their defaults.
+    """
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names, in declaration order.
+
+        Returns:
+            the field names.
+        """
+        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{name: value}`` of every option (shallow: callables and arrays kept as they are).
+
+        Returns:
+            the options by name.
+        """
+        return {name: getattr(self, name) for name in self.names()}
+
+    def changed(self) -> dict[str, Any]:
+        """``{name: value}`` of the options that differ from their defaults.
+
+        Returns:
+            the changed options by name, in declaration order.
+        """
+        out = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            default = f.default
+            if default is dataclasses.MISSING or value is not default and not plain_equal(value, default):
+                out[f.name] = value
+        return out
+
+    def replace(self, **changes: Any) -> Any:
+        """A copy with ``changes`` (validated as on construction).
+
+        Args:
+            **changes: the options to change, by name.
+
+        Returns:
+            a new options object of the same class.
+        """
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.changed().items())})"
+
+
+def plain_equal(value: Any, default: Any) -> bool:
+    """``value == default`` as a plain bool (False where comparing is not a truth value).
+
+    Args:
+        value: an option's value.
+        default: its default.
+
+    Returns:
+        whether they compare equal (an array or a failing comparison: False).
+    """
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return False
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class ModelOptions(OptionGroup):
+    """The surrogate's model of the game beyond its kernels: noise, size trend, jumps, rough part.
+
+    ``ShaplEIG(model=ModelOptions(noise=1e-4))``; every field is also a flat option
+    (``ShaplEIG.from_options(noise=1e-4)``, the harness's ``shapleig:noise=1e-4``).
 
     Args:
         noise: fixed observation-noise variance, in the units named by ``noise_convention``.
         noise_convention: ``"standardized"`` (shapiq's, default) or ``"raw"`` (docs/math.md §3).
+        jumps: every kernel also fits the variances of independent jumps of the surrogate at ∅ and N
+            (the size kernel, docs/math.md §15): games whose empty or grand coalition stands apart (no
+            data, no features) no longer force short lengthscales. Needs the numpy fit engine.
+        size_trend: a smooth trend in the coalition size (the size kernel's squared-exponential part,
+            docs/math.md §15): ``"both"`` (default: every kernel with and without it, weighed by
+            evidence), True (always) or False (never; the published setting). Needs the numpy fit
+            engine unless False. ``jumps`` and ``size_trend`` shape the named surrogates only.
+        rough: every kernel of a named surrogate also fits the rough part of the game, a white-noise
+            kernel (:mod:`shapleig.gp.rough`): independent variation of each coalition that the
+            smooth kernels do not predict, uncertain wherever not evaluated.
+        hold_out_empty: v(empty) enters the index exactly and the GP is fitted to the non-empty
+            coalitions (docs/math.md §14.5); None: the index's default (on for BV only). The design
+            loop's option (``GPLeverage`` fits every coalition it samples).
+    """
+
+    noise: float = option(1e-6, Interval(float, 0.0, open=True))
+    noise_convention: str = option("standardized", OneOf(NOISE_CONVENTIONS, "noise convention"))
+    jumps: bool = option(False, Boolean())
+    rough: bool = option(False, Boolean())
+    size_trend: bool | str = option("both", Checked(check_size_trend, bad=("always", None)))
+    hold_out_empty: bool | None = option(None, Boolean(none=True))
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class ReadoutOptions(OptionGroup):
+    """How the final posterior is read out: calibration, integrated hyperparameters, structure families.
+
+    ``ShaplEIG(readout=ReadoutOptions(structures=()))`` (each field also a flat option).
+
+    Args:
+        calibrate: the read-out (:mod:`shapleig.gp.mixture`): True / ``"influence"`` (default: each
+            player's std raised by the influence-weighted leave-one-out calibration of its kernel),
+            ``"jackknife"`` (the previous default: LOO outputscale and the jackknife floor, honest but
+            often several times too wide), ``"gated"`` or False (the raw MAP posterior, the published
+            read-out).
+        integrate: hyperparameter draws per kernel at the final read-out (Laplace proposal,
+            importance weights, law of total covariance; :mod:`shapleig.gp.integrate`); 0: the MAP
+            alone; None (default): :data:`GRADED_DRAWS` for the graded surrogates (``"graded"``,
+            ``"graded-ard"``, ``"graded-auto"``), 0 otherwise. Acquisition and the anytime trace keep the MAP.
+        structures: the structure families of the final read-out (:mod:`shapleig.gp.structures`,
+            docs/math.md §13), fitted on the final archive: the interval becomes the law of total
+            covariance over the fitted surrogate and each family, about the fitted surrogate's mean
+            (the estimate is unchanged; the interval includes where the structures disagree about the
+            index). Families: ``"kernels"`` (each of the surrogate's kernels alone), ``"graded"`` (the
+            graded kernel, hyperparameters integrated), ``"additive"`` (the additive model with a
+            white-noise remainder). Default: all three (docs/calibration.md); None or ``()``: the
+            fitted surrogate alone (the published read-out).
+    """
+
+    calibrate: bool | str = option(True, Checked(_calibrate, bad=("loo", 2.5)))
+    integrate: int | None = option(None, Interval(int, 0, none=True))
+    structures: tuple[str, ...] = option(DEFAULT_STRUCTURES, Checked(check_structures, bad=("ard", 3)))
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class EngineOptions(OptionGroup):
+    """Where the hyperparameters are fitted: the fit engine and its threads (the fitting group's base).
+
+    Args:
+        fit_engine: ``"numpy"`` (default, torch-free) or ``"gpytorch"`` (botorch's fit, the published
+            route; the plain Hamming kernel only).
+        threads: torch/BLAS threads while computing (None leaves the pools alone).
+    """
+
+    fit_engine: str = option(DEFAULT_FIT_ENGINE, OneOf(FIT_ENGINES, "fit engine"))
+    threads: int | None = option(1, Interval(int, 1, none=True))
+
+
+@dataclass(frozen=True, kw_only=True)
+class GPOptions(ModelOptions, ReadoutOptions, EngineOptions):
+    """Options shared by every GP arm: the surrogate and the model, read-out and engine groups, flat.
+
+    The groups (:class:`ModelOptions`, :class:`ReadoutOptions`, :class:`EngineOptions`) document
+    their fields; here are the surrogate's.
+
+    Args:
         surrogate: the kernels fitted and weighed by evidence (:mod:`shapleig.gp.kernels`):
             ``"auto"`` (default; None means it): a shared-lengthscale and an ARD Hamming kernel
             (each with and without the size trend, ``size_trend``); ``"shared"``; ``"ard"``
@@ -100,50 +254,10 @@ class GPOptions:
             or a sequence of them, fitted as given.
         ard: the older switch: True means ``surrogate="ard"``, False ``"shared"``; normalised to
             agree with ``surrogate`` so ``clone()`` round-trips.
-        calibrate: the read-out (:mod:`shapleig.gp.mixture`): True / ``"influence"`` (default: each
-            player's std raised by the influence-weighted leave-one-out calibration of its kernel),
-            ``"jackknife"`` (the previous default: LOO outputscale and the jackknife floor, honest but
-            often several times too wide), ``"gated"`` or False (the raw MAP posterior, the published
-            read-out).
-        fit_engine: ``"numpy"`` (default, torch-free) or ``"gpytorch"`` (botorch's fit, the published
-            route; the plain Hamming kernel only).
-        threads: torch/BLAS threads while computing (None leaves the pools alone).
-        jumps: every kernel also fits the variances of independent jumps of the surrogate at ∅ and N
-            (the size kernel, docs/math.md §15): games whose empty or grand coalition stands apart (no
-            data, no features) no longer force short lengthscales. Needs the numpy fit engine.
-        size_trend: a smooth trend in the coalition size (the size kernel's squared-exponential part,
-            docs/math.md §15): ``"both"`` (default: every kernel with and without it, weighed by
-            evidence), True (always) or False (never; the published setting). Needs the numpy fit
-            engine unless False. ``jumps`` and ``size_trend`` shape the named surrogates only.
-        rough: every kernel of a named surrogate also fits the rough part of the game, a white-noise
-            kernel (:mod:`shapleig.gp.rough`): independent variation of each coalition that the
-            smooth kernels do not predict, uncertain wherever not evaluated.
-        integrate: hyperparameter draws per kernel at the final read-out (Laplace proposal,
-            importance weights, law of total covariance; :mod:`shapleig.gp.integrate`); 0: the MAP
-            alone; None (default): :data:`GRADED_DRAWS` for the graded surrogates (``"graded"``,
-            ``"graded-ard"``, ``"graded-auto"``), 0 otherwise. Acquisition and the anytime trace keep the MAP.
-        structures: the structure families of the final read-out (:mod:`shapleig.gp.structures`,
-            docs/math.md §13), fitted on the final archive: the interval becomes the law of total
-            covariance over the fitted surrogate and each family at equal weight, about the fitted
-            surrogate's mean (the estimate is unchanged; the interval includes where the structures
-            disagree about the index). Families: ``"kernels"`` (each of the surrogate's kernels alone),
-            ``"graded"`` (the graded kernel, hyperparameters integrated), ``"additive"`` (the additive
-            model with a white-noise remainder). Default: all three (docs/calibration.md); None or
-            ``()``: the fitted surrogate alone (the published read-out).
     """
 
-    noise: float = option(1e-6, Interval(float, 0.0, open=True))
-    noise_convention: str = option("standardized", OneOf(NOISE_CONVENTIONS, "noise convention"))
     surrogate: Any = option(None, Checked(lambda v: v if v is None else check_surrogate(v), bad=("rbf", [1])))
     ard: bool | None = option(None, Boolean(none=True))
-    calibrate: bool | str = option(True, Checked(_calibrate, bad=("loo", 2.5)))
-    fit_engine: str = option(DEFAULT_FIT_ENGINE, OneOf(FIT_ENGINES, "fit engine"))
-    threads: int | None = option(1, Interval(int, 1, none=True))
-    jumps: bool = option(False, Boolean())
-    rough: bool = option(False, Boolean())
-    size_trend: bool | str = option("both", Checked(check_size_trend, bad=("always", None)))
-    integrate: int | None = option(None, Interval(int, 0, none=True))
-    structures: tuple[str, ...] = option(DEFAULT_STRUCTURES, Checked(check_structures, bad=("ard", 3)))
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -197,23 +311,6 @@ class GPOptions:
         """
         return laplace_players_reason(n_players)
 
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        """The option names, in declaration order.
-
-        Returns:
-            the field names.
-        """
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-    def as_dict(self) -> dict[str, Any]:
-        """``{name: value}`` of every option (shallow: callables and arrays kept as they are).
-
-        Returns:
-            the options by name.
-        """
-        return {name: getattr(self, name) for name in self.names()}
-
     def info(self) -> dict[str, Any]:
         """The options as plain values for ``ShapleyEstimate.info`` (callables and kernels by name).
 
@@ -234,14 +331,3 @@ class GPOptions:
                 value = "fixed"
             out[name] = value
         return out
-
-    def replace(self, **changes: Any) -> "GPOptions":
-        """A copy with ``changes`` (validated as on construction).
-
-        Args:
-            **changes: the options to change, by name.
-
-        Returns:
-            a new options object of the same class.
-        """
-        return dataclasses.replace(self, **changes)

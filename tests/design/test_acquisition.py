@@ -78,14 +78,14 @@ def _same_estimate(a, b) -> None:
 ])
 def test_an_instance_gives_exactly_the_named_estimate(instance, name, options):
     game = _game()
-    by_name = ShaplEIG(acquisition=name, refit="every", **options).estimate(game, 20, seed=3)
-    by_object = ShaplEIG(acquisition=instance, refit="every", **options).estimate(game, 20, seed=3)
+    by_name = ShaplEIG.from_options(acquisition=name, refit="every", **options).estimate(game, 20, seed=3)
+    by_object = ShaplEIG.from_options(acquisition=instance, refit="every", **options).estimate(game, 20, seed=3)
     _same_estimate(by_name, by_object)
     assert by_object.method == by_name.method
     assert by_object.info["acquisition"] == name
     if name == "eig":  # and the default (no acquisition given) is the same run
-        _same_estimate(ShaplEIG(**options).estimate(game, 20, seed=3),
-                       ShaplEIG(acquisition=EIG(), **options).estimate(game, 20, seed=3))
+        _same_estimate(ShaplEIG.from_options(**options).estimate(game, 20, seed=3),
+                       ShaplEIG.from_options(acquisition=EIG(), **options).estimate(game, 20, seed=3))
 
 
 def test_the_loop_calls_the_object_it_was_given():

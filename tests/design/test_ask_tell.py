@@ -52,8 +52,8 @@ def _fixed(p: int = P) -> Hyperparameters:
 def test_sequential_ask_tell_equals_estimate(options):
     budget, seed = 22, 3
     game = BudgetedGame(FunctionGame(value, n_players=P), budget)
-    est = ShaplEIG(**options).estimate(game, budget, seed=seed)
-    run = ShaplEIG(**options).ask_tell(P, budget, seed=seed)
+    est = ShaplEIG.from_options(**options).estimate(game, budget, seed=seed)
+    run = ShaplEIG.from_options(**options).ask_tell(P, budget, seed=seed)
     _sequential(run)
     got = run.result()
     np.testing.assert_array_equal(run.loop.X, game.history()[0])  # the same coalitions, in the same order
@@ -74,7 +74,7 @@ def test_ask_q_is_the_synchronous_greedy_batch(fixed):
     sync.step()  # the first batch of 4
     if fixed:
         sync.step()
-    run = ShaplEIG(**options).ask_tell(P, 20, seed=5)
+    run = ShaplEIG.from_options(**options).ask_tell(P, 20, seed=5)
     design = run.ask(P + 1)
     np.testing.assert_array_equal(design, sync.X[: P + 1])
     run.tell(design, value(design))

@@ -46,12 +46,12 @@ def test_options_are_validated_and_settable() -> None:
     with pytest.raises(ValueError, match="max_order"):
         ShaplEIG(index="k-SII", max_order=0)
     with pytest.raises(ValueError, match="acquisition_order"):
-        ShaplEIG(index="k-SII", acquisition_order=0)
+        ShaplEIG.from_options(index="k-SII", acquisition_order=0)
     with pytest.raises(ValueError, match="max_order=1 only"):
-        ShaplEIG(index="k-SII", acquisition_index="SV", acquisition_order=2)
+        ShaplEIG.from_options(index="k-SII", acquisition_index="SV", acquisition_order=2)
     assert ShaplEIG(index="k-SII", max_order=3).get_params()["max_order"] == 3
     with pytest.raises(ValueError, match="unknown index"):
-        ShaplEIG(index="k-SII", acquisition_index="nope")
+        ShaplEIG.from_options(index="k-SII", acquisition_index="nope")
     est = ShaplEIG().set_params(index="FSII")
     assert est.get_params()["index"] == "FSII"
 
@@ -59,7 +59,7 @@ def test_options_are_validated_and_settable() -> None:
 def test_acquisition_index_ablation_changes_the_design_only() -> None:
     game = TableLookup(6, 3)
     own = ShaplEIG(index="k-SII", surrogate="shared").estimate(game, 24, seed=0)
-    sv = ShaplEIG(index="k-SII", acquisition_index="SV", surrogate="shared").estimate(game, 24, seed=0)
+    sv = ShaplEIG.from_options(index="k-SII", acquisition_index="SV", surrogate="shared").estimate(game, 24, seed=0)
     assert own.info["acquisition_index"] == "k-SII" and sv.info["acquisition_index"] == "SV"
     assert sv.values.shape == own.values.shape == (21,)
 
@@ -113,7 +113,7 @@ def test_banzhaf_holds_the_empty_coalition_out_by_default() -> None:
     bv = DesignLoop(game, 32, index="BV", surrogate="shared", refit="adaptive", seed=0).run()
     assert bv.info["hold_out_empty"] is True
     np.testing.assert_allclose(bv.values, exact_index_values(game.values, "BV"), atol=1e-4)
-    off = ShaplEIG(index="BV", hold_out_empty=False, surrogate="shared", refit="adaptive").estimate(game, 12, seed=0)
+    off = ShaplEIG.from_options(index="BV", hold_out_empty=False, surrogate="shared", refit="adaptive").estimate(game, 12, seed=0)
     assert off.info["hold_out_empty"] is False
     assert ShaplEIG().estimate(game, 8, seed=0).info["hold_out_empty"] is False
 

@@ -367,7 +367,7 @@ def test_shared_lengthscale_loop():
     game = TableGame(_random_table(p, 5))
     phi = exact_shapley(game)
     # the loop itself at budget 2^p (ShaplEIG().estimate would enumerate instead)
-    est = ShaplEIG(ard=False, noise=1e-10).make_loop(BudgetedGame(game, 2**p), seed=0).run()
+    est = ShaplEIG.from_options(ard=False, noise=1e-10).make_loop(BudgetedGame(game, 2**p), seed=0).run()
     assert est.info["ard"] is False
     ls = np.asarray(est.info["lengthscales"])
     assert ls.shape == (p,) and np.all(ls == ls[0])
@@ -377,7 +377,7 @@ def test_shared_lengthscale_loop():
     game = TableGame(_smooth_table(p, 1))
     for bad in ("no", 0):
         with pytest.raises(ValueError, match="ard must be"):
-            ShaplEIG(ard=bad)
+            ShaplEIG.from_options(ard=bad)
         with pytest.raises(ValueError, match="ard must be"):
             DesignLoop(game, 10, ard=bad)
     assert game.calls == 0

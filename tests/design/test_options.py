@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from shapleig import DesignLoop, FunctionGame, GPLeverage, ShaplEIG
-from shapleig.design.options import GPOptions, LoopOptions
+from shapleig.design.options import (
+    DesignOptions,
+    FitOptions,
+    GPOptions,
+    LoopOptions,
+    ModelOptions,
+    ReadoutOptions,
+)
 from shapleig_tasks.methods import parse_method
 
 
@@ -19,16 +26,99 @@ def _game(p: int = 5) -> FunctionGame:
     return FunctionGame(lambda Z: Z @ w + 0.3 * Z[:, 0] * Z[:, 1], n_players=p)
 
 
-@pytest.mark.parametrize("cls, options", [(ShaplEIG, LoopOptions), (GPLeverage, GPOptions)])
-def test_constructor_parameters_are_the_option_fields(cls, options) -> None:
-    params = inspect.signature(cls).parameters
-    fields = {f.name: f for f in dataclasses.fields(options)}
-    assert list(params) == list(fields)
+def test_gp_leverage_parameters_are_the_option_fields() -> None:
+    params = inspect.signature(GPLeverage).parameters
+    fields = {f.name: f for f in dataclasses.fields(GPOptions)}
+    assert sorted(params) == sorted(fields)
     for name, param in params.items():
         assert param.kind is inspect.Parameter.KEYWORD_ONLY
-        default = fields[name].default if fields[name].default is not dataclasses.MISSING else fields[name].default_factory()
-        assert param.default == default, name
-    assert cls().get_params() == {name: getattr(options(), name) for name in fields}
+        assert param.default == fields[name].default, name
+    assert GPLeverage().get_params() == {name: getattr(GPOptions(), name) for name in fields}
+
+
+# ShaplEIG's parameters, written out here (not read from the module under test)
+_TOP = ["surrogate", "acquisition", "refit", "index", "max_order", "tol", "rtol", "batch_size", "pool_size",
+        "progress", "callbacks"]
+_GROUPS = {"model": ModelOptions, "readout": ReadoutOptions, "fitting": FitOptions, "design": DesignOptions}
+
+
+def test_shapleig_signature_is_short_typed_and_has_no_var_keywords() -> None:
+    params = inspect.signature(ShaplEIG).parameters
+    assert list(params) == _TOP + list(_GROUPS)
+    assert len(params) <= 15
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values())
+    assert all(p.annotation is not inspect.Parameter.empty for p in params.values())
+    defaults = LoopOptions()
+    for name in _TOP:
+        assert params[name].default == getattr(defaults, name), name
+    for name in _GROUPS:
+        assert params[name].default is None
+
+
+def test_every_option_has_one_home() -> None:
+    """The top-level parameters and the four groups partition the options (``ard``: the older switch,
+    reachable through ``from_options`` only)."""
+    homes = {name: ["top"] for name in _TOP}
+    for group, kind in _GROUPS.items():
+        for name in kind.names():
+            homes.setdefault(name, []).append(group)
+    assert sorted(homes) == sorted(set(LoopOptions.names()) - {"ard"})
+    assert all(len(where) == 1 for where in homes.values()), homes
+
+
+# a valid non-default value of every option but the older switch
+_VALUES = dict(acquisition="uncertainty", refit="never", pool_size=64, batch_size=2, tol=0.5, rtol=0.1,
+               progress=True, callbacks=(print,), index="k-SII", max_order=3, surrogate="shared", noise=1e-4,
+               noise_convention="raw", jumps=True, rough=True, size_trend=False, hold_out_empty=True,
+               calibrate="jackknife", integrate=2, structures=("kernels",), hand_over=3, fit_points=64,
+               final_refit=False, warm_start=True, threads=2, initial_design="uniform", max_candidates=50,
+               batch_mode="sync", acquisition_index="SV", acquisition_order=1, probe_degenerate=False)
+
+
+def test_from_options_puts_each_option_in_its_group() -> None:
+    assert sorted(_VALUES) == sorted(set(LoopOptions.names()) - {"ard", "hyperparameters", "fit_engine"})
+    est = ShaplEIG.from_options(**_VALUES)
+    assert est.options == LoopOptions(**_VALUES)
+    assert est.model == ModelOptions(noise=1e-4, noise_convention="raw", jumps=True, rough=True, size_trend=False,
+                                     hold_out_empty=True)
+    assert est.readout == ReadoutOptions(calibrate="jackknife", integrate=2, structures=("kernels",))
+    assert est.fitting == FitOptions(hand_over=3, fit_points=64, final_refit=False, warm_start=True, threads=2)
+    assert est.design == DesignOptions(initial_design="uniform", max_candidates=50, batch_mode="sync",
+                                       acquisition_index="SV", acquisition_order=1, probe_degenerate=False)
+    plain = ShaplEIG.from_options(pool_size=64)
+    assert (plain.model, plain.readout, plain.fitting, plain.design) == (None, None, None, None)
+    assert ShaplEIG.from_options(ard=True).surrogate == "ard"
+
+
+def test_a_flat_option_names_its_group() -> None:
+    with pytest.raises(TypeError, match=r"noise is an option of the model group.*ModelOptions\(noise"):
+        ShaplEIG(noise=1e-4)
+    with pytest.raises(TypeError, match=r"fit_points is an option of the fitting group"):
+        ShaplEIG(fit_points=64)
+    with pytest.raises(TypeError, match=r"surrogate='ard'"):
+        ShaplEIG(ard=True)
+    with pytest.raises(TypeError, match=r"model must be a ModelOptions.*got dict"):
+        ShaplEIG(model={"noise": 1e-4})
+
+
+def test_groups_validate_alone_and_together() -> None:
+    with pytest.raises(ValueError, match="noise must be"):
+        ModelOptions(noise=-1.0)
+    with pytest.raises(ValueError, match="unknown initial design"):
+        DesignOptions(initial_design="sobol")
+    assert repr(ModelOptions(noise=1e-4)) == "ModelOptions(noise=0.0001)" and repr(FitOptions()) == "FitOptions()"
+    # a check across groups runs on the whole: the EIG's order must exist for the index it is about
+    with pytest.raises(ValueError):
+        ShaplEIG(index="SV", design=DesignOptions(acquisition_order=3))
+
+
+def test_groups_reach_the_loop_and_set_params_takes_flat_names() -> None:
+    est = ShaplEIG(pool_size=40, model=ModelOptions(noise=1e-4), design=DesignOptions(max_candidates=30))
+    assert est.options == LoopOptions(pool_size=40, noise=1e-4, max_candidates=30)
+    assert est.set_params(fit_points=64, pool_size=20) is est
+    assert est.options == LoopOptions(pool_size=20, noise=1e-4, max_candidates=30, fit_points=64)
+    with pytest.raises(ValueError, match="no parameter"):
+        est.set_params(nosie=1.0)
 
 
 def test_positional_options_are_refused() -> None:
@@ -39,6 +129,8 @@ def test_positional_options_are_refused() -> None:
 def test_unknown_option_is_named() -> None:
     with pytest.raises(TypeError, match=r"ShaplEIG got unknown option\(s\) \['pool'\]"):
         ShaplEIG(pool=3)
+    with pytest.raises(TypeError, match=r"ShaplEIG got unknown option\(s\) \['pool'\]"):
+        ShaplEIG.from_options(pool=3)
     with pytest.raises(TypeError, match=r"DesignLoop got unknown option\(s\) \['acq'\]"):
         DesignLoop(_game(), 10, acq="eig")
 
@@ -55,7 +147,7 @@ def test_unknown_option_is_named() -> None:
     ({"threads": 0}, "threads must be an int >= 1 or None"),
 ])
 def test_bad_options_fail_on_construction(bad, message) -> None:
-    for build in (lambda: LoopOptions(**bad), lambda: ShaplEIG(**bad)):
+    for build in (lambda: LoopOptions(**bad), lambda: ShaplEIG.from_options(**bad)):
         with pytest.raises(ValueError, match=message):
             build()
 
@@ -63,14 +155,14 @@ def test_bad_options_fail_on_construction(bad, message) -> None:
 def test_options_are_normalised_and_clone_round_trips() -> None:
     from sklearn.base import clone
 
-    est = ShaplEIG(ard=True, pool_size=np.int64(64), tol=np.float32(0.5))
-    assert est.surrogate == "ard" and est.ard is True and type(est.pool_size) is int and type(est.tol) is float
+    est = ShaplEIG.from_options(ard=True, pool_size=np.int64(64), tol=np.float32(0.5), noise=1e-4)
+    assert est.surrogate == "ard" and est.options.ard is True and type(est.pool_size) is int and type(est.tol) is float
     assert clone(est).get_params() == est.get_params()
-    assert ShaplEIG(surrogate="shared").ard is False and ShaplEIG().ard is None
+    assert ShaplEIG(surrogate="shared").options.ard is False and ShaplEIG().options.ard is None
 
 
 def test_every_option_reaches_the_loop_and_its_info() -> None:
-    est = ShaplEIG(pool_size=40, batch_size=2, refit="never", final_refit=False, surrogate="shared")
+    est = ShaplEIG(pool_size=40, batch_size=2, refit="never", fitting=FitOptions(final_refit=False), surrogate="shared")
     result = est.estimate(_game(), 12, seed=0)
     options = LoopOptions().names()
     missing = [name for name in options if name not in result.info]
@@ -81,9 +173,10 @@ def test_every_option_reaches_the_loop_and_its_info() -> None:
 
 
 def test_harness_accepts_every_loop_option_by_name() -> None:
-    for name, value in (("pool_size", 64), ("refit", "decaying"), ("surrogate", "ard"), ("tol", 0.1)):
+    for name, value in (("pool_size", 64), ("refit", "decaying"), ("surrogate", "ard"), ("tol", 0.1),
+                        ("noise", 1e-4), ("final_refit", False), ("initial_design", "uniform")):
         spec = parse_method(f"shapleig:{name}={value}")
-        assert getattr(spec.build(), name) == value
+        assert getattr(spec.build().options, name) == value
 
 
 def test_gp_leverage_uses_the_default_fit_engine() -> None:
@@ -91,7 +184,7 @@ def test_gp_leverage_uses_the_default_fit_engine() -> None:
 
     result = GPLeverage().estimate(_game(), 12, seed=0)
     assert result.info["fit_engine"] == LoopOptions().fit_engine == "numpy"
-    assert GPLeverage().fit_engine == ShaplEIG().fit_engine
+    assert GPLeverage().fit_engine == ShaplEIG().options.fit_engine
 
 
 # -- declarative constraints ----------------------------------------------------------------------
@@ -126,7 +219,7 @@ def test_each_field_refuses_an_invalid_value_naming_the_field(name: str, bad) ->
     with pytest.raises((ValueError, TypeError), match=name):
         LoopOptions(**{name: bad})
     with pytest.raises((ValueError, TypeError), match=name):
-        ShaplEIG(**{name: bad})
+        ShaplEIG.from_options(**{name: bad})
 
 
 def test_constraints_normalise() -> None:

@@ -63,7 +63,7 @@ def test_adaptive_threshold_extremes():
 
 
 def test_adaptive_policy_is_deterministic_per_seed():
-    runs = [ShaplEIG(refit="adaptive", fit_engine="numpy", ard=ard).estimate(_game(), 35, seed=5)
+    runs = [ShaplEIG.from_options(refit="adaptive", fit_engine="numpy", ard=ard).estimate(_game(), 35, seed=5)
             for ard in (False, False, True, True)]
     for a, b in (runs[:2], runs[2:]):
         np.testing.assert_array_equal(a.values, b.values)
@@ -73,7 +73,7 @@ def test_adaptive_policy_is_deterministic_per_seed():
 
 def test_unknown_fit_engine_in_the_loop():
     with pytest.raises(ValueError, match="fit engine"):
-        ShaplEIG(fit_engine="jax")
+        ShaplEIG.from_options(fit_engine="jax")
     with pytest.raises(ValueError, match="fit engine"):
         DesignLoop(_game(), 20, fit_engine="jax", progress=False)
 

@@ -50,7 +50,7 @@ def test_the_exact_threshold_values_are_the_documented_ones() -> None:
 
 def test_alone_the_fitted_kernel_is_certain_and_wrong_and_says_the_evidence_is_degenerate(caplog) -> None:
     with caplog.at_level(logging.WARNING):
-        est = shapleig.ShaplEIG(**ALONE).estimate(THRESHOLD, 24, seed=2)
+        est = shapleig.ShaplEIG.from_options(**ALONE).estimate(THRESHOLD, 24, seed=2)
     assert _max_z(est) > 100
     assert est.info["degenerate_evidence"] is True
     assert any("degenerate evidence" in r.getMessage() for r in caplog.records)
@@ -69,8 +69,8 @@ def test_the_default_probes_the_degenerate_structure_and_covers_the_threshold_ga
 
 def test_the_read_out_keeps_the_estimate_and_only_widens_the_interval() -> None:
     game = FunctionGame(_interacting, 6)
-    alone = shapleig.ShaplEIG(**ALONE).estimate(game, 20, seed=1)
-    est = shapleig.ShaplEIG(probe_degenerate=False).estimate(game, 20, seed=1)
+    alone = shapleig.ShaplEIG.from_options(**ALONE).estimate(game, 20, seed=1)
+    est = shapleig.ShaplEIG.from_options(probe_degenerate=False).estimate(game, 20, seed=1)
     assert est.info["degenerate_evidence"] is False  # the same design either way
     np.testing.assert_array_equal(est.values, alone.values)
     assert alone.info["structures_readout"] is None and est.info["structures_readout"] is not None
@@ -98,7 +98,7 @@ def test_the_degenerate_flag_is_the_leave_one_out_quantile() -> None:
     """The flag against explicit deletions: refit-free leave-one-out means from the dense posterior."""
     game = FunctionGame(_additive, 6)
     bg = shapleig.BudgetedGame(game, 16)
-    loop = shapleig.ShaplEIG(probe_degenerate=False).make_loop(bg, 0)
+    loop = shapleig.ShaplEIG.from_options(probe_degenerate=False).make_loop(bg, 0)
     loop.run()
     post = loop.posterior
     h = post.hyper
@@ -129,7 +129,7 @@ def test_a_met_tol_holds_for_the_widened_interval() -> None:
     assert float(np.max(est.std)) <= 0.1
     assert est.info["structures_readout"] is not None
     # the narrower interval of the fitted surrogate alone met the same target earlier
-    alone = shapleig.ShaplEIG(tol=0.1, **ALONE).estimate(game, 60, seed=0)
+    alone = shapleig.ShaplEIG.from_options(tol=0.1, **ALONE).estimate(game, 60, seed=0)
     assert alone.info["target_reached"] and alone.evaluations < est.evaluations
 
 

@@ -102,7 +102,7 @@ def test_lightgbm_shapleig_efficient_and_exact_at_full_budget(lgbm6):
     assert np.abs(est.covariance.sum(axis=1)).max() < 1e-8 * np.abs(est.covariance).max()
     # full budget: the posterior interpolates all 2^p values (tiny GP noise), so it is exact
     full = shapleig.explain(model, bg, x, budget=2**p, seed=0,
-                            method=shapleig.ShaplEIG(noise=1e-10, refit="never"))
+                            method=shapleig.ShaplEIG.from_options(noise=1e-10, refit="never"))
     assert full.evaluations == 2**p
     np.testing.assert_allclose(full.values, reference, atol=1e-6 * np.abs(reference).max())
     assert _efficiency_gap(full) < 1e-6

@@ -206,5 +206,5 @@ def test_shapleig_estimates_an_order_three_index() -> None:
     assert np.max(np.abs(est.values - exact)) < 0.01
     z = np.abs(est.values - exact) / est.std
     assert np.mean(z <= 1.96) >= 0.9
-    pairs = ShaplEIG(index="STII", max_order=3, acquisition_order=2).estimate(game, 24, seed=0)
+    pairs = ShaplEIG.from_options(index="STII", max_order=3, acquisition_order=2).estimate(game, 24, seed=0)
     assert pairs.info["acquisition_order"] == 2 and pairs.max_order == 3

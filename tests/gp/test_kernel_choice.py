@@ -257,7 +257,7 @@ def test_gated_floor_only_where_loo_says_overconfident_plus_disagreement():
     ext = mix.extend(all_coalitions(5)[~np.isin(to_bitmask(all_coalitions(5)), to_bitmask(X))][:2], np.ones(2))
     assert len(ext.all_components) == 2 and ext.floor == "gated"
     with pytest.raises(ValueError, match="calibrate must be"):
-        ShaplEIG(calibrate="sometimes")
+        ShaplEIG.from_options(calibrate="sometimes")
     with pytest.raises(ValueError, match="unknown variance floor"):
         MixturePosterior([MixtureComponent("a", 1.0, 1.0, a)], floor="max")
 
@@ -322,7 +322,7 @@ def test_default_loop_equals_dense_mixture(surrogate, size_trend, calibrate):
 def test_default_exact_at_full_budget_and_deterministic():
     p = 5
     game = _table_game(p, 6, smooth=False)
-    est = ShaplEIG(noise=1e-10).estimate(game, 2**p, seed=0)
+    est = ShaplEIG.from_options(noise=1e-10).estimate(game, 2**p, seed=0)
     np.testing.assert_allclose(est.values, exact_shapley(game), atol=1e-6)
     a = ShaplEIG().estimate(_table_game(p, 7), 14, seed=3)
     b = ShaplEIG().estimate(_table_game(p, 7), 14, seed=3)
@@ -333,7 +333,7 @@ def test_default_exact_at_full_budget_and_deterministic():
 @pytest.mark.torch  # the published setting fits with botorch (extra shapleig[botorch])
 def test_published_configuration():
     est = ShaplEIG.published()
-    assert est.surrogate == "ard" and est.calibrate is False and est.refit == "every" and est.pool_size == 1024
+    assert est.surrogate == "ard" and est.options.calibrate is False and est.refit == "every" and est.pool_size == 1024
     assert ShaplEIG.published(refit="decaying").refit == "decaying"
     p = 5
     game = _table_game(p, 8)
@@ -372,7 +372,7 @@ def test_tol_stops_at_first_step_meeting_the_target():
     assert est.evaluations == first  # relative form: rtol * |v(N) - v(empty)|
 
     # the fitted surrogate's read-out (with the structure read-out: tests/design/test_structure_readout.py)
-    alone = ShaplEIG(structures=(), probe_degenerate=False)
+    alone = ShaplEIG.from_options(structures=(), probe_degenerate=False)
     refitted = alone.estimate(_table_game(p, 10), 60, seed=1)
     tol = float(np.median([s.max() for _, s in refitted.trace_std]))
     est = alone.estimate(_table_game(p, 10), 60, seed=1, tol=tol)
@@ -393,7 +393,7 @@ def test_default_and_published_clone():
     for est in (ShaplEIG(), ShaplEIG.published(), ShaplEIG(surrogate="shared", tol=0.1)):
         twin = clone(est)
         assert twin.get_params() == est.get_params() and twin.surrogate == est.surrogate
-    assert ShaplEIG().ard is None and ShaplEIG(ard=False).surrogate == "shared"
+    assert ShaplEIG().options.ard is None and ShaplEIG.from_options(ard=False).surrogate == "shared"
 
 
 # -- the Laplace evidence (surrogate="laplace") --------------------------------------------------

@@ -296,7 +296,7 @@ def test_register_kernel_adds_a_named_mode(monkeypatch) -> None:
     monkeypatch.setattr(kernel_registry, "SURROGATES", dict(kernel_registry.SURROGATES))
     register_kernel("shared+lin", Hamming(ard=False) + Linear())
     assert [k.name for k in surrogate_kernels("shared+lin", "both", False)] == ["shared+lin", "shared+lin+size"]
-    assert ShaplEIG(surrogate="shared+lin", size_trend=False).options.kernels[0].parts[1] == Linear()
+    assert ShaplEIG.from_options(surrogate="shared+lin", size_trend=False).options.kernels[0].parts[1] == Linear()
     with pytest.raises(ValueError, match="unknown surrogate"):
         ShaplEIG(surrogate="rbf")
 

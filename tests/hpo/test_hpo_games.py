@@ -232,7 +232,7 @@ def test_bad_input_is_refused_before_evaluating():
 def test_resume_after_kill_repeats_no_finished_tuning_run(tmp_path):
     """A study killed mid-run resumes from the store: finished coalitions are not tuned again and
     the estimate equals the uninterrupted one."""
-    method = shapleig.ShaplEIG(ard=False)
+    method = shapleig.ShaplEIG.from_options(ard=False)
     budget = 10
 
     def fresh(kill_after=None):

@@ -58,7 +58,7 @@ def test_ablation_and_estimators_run_on_a_wrapped_game(task, tmp_path):
     game = hypershap_game(task, "ablation", target=target)
     theirs = HyperSHAP(task).ablation(target, cs.get_default_configuration(), index="SV", order=1)
     np.testing.assert_allclose(shapleig.exact_shapley(game), sv(theirs, 4), atol=1e-10)
-    est = shapleig.ShaplEIG(ard=False).estimate(game, 12, seed=0,
+    est = shapleig.ShaplEIG.from_options(ard=False).estimate(game, 12, seed=0,
                                                 store=shapleig.EvaluationStore(tmp_path / "s.sqlite"))
     assert est.evaluations == 12 and np.isfinite(est.values).all()
     # a HyperSHAP game object is accepted as it is, too

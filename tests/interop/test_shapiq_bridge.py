@@ -73,7 +73,7 @@ def test_shapiq_plots_draw_our_result(tmp_path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    est = shapleig.ShaplEIG(ard=False, refit="never", pool_size=50).estimate(_game(), 12, seed=0)
+    est = shapleig.ShaplEIG.from_options(ard=False, refit="never", pool_size=50).estimate(_game(), 12, seed=0)
     iv = est.to_interaction_values()
     names = [f"x{i}" for i in range(6)]
     for plot in (shapiq.plot.force_plot, shapiq.plot.waterfall_plot, shapiq.plot.bar_plot):
@@ -91,7 +91,7 @@ def test_shapiq_explainer_runs_shapleig() -> None:
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 5))
     model = LinearRegression().fit(X, X @ np.array([1.0, -2.0, 0.5, 0.0, 3.0]))
-    approx = bridge.ShapiqApproximator(5, estimator=shapleig.ShaplEIG(ard=False, refit="never", pool_size=40))
+    approx = bridge.ShapiqApproximator(5, estimator=shapleig.ShaplEIG.from_options(ard=False, refit="never", pool_size=40))
     explainer = shapiq.TabularExplainer(model, X[:20], approximator=approx, index="SV", max_order=1)
     iv = explainer.explain(X[0], budget=16, random_state=3)
     est = approx.last_estimate

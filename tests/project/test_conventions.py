@@ -87,7 +87,7 @@ def test_none_and_generator_seeds_are_recorded_and_repeatable(method: str) -> No
 
 
 def test_shapleig_records_a_fresh_seed_that_repeats_the_run() -> None:
-    est = shapleig.ShaplEIG(ard=False, refit="never", pool_size=30)
+    est = shapleig.ShaplEIG.from_options(ard=False, refit="never", pool_size=30)
     first = est.estimate(_game(), 10, seed=None)
     again = est.estimate(_game(), 10, seed=first.info["seed"])
     np.testing.assert_array_equal(first.values, again.values)
@@ -103,9 +103,9 @@ def test_every_baseline_clones(name: str) -> None:
 
 
 def test_gp_estimators_clone_and_set_params_validates() -> None:
-    est = shapleig.ShaplEIG(ard=False, pool_size=300, refit="decaying")
+    est = shapleig.ShaplEIG.from_options(ard=False, pool_size=300, refit="decaying")
     twin = clone(est)
-    assert twin.get_params() == est.get_params() and twin.pool_size == 300 and twin.ard is False
+    assert twin.get_params() == est.get_params() and twin.pool_size == 300 and twin.options.ard is False
     assert clone(shapleig.GPLeverage(ard=False)).ard is False
     assert est.set_params(batch_size=2) is est and est.batch_size == 2
     with pytest.raises(ValueError, match="unknown acquisition"):

@@ -43,7 +43,7 @@ def test_published_setting_names_the_extra_before_any_evaluation(no_torch: None)
     with pytest.raises(MissingExtraError, match=r"pip install 'shapleig\[botorch\]'"):
         shapleig.ShaplEIG.published()
     with pytest.raises(MissingExtraError, match="fit_engine='gpytorch'"):
-        shapleig.ShaplEIG(fit_engine="gpytorch", size_trend=False).estimate(game, 8)
+        shapleig.ShaplEIG.from_options(fit_engine="gpytorch", size_trend=False).estimate(game, 8)
     with pytest.raises(MissingExtraError, match=r"shapleig\[botorch\]"):
         registry.build("shapleig-published")
     assert calls == []

@@ -43,7 +43,7 @@ print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))
 def test_published_setting_still_uses_botorch() -> None:
     from shapleig import ShaplEIG
 
-    assert ShaplEIG.published().fit_engine == "gpytorch" and ShaplEIG().fit_engine == "numpy"
+    assert ShaplEIG.published().options.fit_engine == "gpytorch" and ShaplEIG().options.fit_engine == "numpy"
 
 
 def test_import_shapleig_is_light() -> None:

@@ -81,7 +81,7 @@ def test_killed_run_resumes_without_reevaluating(tmp_path, k, options):
     # Resume through the estimator front, with the same game (same fingerprint) and seed.
     game = QuadraticGame(P, seed=7, log_path=log)
     estimator_options = {key: v for key, v in options.items() if key != "seed"}
-    resumed = ShaplEIG(**estimator_options).estimate(game, BUDGET, seed=SEED, store=store)
+    resumed = ShaplEIG.from_options(**estimator_options).estimate(game, BUDGET, seed=SEED, store=store)
     calls = read_log(log)
     assert len(calls) == BUDGET and len(set(calls)) == BUDGET  # no coalition evaluated twice
     assert resumed.info["n_store_hits"] == k and resumed.info["n_game_evaluations"] == BUDGET - k

@@ -57,7 +57,7 @@ def ablation(user_file):
 def _direct_mse(acquisition, budget: int, largest: int, seed: int) -> float:
     """The same run outside the harness: ShaplEIG at the largest budget, read at ``budget``."""
     game = resolve_tasks(["soug-6"])[0].game()
-    est = ShaplEIG(acquisition=acquisition, **OPTIONS).estimate(game, largest, seed=seed)
+    est = ShaplEIG.from_options(acquisition=acquisition, **OPTIONS).estimate(game, largest, seed=seed)
     return float(np.mean((est.values_at(budget) - exact_shapley(game)) ** 2))
 
 
