@@ -270,8 +270,9 @@ class ShaplEIG(OptionsEstimator):
         return params
 
     def set_params(self, **params: Any) -> "ShaplEIG":
-        """Change parameters (as scikit-learn's), a group's option (``model__noise=1e-4``) or any option by its
-        flat name (``noise=1e-4``); validated as in the constructor.
+        """Change parameters, a group's option (``model__noise=1e-4``) or any option by name (``noise=1e-4``).
+
+        Validated as in the constructor (scikit-learn's ``set_params``, nested parameters included).
 
         Args:
             **params: parameters, ``group__option`` pairs or options by name.
