@@ -252,19 +252,62 @@ class ShaplEIG(OptionsEstimator):
                    if value is not params[name].default and not plain_equal(value, params[name].default)}
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor parameters; with ``deep``, also each given group's options as ``group__option``.
+
+        Args:
+            deep: add ``model__noise``-style entries for the groups that are set (scikit-learn's
+                nested parameters, as for a pipeline's steps).
+
+        Returns:
+            ``{name: value}``.
+        """
+        params = super().get_params()
+        if deep:
+            for name in OPTION_GROUPS:
+                if params[name] is not None:
+                    params.update({f"{name}__{key}": value for key, value in params[name].as_dict().items()})
+        return params
+
     def set_params(self, **params: Any) -> "ShaplEIG":
-        """Change parameters (as scikit-learn's), or any option by its flat name (``set_params(noise=1e-4)``).
+        """Change parameters, a group's option (``model__noise=1e-4``) or any option by name (``noise=1e-4``).
+
+        Validated as in the constructor (scikit-learn's ``set_params``, nested parameters included).
+
+        Args:
+            **params: parameters, ``group__option`` pairs or options by name.
 
         Returns:
             the estimator itself.
+
+        Raises:
+            ValueError: a name that is none of these.
         """
-        flat = {key: value for key, value in params.items() if key not in self._param_names()}
-        if flat and all(key in LoopOptions.names() for key in flat):
-            super().set_params(**{key: value for key, value in params.items() if key not in flat})
+        direct: dict[str, Any] = {}
+        nested: dict[str, dict[str, Any]] = {}
+        flat: dict[str, Any] = {}
+        for key, value in params.items():
+            group, sep, field = key.partition("__")
+            if sep and group in OPTION_GROUPS and field in OPTION_GROUPS[group].names():
+                nested.setdefault(group, {})[field] = value
+            elif key in self._param_names():
+                direct[key] = value
+            elif key in LoopOptions.names():
+                flat[key] = value
+            else:
+                raise ValueError(f"{type(self).__name__} has no parameter {key!r}; its parameters: "
+                                 f"{self._param_names()}, a group's option as group__option "
+                                 f"(e.g. model__noise), or an option by name: {', '.join(LoopOptions.names())}")
+        for group, fields in nested.items():
+            current = direct.get(group, getattr(self, group)) or OPTION_GROUPS[group]()
+            direct[group] = current.replace(**fields)
+        if direct:
+            super().set_params(**direct)
+        if flat:
             values = {k: v for k, v in self.options.as_dict().items() if k != "ard"}  # ard: derived from surrogate
-            self.__init__(**type(self).from_loop_options(LoopOptions(**{**values, **flat})).get_params())  # type: ignore[misc]
-            return self
-        return super().set_params(**params)  # type: ignore[return-value]
+            rebuilt = type(self).from_loop_options(LoopOptions(**{**values, **flat}))
+            self.__init__(**rebuilt.get_params(deep=False))  # type: ignore[misc]
+        return self
 
     @classmethod
     def published(cls, **overrides: Any) -> "ShaplEIG":

@@ -138,7 +138,7 @@ class BaseEstimator(abc.ABC):
         unknown = sorted(set(params) - set(names))
         if unknown:
             raise ValueError(f"{type(self).__name__} has no parameter(s) {unknown}; its parameters: {names}")
-        self.__init__(**{**self.get_params(), **params})
+        self.__init__(**{**self.get_params(deep=False), **params})
         return self
 
     def min_budget(self, n_players: int) -> int:

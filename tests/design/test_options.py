@@ -121,6 +121,25 @@ def test_groups_reach_the_loop_and_set_params_takes_flat_names() -> None:
         est.set_params(nosie=1.0)
 
 
+def test_nested_parameters_as_scikit_learn_sees_them() -> None:
+    from sklearn.base import clone
+    from sklearn.model_selection import ParameterGrid
+
+    est = ShaplEIG(model=ModelOptions(noise=1e-4))
+    deep = est.get_params(deep=True)
+    assert deep["model__noise"] == 1e-4 and deep["model__jumps"] is False
+    assert not any(key.startswith(("readout__", "fitting__", "design__")) for key in deep)  # unset groups
+    assert "model__noise" not in est.get_params(deep=False)
+    for point in ParameterGrid({"model__noise": [1e-3, 1e-2], "fitting__fit_points": [64]}):
+        twin = clone(est).set_params(**point)
+        assert twin.options == LoopOptions(noise=point["model__noise"], fit_points=64)
+    assert est.model == ModelOptions(noise=1e-4)  # the original untouched
+    with pytest.raises(ValueError, match="noise must be"):
+        est.set_params(model__noise=-1.0)
+    with pytest.raises(ValueError, match="no parameter 'model__nosie'"):
+        est.set_params(model__nosie=1.0)
+
+
 def test_positional_options_are_refused() -> None:
     with pytest.raises(TypeError):
         ShaplEIG("eig")
