@@ -72,6 +72,18 @@ def cmd_methods(args: argparse.Namespace) -> int:
         return ", ".join(f"{q.name}={q.default!r}" for q in params if q.name not in method.fixed
                          and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD) and q.name != "self")
 
+    def loop_options() -> str:
+        """``key=default`` of every design-loop option by name, grouped as ShaplEIG groups them."""
+        from shapleig.design.estimators import OPTION_GROUPS, TOP_LEVEL
+        from shapleig.design.options import LoopOptions
+
+        defaults = LoopOptions()
+        parts = [", ".join(f"{k}={getattr(defaults, k)!r}" for k in TOP_LEVEL if k != "acquisition")]
+        for group, kind in OPTION_GROUPS.items():
+            parts.append(f"{group} ({kind.__name__}): "
+                         + ", ".join(f"{k}={getattr(defaults, k)!r}" for k in kind.names()))
+        return "; ".join(parts)
+
     def wrapped(text: str) -> str:
         return textwrap.fill(text, width=118, initial_indent="    ", subsequent_indent="    ")
 
@@ -82,8 +94,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
         print(f"{n:<{width}}  {describe(n)}")
         if n not in loop:  # the GP arms share the design loop's options: listed once below
             print(wrapped(f"options: {options(n) or 'none'}"))
-    print(f"\noptions of the GP arms ({', '.join(loop)}; a name fixes its acquisition):")
-    print(wrapped(options(loop[0])))
+    print(f"\noptions of the GP arms ({', '.join(loop)}; a name fixes its acquisition), by name:")
+    print(wrapped(loop_options()))
     from shapleig.design.acquisition import acquisition_names
 
     print(f"\nacquisitions (ShaplEIG(acquisition=...), `shapleig ablate --acquisitions`): "

@@ -38,6 +38,7 @@ Three parts (each single-threaded; set ``OMP_NUM_THREADS=1``):
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
 import time
@@ -92,6 +93,12 @@ def estimator(index: str, args: argparse.Namespace, acquisition: str = "eig") ->
         options["calibrate"] = {"true": True, "false": False}.get(args.calibrate, args.calibrate)
     if args.surrogate is not None:
         options["surrogate"] = args.surrogate
+    for pair in args.option or ():
+        key, _, text = pair.partition("=")
+        try:
+            options[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            options[key] = text  # a plain word, e.g. initial_design=uniform
     return ShaplEIG.from_options(**options)
 
 
@@ -207,6 +214,8 @@ def main() -> None:
                         help="the surrogate (default: ShaplEIG's), e.g. graded, graded-ard, shared")
     parser.add_argument("--hold-out-empty", choices=("on", "off"), default=None,
                         help="hold v(empty) out of the GP (default: the index's default)")
+    parser.add_argument("--option", action="append", default=None, metavar="KEY=VALUE",
+                        help="any other ShaplEIG option by name (repeatable), e.g. --option initial_design=uniform")
     parser.add_argument("--out", default=None, help="write the per-run rows to this CSV")
     parser.add_argument("--summary-from", default=None, help="only summarise a CSV written by --out")
     parser.add_argument("--cells-out", default=None,

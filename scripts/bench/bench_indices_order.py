@@ -43,6 +43,8 @@ def tables() -> pd.DataFrame:
 
 def shapiq_methods(index: str, order: int, wanted: list[str] | None) -> list[str]:
     """Every shapiq approximator that estimates all orders 1..order of ``index`` (the others are refused)."""
+    if wanted == []:
+        return []  # ``--methods`` with no names: ShaplEIG alone (no shapiq needed, any Python)
     from shapleig_baselines.shapiq_methods import ShapiqMethod, shapiq_approximators
 
     names = []

@@ -43,6 +43,7 @@ def test_methods_lists_every_methods_options(capsys) -> None:
     block = out.split("\nkernelshap ")[1].split("\n")[1]
     assert block.strip().startswith("options:") and "paired=False" in block
     assert "options of the GP arms" in out and "refit='auto'" in out and "pool_size=1024" in out
+    assert "model (ModelOptions): noise=1e-06" in out and "fit_points=512" in out  # the groups, by name
     assert "svarm-plus" in out and "empty_strata='warmup'" in out
     assert "every method, its options" in (REPO / "README.md").read_text()  # the promise this test keeps
 
