@@ -714,3 +714,16 @@ def test_bench_trace_prints_the_per_step_costs_and_both_runs() -> None:
     runs = dict(re.findall(r"^ShaplEIG p=8 budget 64 on a file store, (with|without) the trace: ([\d.]+) s "
                            r"\(median of 1\)$", out, re.M))  # --repeats 1
     assert set(runs) == {"with", "without"} and all(float(v) > 0 for v in runs.values())
+
+
+def test_bench_indices_runs_shapleig_alone_and_takes_any_option() -> None:
+    order = load_script("bench/bench_indices_order.py")
+    assert order.shapiq_methods("FBII", 3, []) == []  # `--methods` with no names: no shapiq import at all
+    ind = load_script("bench/bench_indices.py")
+    args = argparse.Namespace(max_order=3, acquisition_index=None, refit=None, hold_out_empty=None, calibrate=None,
+                              surrogate=None, option=["initial_design=uniform", "fit_points=64", "structures=()"])
+    est = ind.estimator("FBII", args)
+    assert est.options.initial_design == "uniform" and est.options.fit_points == 64
+    assert est.options.structures == () and est.options.max_order == 3 and est.options.index == "FBII"
+    args.option = None
+    assert ind.estimator("FBII", args).options.initial_design == "leverage"
