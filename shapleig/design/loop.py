@@ -35,17 +35,17 @@ from shapleig.design.initial import (
 from shapleig.design.options import LoopOptions, options_from
 from shapleig.design.probe import probe_hyperparameters
 from shapleig.design.refit import AutoRefit, refit_schedule
-from shapleig.design.trace_hook import record_finish, record_step
+from shapleig.design.trace_hook import record_finish, record_step, start_loop_trace
 from shapleig.errors import BudgetError
 from shapleig.estimation.base import evaluation_progress_bar
 from shapleig.estimation.result import ShapleyEstimate
+from shapleig.estimation.trace_record import TraceRecorder
 from shapleig.games.game import Game, check_budget, check_game
 from shapleig.games.indices import default_hold_out_empty
-from shapleig.gp.fit_result import FitResult
+from shapleig.gp.fit_result import FitResult, kernel_info
 from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.integrate import integrated_kernels
 from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels
-from shapleig.gp.kernels import SizeParams, size_kernel_info
 from shapleig.gp.mixture import MixturePosterior, build_mixture
 from shapleig.gp.posterior import (
     CandidatePosterior,
@@ -279,6 +279,8 @@ class DesignLoop:
         self._max_acquisitions = self.budget - (p + 1)
         self._finished = False
         self._bar = None  # a progress bar this loop opened (None when the caller's is in use)
+        self._trace_recorder: TraceRecorder | None = None  # own_trace_recorder's, once started
+        self._trace_started = False
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -1004,6 +1006,19 @@ class DesignLoop:
         self.target_evaluations = None
         return self.done  # nothing left to spend: finish with the target missed
 
+    def own_trace_recorder(self) -> TraceRecorder | None:
+        """The recorder of this loop's trace in its store, started at the first call (a loop run by hand).
+
+        A run of ``estimate()`` records through the recorder it attached to the game instead
+        (:func:`~shapleig.design.trace_hook.loop_recorder`); this one is started only when asked.
+
+        Returns:
+            the recorder, or None when the store cannot hold a trace (or there is no store).
+        """
+        if not self._trace_started:  # None is a result too: a store without a trace is not asked again
+            self._trace_recorder, self._trace_started = start_loop_trace(self), True
+        return self._trace_recorder
+
     def info(self) -> dict[str, Any]:
         """Diagnostics: configuration, timings (selection = fits + EIG over the pool, game excluded).
 
@@ -1042,7 +1057,7 @@ class DesignLoop:
             "selection_seconds": self.timings["selection_s"],
             "update_seconds": self.timings["update_s"],
             "game_seconds": self.timings["game_s"],
-            **self._kernel_info(h),
+            **kernel_info(h),
             "jitter": None if self.posterior is None else self.posterior.jitter,
             "degenerate_evidence": self.degenerate_evidence(),
             "probe_steps": self.n_probe_steps,
@@ -1055,12 +1070,8 @@ class DesignLoop:
             return None
         return {"weights": self.mixture.family_weights, "max_shift_over_std": self.mixture.disagreement()}
 
-    @staticmethod
-    def _kernel_info(h: Hyperparameters | None) -> dict[str, Any]:
-        """The primary kernel's values for ``info`` (None before the first fit)."""
-        if h is None:
-            return {"lengthscales": None, "outputscale": None, "mean_constant": None, "size_kernel": None}
-        return {"size_kernel": size_kernel_info(h.part(SizeParams)), **h.describe()}
+    # GPLeverage's info still calls this name; it goes once that call reads gp.fit_result.kernel_info
+    _kernel_info = staticmethod(kernel_info)
 
     def __repr__(self) -> str:
         return (f"DesignLoop(p={self.n_players}, budget={self.budget}, acquisition={self.acquisition!r}, "

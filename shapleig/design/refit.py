@@ -276,7 +276,7 @@ class AutoRefit:
         """
 
         def auto(it: int) -> bool:
-            t, t_fit, p = int(loop.X.shape[0]), int(loop._fitted_on), int(loop.n_players)
+            t, t_fit, p = int(loop.X.shape[0]), int(loop.fitted_on), int(loop.n_players)
             between = self.sparse(t, p) and 0 <= t_fit < t and t < self.growth * t_fit
             z = loop.posterior.innovations()[t_fit:t] if between and loop.posterior is not None else None
             return self.due(t, t_fit, z, p)

@@ -3,9 +3,10 @@
 Two calls from the loop: :func:`record_step` after a step appends to ``loop.trace``, and
 :func:`record_finish` with the final estimate (whose last entry a final refit may have replaced).
 The recorder is the one ``estimate()`` attached to the budgeted game, or, for a loop run by hand
-on a store, one this module starts for the loop (:mod:`shapleig.estimation.trace_record`). The
-loop's state is read through ``getattr`` with defaults, so a loop without one of the diagnostics
-still records its estimate.
+on a store, the loop's own (:meth:`~shapleig.design.loop.DesignLoop.own_trace_recorder`, started by
+:func:`start_loop_trace` at its first use; :mod:`shapleig.estimation.trace_record`). The loop's
+diagnostics are read through ``getattr`` with defaults, so a loop without one of them still records
+its estimate.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def loop_recorder(loop: Any) -> TraceRecorder | None:
     """The recorder of ``loop``'s run: ``estimate()``'s, else the loop's own (started on first use).
 
     Args:
-        loop: a :class:`~shapleig.design.loop.DesignLoop`.
+        loop: a :class:`~shapleig.design.loop.DesignLoop` (or the scheduler driving one).
 
     Returns:
         the recorder, or None when the loop's store cannot hold a trace (or there is no store).
@@ -29,13 +30,23 @@ def loop_recorder(loop: Any) -> TraceRecorder | None:
     recorder = getattr(loop.game, "trace_recorder", None)
     if recorder is not None:
         return recorder
-    if "_trace_recorder" not in vars(loop):
-        store = getattr(loop.game, "store", None)
-        method, params = loop_trace_identity(loop.options)
-        loop._trace_recorder = None if not supports_trace(store) else start_trace(
-            loop.game, method=method, seed=loop.seed, budget=loop.budget, params=params,
-            index=loop.operator.index, max_order=loop.operator.max_order)
-    return loop._trace_recorder
+    return loop.own_trace_recorder()
+
+
+def start_loop_trace(loop: Any) -> TraceRecorder | None:
+    """Start the trace of a loop run by hand on a store (its method, seed, budget, options and index).
+
+    Args:
+        loop: a :class:`~shapleig.design.loop.DesignLoop`.
+
+    Returns:
+        a new recorder, or None when the loop's store cannot hold a trace (or there is no store).
+    """
+    store = getattr(loop.game, "store", None)
+    method, params = loop_trace_identity(loop.options)
+    return None if not supports_trace(store) else start_trace(
+        loop.game, method=method, seed=loop.seed, budget=loop.budget, params=params,
+        index=loop.operator.index, max_order=loop.operator.max_order)
 
 
 def loop_trace_identity(options: Any) -> tuple[str, dict[str, Any]]:
@@ -111,4 +122,4 @@ def record_finish(loop: Any, est: ShapleyEstimate) -> None:
     est.info["trace_run"] = recorder.run_id
 
 
-__all__ = ["loop_diagnostics", "loop_recorder", "loop_trace_identity", "record_finish", "record_step"]
+__all__ = ["loop_diagnostics", "loop_recorder", "loop_trace_identity", "record_finish", "record_step", "start_loop_trace"]

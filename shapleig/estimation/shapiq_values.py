@@ -180,8 +180,19 @@ class UncertainInteractionValues(InteractionValues):
         return var, cov
 
     @classmethod
-    def _lift(cls, plain: InteractionValues, terms: list[Term], std: Any, covariance: Any) -> UncertainInteractionValues:
-        """``plain`` (a shapiq result) as this class with the given uncertainty (no re-validation of values)."""
+    def from_plain(cls, plain: InteractionValues, terms: list[Term], std: Any,
+                   covariance: Any) -> UncertainInteractionValues:
+        """``plain`` (a shapiq result) as this class with the given uncertainty (no re-validation of values).
+
+        Args:
+            plain: shapiq ``InteractionValues``; its values and lookup are taken as they are.
+            terms: the d distinct non-empty terms ``std`` and ``covariance`` follow.
+            std: float64[d], or None (the square root of the covariance's diagonal).
+            covariance: float64[d, d], or None.
+
+        Returns:
+            an :class:`UncertainInteractionValues` (``plain`` is left unchanged).
+        """
         out = cls.__new__(cls)
         out.__dict__.update({k: v for k, v in plain.__dict__.items() if k not in ("_terms", "_std", "_cov")})
         out._set_uncertainty(terms, std, covariance)
@@ -192,7 +203,7 @@ class UncertainInteractionValues(InteractionValues):
         keep = [t for t in plain.interactions if len(t) > 0 and t in self._terms]
         idx = [self._terms.index(t) for t in keep]
         cov = None if self._cov is None else self._cov[np.ix_(idx, idx)]
-        return self._lift(plain, keep, self._std[idx], cov)
+        return self.from_plain(plain, keep, self._std[idx], cov)
 
     def _combined(self, plain: InteractionValues, parts: list[tuple[Any, float]]) -> UncertainInteractionValues:
         """``plain`` with the uncertainty of ``sum_k c_k X_k`` for independent ``X_k`` (``parts`` = (X_k, c_k)).
@@ -212,35 +223,35 @@ class UncertainInteractionValues(InteractionValues):
             v, C = other._embedded(terms)
             var += c * c * v
             cov = None if cov is None or C is None else cov + c * c * C
-        return self._lift(plain, terms, np.sqrt(var), cov)
+        return self.from_plain(plain, terms, np.sqrt(var), cov)
 
     # -- shapiq's operations, with the uncertainty carried along -------------------------------
     def __copy__(self) -> UncertainInteractionValues:
-        return self._lift(super().__copy__(), list(self._terms), self._std.copy(),
+        return self.from_plain(super().__copy__(), list(self._terms), self._std.copy(),
                           None if self._cov is None else self._cov.copy())
 
     def __mul__(self, other: Any) -> UncertainInteractionValues:
         if isinstance(other, bool) or not isinstance(other, numbers.Real):
             return NotImplemented
         c = float(other)
-        return self._lift(super().__mul__(other), list(self._terms), self._std * abs(c),
+        return self.from_plain(super().__mul__(other), list(self._terms), self._std * abs(c),
                           None if self._cov is None else self._cov * (c * c))
 
     def __rmul__(self, other: Any) -> UncertainInteractionValues:
         return self.__mul__(other)
 
     def __neg__(self) -> UncertainInteractionValues:
-        return self._lift(super().__neg__(), list(self._terms), self._std.copy(), self._cov)
+        return self.from_plain(super().__neg__(), list(self._terms), self._std.copy(), self._cov)
 
     def __abs__(self) -> UncertainInteractionValues:
         # Var|X| = E X^2 - (E|X|)^2 <= E X^2 - (E X)^2 = Var X: the std stays an upper bound
-        return self._lift(super().__abs__(), list(self._terms), self._std.copy(), None)
+        return self.from_plain(super().__abs__(), list(self._terms), self._std.copy(), None)
 
     def __add__(self, other: Any) -> UncertainInteractionValues:
         if other is self:  # perfectly correlated: iv + iv = 2 iv
             return self * 2
         if isinstance(other, numbers.Real) and not isinstance(other, bool):
-            return self._lift(super().__add__(float(other)), list(self._terms), self._std.copy(), self._cov)
+            return self.from_plain(super().__add__(float(other)), list(self._terms), self._std.copy(), self._cov)
         if not isinstance(other, InteractionValues):
             return super().__add__(other)  # shapiq's TypeError
         return self._combined(super().__add__(other), [(self, 1.0), (other, 1.0)])
@@ -252,7 +263,7 @@ class UncertainInteractionValues(InteractionValues):
         if other is self:  # iv - iv is exactly zero
             out = InteractionValues.__add__(self, -self.without_uncertainty())
             terms = [t for t in out.interactions if len(t) > 0]
-            return self._lift(out, terms, np.zeros(len(terms)), np.zeros((len(terms), len(terms))))
+            return self.from_plain(out, terms, np.zeros(len(terms)), np.zeros((len(terms), len(terms))))
         return self.__add__(-other)
 
     def __rsub__(self, other: Any) -> UncertainInteractionValues:
@@ -378,7 +389,7 @@ class UncertainInteractionValues(InteractionValues):
             raise ValueError(f"{where}: a term of the {UNCERTAINTY_KEY!r} block is not shapiq's notation "
                              f"of a set of players: {exc}") from exc
         try:
-            return cls._lift(plain, terms, std, cov)
+            return cls.from_plain(plain, terms, std, cov)
         except ValueError as exc:
             raise ValueError(f"{where}: the {UNCERTAINTY_KEY!r} block does not fit the values: {exc}") from exc
 
@@ -458,9 +469,8 @@ def to_interaction_values(estimate: Any) -> InteractionValues:
     if estimate.std is None:
         return plain
     terms = [tuple(T) for T in (getattr(estimate, "terms", None) or [(i,) for i in range(int(estimate.n_players))])]
-    return UncertainInteractionValues._lift(plain, terms, np.array(estimate.std, dtype=np.float64),
-                                            None if estimate.covariance is None
-                                            else np.array(estimate.covariance, dtype=np.float64))
+    covariance = None if estimate.covariance is None else np.array(estimate.covariance, dtype=np.float64)
+    return UncertainInteractionValues.from_plain(plain, terms, np.array(estimate.std, dtype=np.float64), covariance)
 
 
 def std_interaction_values(estimate: Any) -> InteractionValues:

@@ -1,9 +1,14 @@
-"""The outcome of one MAP fit of the GP surrogate (both engines return it; docs/math.md §3)."""
+"""The outcome of one MAP fit of the GP surrogate (both engines return it; docs/math.md §3).
+
+:func:`kernel_info` gives fitted hyperparameters as the plain numbers an estimate's ``info`` reports.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from shapleig.gp.kernels import SizeParams, size_kernel_info
 from shapleig.gp.posterior import Hyperparameters
 
 
@@ -36,3 +41,18 @@ class FitResult:
     neg_mll: float
     seed: int
     message: str = ""
+
+
+def kernel_info(hyper: Hyperparameters | None) -> dict[str, Any]:
+    """The primary kernel's values for an estimate's ``info`` (all None before the first fit).
+
+    Args:
+        hyper: the fitted hyperparameters, or None (no fit yet).
+
+    Returns:
+        ``{name: value}``: the kernel's values (:meth:`Hyperparameters.describe`, e.g. lengthscales,
+        outputscale, mean_constant) and ``"size_kernel"`` (the size kernel's parameters, zero without one).
+    """
+    if hyper is None:
+        return {"lengthscales": None, "outputscale": None, "mean_constant": None, "size_kernel": None}
+    return {"size_kernel": size_kernel_info(hyper.part(SizeParams)), **hyper.describe()}

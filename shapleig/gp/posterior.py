@@ -572,6 +572,22 @@ class ShapleyPosterior:
         """``Psi_X = A K(., X)``, float64[p, t], standardised units."""
         return self._psi_X
 
+    @property
+    def whitened_index_columns(self) -> np.ndarray:
+        """``Y = L^-1 Psi_X^T``, float64[t, p], standardised units (``Sigma_phi = M - Y^T Y``)."""
+        return self._Yt
+
+    def whiten(self, B: np.ndarray) -> np.ndarray:
+        """``L^-1 B`` for the Cholesky factor L of ``K(X, X) + (sigma^2 + jitter) I``, standardised units.
+
+        Args:
+            B: float64[t] or float64[t, m].
+
+        Returns:
+            float64 of ``B``'s shape.
+        """
+        return _solve_lower(self._L, B)
+
     def predict(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance of the latent f at coalitions ``Z`` (bool[m, p]), raw units.
 
@@ -758,10 +774,10 @@ class CandidatePosterior:
         self.selected: list[int] = []
         # L^-1 K(X, W) in the first _V_rows rows of a buffer with spare rows: conditioning appends a
         # row per step, and a reallocation per step copied all t x n of it (most of a step at t ~ 200)
-        self._V_buf = _solve_lower(posterior._L, h.kernel_matrix(posterior.X, self.W))
+        self._V_buf = posterior.whiten(h.kernel_matrix(posterior.X, self.W))
         self._V_rows = self._V_buf.shape[0]
         psi_W = h.index_columns(posterior.operator, self.W)
-        self._B = psi_W - posterior._Yt.T @ self._V
+        self._B = psi_W - posterior.whitened_index_columns.T @ self._V
         # k(w, w): the kernel's own diagonal (not the outputscale: a size part or a graded kernel add to it)
         self._v = h.kernel_diagonal(self.W) - np.einsum("tn,tn->n", self._V, self._V) + h.noise
         self.shapley_covariance = posterior.shapley_covariance.copy()

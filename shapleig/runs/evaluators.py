@@ -405,13 +405,14 @@ class ExecutorEvaluator(_RetryingEvaluator):
             started[future] = time.perf_counter()
 
         started: dict[Future, float] = {}  # when each task was submitted, then seen running
+        seen_running: set[Future] = set()  # tasks whose clock restarted when they were seen running
 
         def timed_out() -> list[Future]:
             """Tasks running longer than the timeout: abandoned (reported failed, retried)."""
             now, late = time.perf_counter(), []
             for future in list(pending):
-                if future.running() and not getattr(future, "_shapleig_seen_running", False):
-                    future._shapleig_seen_running = True  # type: ignore[attr-defined]
+                if future.running() and future not in seen_running:
+                    seen_running.add(future)
                     started[future] = now  # the clock starts when it runs, not while it queues
                 elif now - started[future] > self.timeout and not future.done():
                     late.append(future)

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from _private_access import class_members, is_dunder, is_private, self_assigned
 
 import shapleig.design.async_loop as async_loop
 from shapleig import ExecutorEvaluator, FunctionGame
@@ -17,28 +18,10 @@ from shapleig.design.loop import DesignLoop
 SOURCE = Path(async_loop.__file__)
 
 
-def _is_dunder(name: str) -> bool:
-    return name.startswith("__") and name.endswith("__")
-
-
-def _own_names(cls: ast.ClassDef) -> tuple[set[str], set[str]]:
-    """``(members, state)``: names the class body defines, and attributes ``__init__`` assigns on self."""
-    members = {node.name for node in cls.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for node in cls.body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            members.add(node.target.id)
-        elif isinstance(node, ast.Assign):
-            members |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    init = next(node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__")
-    state = {node.attr for node in ast.walk(init) if isinstance(node, ast.Attribute)
-             and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self"}
-    return members, state
-
-
 def _private_names_of_design_loop() -> set[str]:
     game = FunctionGame(lambda Z: Z.sum(axis=1).astype(float), n_players=3)
     names = set(vars(DesignLoop(game, 8, pool_size=8))) | {n for c in DesignLoop.__mro__ for n in vars(c)}
-    return {n for n in names if n.startswith("_") and not _is_dunder(n)}
+    return {n for n in names if is_private(n)}
 
 
 def scheduler_violations(source: str) -> list[str]:
@@ -55,12 +38,13 @@ def scheduler_violations(source: str) -> list[str]:
     """
     tree = ast.parse(source)
     cls = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "AsyncDesignLoop")
-    members, state = _own_names(cls)
-    own = members | state
+    init = next(node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__")
+    state = self_assigned(init)  # the attributes __init__ creates
+    own = class_members(cls) | state
     inside = {id(node) for node in ast.walk(cls)}
     found: list[str] = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute) or _is_dunder(node.attr):
+        if not isinstance(node, ast.Attribute) or is_dunder(node.attr):
             continue
         on_self = isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) in inside
         if node.attr.startswith("_") and not (on_self and node.attr in own):

@@ -260,7 +260,7 @@ def _stand_in_loop(t: int, t_fit: int, z: np.ndarray, n_players: int = 2):
     from types import SimpleNamespace
 
     assert z.shape == (t,)
-    return SimpleNamespace(X=np.zeros((t, n_players)), fitted_on=t_fit, _fitted_on=t_fit, n_players=n_players,
+    return SimpleNamespace(X=np.zeros((t, n_players)), fitted_on=t_fit, n_players=n_players,
                            posterior=SimpleNamespace(innovations=lambda: z.copy()))
 
 
