@@ -29,6 +29,7 @@ from shapleig.design.trace_hook import loop_trace_identity
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_n_players
+from shapleig.gp.fit_result import kernel_info
 from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
 from shapleig.gp.mixture import build_mixture
 from shapleig.gp.options import plain_equal
@@ -550,7 +551,7 @@ class GPLeverage(OptionsEstimator):
                 "fit_seconds": sum(k.fit.seconds for k in fits),
                 "selection_seconds": time.perf_counter() - start,
                 "fit_success": all(k.fit.success for k in fits),
-                **DesignLoop._kernel_info(h),
+                **kernel_info(h),
                 "jitter": primary.jitter,
             },
         )

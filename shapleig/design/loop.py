@@ -1070,9 +1070,6 @@ class DesignLoop:
             return None
         return {"weights": self.mixture.family_weights, "max_shift_over_std": self.mixture.disagreement()}
 
-    # GPLeverage's info still calls this name; it goes once that call reads gp.fit_result.kernel_info
-    _kernel_info = staticmethod(kernel_info)
-
     def __repr__(self) -> str:
         return (f"DesignLoop(p={self.n_players}, budget={self.budget}, acquisition={self.acquisition!r}, "
                 f"refit={self.refit_name!r}, evaluations={self.evaluations})")

@@ -21,9 +21,6 @@ PACKAGE = Path(shapleig.__file__).resolve().parent
 ALLOWED = {
     ("shapleig/runs/timeout.py", "os._exit"):
         "the os module's documented call to end a worker process at once (no cleanup in a forked child)",
-    ("shapleig/design/estimators.py", "DesignLoop._kernel_info"):
-        "GPLeverage's info, until it calls shapleig.gp.fit_result.kernel_info; then this entry and "
-        "DesignLoop._kernel_info go",
 }
 
 
