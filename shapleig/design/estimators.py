@@ -23,7 +23,7 @@ from shapleig.design.trace_hook import loop_trace_identity
 from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_n_players
-from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
+from shapleig.gp.kernel_choice import RefitPlan, fit_kernels, primary_per_player
 from shapleig.gp.mixture import build_mixture
 from shapleig.runs.budget import BudgetedGame
 from shapleig.seeding import UNSET, SeedLike, resolve_seed, spawn_generators, spawn_seeds
@@ -345,7 +345,7 @@ class GPLeverage(OptionsEstimator):
             method=self.name,
             info={
                 **options.info(),
-                "ard": post.primary.name.startswith("ard"),
+                "ard": primary_per_player(options.kernels, post.primary.name),
                 "kernel_weights": post.weights,
                 "calibration": {c.name: c.tau for c in post.components},
                 "noise_standardized": h.noise,

@@ -44,8 +44,8 @@ from shapleig.games.indices import default_hold_out_empty
 from shapleig.gp.fit_result import FitResult
 from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.integrate import integrated_kernels
-from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels
-from shapleig.gp.kernels import SizeParams, size_kernel_info
+from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels, primary_per_player
+from shapleig.gp.kernels.registry import info_defaults
 from shapleig.gp.mixture import MixturePosterior, build_mixture
 from shapleig.gp.posterior import (
     CandidatePosterior,
@@ -306,8 +306,8 @@ class DesignLoop:
     def ard(self) -> bool:
         """Whether the primary kernel has one lengthscale per player."""
         if self.kernel_fits:
-            return max(self.kernel_fits, key=lambda k: k.weight).kernel.startswith("ard")
-        return self.options.surrogate == "ard"
+            return primary_per_player(self.options.kernels, max(self.kernel_fits, key=lambda k: k.weight).kernel)
+        return bool(self.options.ard)  # the older switch, True exactly for the one-kernel ARD surrogate
 
     @property
     def fitted_on(self) -> int:
@@ -1059,8 +1059,8 @@ class DesignLoop:
     def _kernel_info(h: Hyperparameters | None) -> dict[str, Any]:
         """The primary kernel's values for ``info`` (None before the first fit)."""
         if h is None:
-            return {"lengthscales": None, "outputscale": None, "mean_constant": None, "size_kernel": None}
-        return {"size_kernel": size_kernel_info(h.part(SizeParams)), **h.describe()}
+            return {"lengthscales": None, "outputscale": None, "mean_constant": None, **dict.fromkeys(info_defaults())}
+        return {**info_defaults(), **h.describe()}
 
     def __repr__(self) -> str:
         return (f"DesignLoop(p={self.n_players}, budget={self.budget}, acquisition={self.acquisition!r}, "
