@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from shapleig.gp.kernels import SizeParams
+
 
 def dense_kernel(Z: np.ndarray, lengthscales: np.ndarray, s: float) -> np.ndarray:
     """Exponential form ``s exp(-(1/p) sum_j [z_j != z'_j] / l_j)`` over the rows of ``bool[m, p]``."""
@@ -22,6 +24,6 @@ def dense_surrogate_kernel(Z: np.ndarray, hyper) -> np.ndarray:
     K = dense_kernel(Z, hyper.lengthscales, hyper.outputscale)
     empty, grand = ~Z.any(axis=1), Z.all(axis=1)
     u = Z.sum(axis=1) / p
-    size = hyper.size  # all zero without a size part
+    size = hyper.part(SizeParams) or SizeParams()  # all zero without a size part
     trend = size.variance * np.exp(-0.5 * (u[:, None] - u[None, :]) ** 2 / size.lengthscale**2)
     return K + trend + size.empty_jump * np.outer(empty, empty) + size.grand_jump * np.outer(grand, grand)

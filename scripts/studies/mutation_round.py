@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # file -> the tests nearest it (pytest arguments), a targeted subset
 TARGETS: dict[str, list[str]] = {
-    "shapleig/gp/graded.py": ["tests/gp/test_graded_spec.py", "tests/gp/test_integrate.py"],
+    "shapleig/gp/kernels/graded.py": ["tests/gp/test_graded_spec.py", "tests/gp/test_integrate.py"],
     "shapleig/gp/integrate.py": ["tests/gp/test_integrate.py"],
     "shapleig/runs/in_flight.py": ["tests/runs/test_in_flight.py", "tests/design/test_async_loop.py", "-k", "not dask"],
     "shapleig/design/async_loop.py": ["tests/design/test_async_loop.py", "-k", "not dask"],

@@ -30,7 +30,7 @@ from shapleig.estimation.base import BaseEstimator
 from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_n_players
 from shapleig.gp.fit_result import kernel_info
-from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
+from shapleig.gp.kernel_choice import RefitPlan, fit_kernels, primary_per_player
 from shapleig.gp.mixture import build_mixture
 from shapleig.gp.options import plain_equal
 from shapleig.runs.budget import BudgetedGame
@@ -109,7 +109,7 @@ class ShaplEIG(OptionsEstimator):
     Args:
         surrogate: the kernels fitted and weighed by evidence: ``"auto"`` (default), ``"shared"``,
             ``"ard"`` (published), ``"laplace"``, ``"graded"``, ``"graded-ard"``, ``"graded-auto"``, or
-            a :class:`~shapleig.gp.kernel_spec.KernelSpec` (or a sequence of them)
+            a :class:`~shapleig.gp.kernels.spec.KernelSpec` (or a sequence of them)
             (:class:`~shapleig.gp.options.GPOptions`).
         acquisition: ``"eig"`` (default), ``"uncertainty"``, ``"random"``, ``"leverage"`` or an
             :class:`~shapleig.design.acquisition.Acquisition` instance.
@@ -544,7 +544,7 @@ class GPLeverage(OptionsEstimator):
             method=self.name,
             info={
                 **options.info(),
-                "ard": post.primary.name.startswith("ard"),
+                "ard": primary_per_player(options.kernels, post.primary.name),
                 "kernel_weights": post.weights,
                 "calibration": {c.name: c.tau for c in post.components},
                 "noise_standardized": h.noise,

@@ -45,7 +45,7 @@ from shapleig.games.indices import default_hold_out_empty
 from shapleig.gp.fit_result import FitResult, kernel_info
 from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.integrate import integrated_kernels
-from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels
+from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels, primary_per_player
 from shapleig.gp.mixture import MixturePosterior, build_mixture
 from shapleig.gp.posterior import (
     CandidatePosterior,
@@ -308,8 +308,8 @@ class DesignLoop:
     def ard(self) -> bool:
         """Whether the primary kernel has one lengthscale per player."""
         if self.kernel_fits:
-            return max(self.kernel_fits, key=lambda k: k.weight).kernel.startswith("ard")
-        return self.options.surrogate == "ard"
+            return primary_per_player(self.options.kernels, max(self.kernel_fits, key=lambda k: k.weight).kernel)
+        return bool(self.options.ard)  # the older switch, True exactly for the one-kernel ARD surrogate
 
     @property
     def fitted_on(self) -> int:

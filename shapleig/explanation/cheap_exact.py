@@ -147,14 +147,15 @@ def enumeration_overhead_seconds(n_players: int, rows_per_coalition: int, speed:
 
 def _probe_problem() -> Callable[[], Any]:
     """One MAP objective and gradient of the shared Hamming kernel on a fixed archive (t = 40, p = 10)."""
-    from shapleig.gp.kernels import Hamming
     from shapleig.gp.numpy_fit import MapProblem
+    from shapleig.gp.options import GPOptions
 
     rng = np.random.default_rng(0)
     X = rng.random((40, 10)) < 0.5
     y = X @ rng.normal(size=10)
-    problem = MapProblem.build(Hamming(ard=False), X, (y - y.mean()) / y.std(), 1e-4)
-    theta = problem.pack(0.0, Hamming(ard=False).initial_params(10))
+    shared = GPOptions(surrogate="shared", size_trend=False).kernels[0]
+    problem = MapProblem.build(shared, X, (y - y.mean()) / y.std(), 1e-4)
+    theta = problem.pack(0.0, shared.initial_params(10))
     return lambda: problem.objective(theta)
 
 

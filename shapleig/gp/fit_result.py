@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shapleig.gp.kernels import SizeParams, size_kernel_info
+from shapleig.gp.kernels.registry import info_defaults
 from shapleig.gp.posterior import Hyperparameters
 
 
@@ -51,8 +51,9 @@ def kernel_info(hyper: Hyperparameters | None) -> dict[str, Any]:
 
     Returns:
         ``{name: value}``: the kernel's values (:meth:`Hyperparameters.describe`, e.g. lengthscales,
-        outputscale, mean_constant) and ``"size_kernel"`` (the size kernel's parameters, zero without one).
+        outputscale, mean_constant) over the keys every kernel reports (``info_defaults``: the size
+        kernel's parameters, zero without one).
     """
     if hyper is None:
-        return {"lengthscales": None, "outputscale": None, "mean_constant": None, "size_kernel": None}
-    return {"size_kernel": size_kernel_info(hyper.part(SizeParams)), **hyper.describe()}
+        return {"lengthscales": None, "outputscale": None, "mean_constant": None, **dict.fromkeys(info_defaults())}
+    return {**info_defaults(), **hyper.describe()}

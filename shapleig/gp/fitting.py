@@ -1,6 +1,6 @@
 """MAP fit of a GP surrogate kernel: validation, then the numpy (default) or gpytorch engine (docs/math.md §3).
 
-The kernel is a spec (:mod:`shapleig.gp.kernel_spec`; e.g. ``Hamming(ard=True)``, the published
+The kernel is a spec (:mod:`shapleig.gp.kernels.spec`; e.g. ``Hamming(ard=True)``, the published
 ``ScaleKernel(CategoricalKernel(ard_num_dims=p))``, or ``Hamming(ard=False) + SizeKernel()``), with
 a constant mean, a ``Standardize(m=1)`` outcome transform and a fixed observation noise. The
 engine, the noise and its convention come whole from the options object
@@ -20,8 +20,7 @@ import numpy as np
 
 from shapleig.games.coalitions import as_coalition_matrix
 from shapleig.gp.fit_result import FitResult
-from shapleig.gp.kernel_spec import KernelSpec
-from shapleig.gp.kernels import plain_hamming
+from shapleig.gp.kernels import KernelSpec, plain_hamming
 from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters, standardize
 from shapleig.gp.priors import MAX_FIT_ATTEMPTS, standardized_noise

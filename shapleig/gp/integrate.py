@@ -75,7 +75,7 @@ def hyperparameter_draws(X: np.ndarray, y: np.ndarray, hyper: Hyperparameters, n
 
     Example:
         >>> import numpy as np
-        >>> from shapleig.gp.graded import Graded, GradedParams
+        >>> from shapleig.gp.kernels.graded import Graded, GradedParams
         >>> X = np.random.default_rng(0).random((12, 4)) < 0.5
         >>> h = Hyperparameters(Graded(), GradedParams(np.full(4, 0.5), 1.0, np.ones(3)), 1e-4)
         >>> draws = hyperparameter_draws(X, X.sum(axis=1) + 0.0, h, 4, np.random.default_rng(1))

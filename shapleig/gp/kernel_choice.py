@@ -24,9 +24,7 @@ import numpy as np
 from shapleig.gp.evidence import laplace_log_evidence
 from shapleig.gp.fit_result import FitResult
 from shapleig.gp.fitting import fit_hyperparameters
-from shapleig.gp.graded import Graded, GradedParams
-from shapleig.gp.kernel_spec import KernelSpec
-from shapleig.gp.kernels import HammingParams
+from shapleig.gp.kernels import KernelSpec
 from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters
 
@@ -173,13 +171,13 @@ def fit_kernels(
             cold = fit_hyperparameters(X, y, spec, options, seed=int(seed) + i, init=None,
                                        fallback=prev.get(name), optimizer_options=None)
             fit = _better_fit(fit, cold)
-        # with the cold fits only (a warm fit starts from the last refit's graded MAP already)
-        start_from = _graded_start(spec, name, specs[:i], fits) if (plan.cold_check or not plan.warm) and not lazy \
+        # with the cold fits only (a warm fit starts from the last refit's MAP of this kernel already)
+        start_from = twin_start(spec, specs[:i], fits) if (plan.cold_check or not plan.warm) and not lazy \
             else None
         if start_from is not None:
-            # the graded kernel holds the shared one (g = 1): also fit it from the shared kernel's
-            # MAP and keep the better objective (from the prior's mode it can settle in a poorer
-            # mode with a long lengthscale and the free orders absorbing the rest)
+            # the kernel holds its twin as a special case (the graded kernel at g = 1 is the shared
+            # one): also fit it from the twin's MAP and keep the better objective (from the prior's
+            # mode it can settle in a poorer mode, e.g. a long lengthscale and free orders absorbing the rest)
             alt = fit_hyperparameters(X, y, spec, options, seed=int(seed) + i, init=start_from,
                                       fallback=prev.get(name), optimizer_options=None)
             fit = _better_fit(fit, alt)
@@ -203,29 +201,41 @@ def _better_fit(fit: FitResult, other: FitResult) -> FitResult:
     return replace(best, seconds=other.seconds + fit.seconds)
 
 
-def _graded_start(spec: KernelSpec, name: str, fitted_specs: list[KernelSpec],
-                  fits: list[FitResult]) -> Hyperparameters | None:
-    """Hyperparameters of a graded ``spec`` at the MAP of its shared twin, with g = 1.
+def twin_start(spec: KernelSpec, fitted_specs: list[KernelSpec], fits: list[FitResult]) -> Hyperparameters | None:
+    """Hyperparameters of ``spec`` at the MAP of its twin (:attr:`~shapleig.gp.kernels.spec.KernelSpec.twin`).
 
-    The twin is the shared kernel fitted before it in this refit (its name with ``"shared"`` for
-    ``"graded"``); None when there is none (or ``spec`` has no graded part).
+    The twin is the kernel ``spec`` holds as a special case, fitted before it in this refit; its
+    params map through :meth:`~shapleig.gp.kernels.spec.KernelSpec.from_twin`, noise and mean
+    constant kept. None when ``spec`` has no twin, the twin was not fitted (or failed), or its params
+    do not map.
+
+    Args:
+        spec: the kernel about to be fitted.
+        fitted_specs: the kernels fitted before it in this refit.
+        fits: their fits, aligned with ``fitted_specs``.
+
+    Returns:
+        the warm start, or None.
     """
-    if not any(isinstance(part, Graded) for part in spec.parts) or "graded" not in name:
+    twin = spec.twin
+    if twin is None:
         return None
-    twin = name.replace("graded", "shared")
     for other, fit in zip(fitted_specs, fits):
         if other.name != twin or not fit.success:
             continue
-        shared = fit.hyper.params if isinstance(fit.hyper.params, tuple) else (fit.hyper.params,)
-        if len(shared) != len(spec.parts):
-            return None
-        params = []
-        for part, prm in zip(spec.parts, shared):
-            if isinstance(part, Graded):
-                if not isinstance(prm, HammingParams):
-                    return None
-                prm = GradedParams(prm.lengthscales, prm.outputscale, np.ones(part.orders))
-            params.append(prm)
-        value = tuple(params) if len(params) > 1 else params[0]
-        return Hyperparameters(spec, value, fit.hyper.noise, fit.hyper.mean_constant)
+        params = spec.from_twin(fit.hyper.params)
+        return None if params is None else Hyperparameters(spec, params, fit.hyper.noise, fit.hyper.mean_constant)
     return None
+
+
+def primary_per_player(kernels: list[KernelSpec], name: str) -> bool:
+    """Whether the kernel named ``name`` among ``kernels`` has one lengthscale per player (:attr:`KernelSpec.per_player`).
+
+    Args:
+        kernels: the surrogate's kernel specs (``options.kernels``).
+        name: a kernel's name in results (e.g. the heaviest fit's).
+
+    Returns:
+        its ``per_player``; False when no kernel has that name.
+    """
+    return any(spec.per_player for spec in kernels if spec.name == name)

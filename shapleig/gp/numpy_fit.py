@@ -1,11 +1,11 @@
 """MAP fit of a GP surrogate in numpy/scipy with an analytic gradient (docs/math.md §3, §15).
 
 Same model and objective as the gpytorch fit of :mod:`shapleig.gp.torch_model` for the plain
-Hamming kernel, and the same for any kernel spec (:mod:`shapleig.gp.kernel_spec`):
+Hamming kernel, and the same for any kernel spec (:mod:`shapleig.gp.kernels.spec`):
 
 - the kernel is the spec's (e.g. ``k(z, z') = s exp(-(1/p) sum_j [z_j != z'_j] / l_j)`` with p
   lengthscales or one shared, plus the size kernel), each part with its own coordinates, priors
-  and starting values (:class:`~shapleig.gp.kernel_spec.FitTerms`), and a free constant mean c;
+  and starting values (:class:`~shapleig.gp.kernels.spec.FitTerms`), and a free constant mean c;
 - y standardised as botorch ``Standardize(m=1)``, fixed noise sigma^2 in standardised units;
 - objective ``(-log N(y~; c, K + sigma^2 I) - sum of the parts' log priors) / t`` (the lengthscale
   prior ``LogNormal(sqrt2 + ln(p)/2, sqrt3)`` is evaluated on l, no Jacobian of the softplus);
@@ -33,8 +33,7 @@ import numpy as np
 from scipy.linalg import lapack
 from scipy.optimize import minimize
 
-from shapleig.gp.graded import NOISE_FLOOR, noise_coordinate, noise_log_prior, noise_value
-from shapleig.gp.kernel_spec import FitTerms, KernelSpec
+from shapleig.gp.kernels import FitTerms, KernelSpec, LearnedNoise
 from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import MAX_FIT_ATTEMPTS
 
@@ -79,10 +78,11 @@ class MapProblem:
     """The MAP objective of a kernel spec on one archive: ``X`` (float64[t, p] of 0/1), standardised ``y``.
 
     ``theta = (c, part 0's coordinates, part 1's, ...)``: the constant mean first, then each part of
-    ``kernel`` (:attr:`~shapleig.gp.kernel_spec.KernelSpec.parts`) owns the slice ``blocks[i]``
-    (:class:`~shapleig.gp.kernel_spec.FitTerms`). ``noise``: the fixed sigma^2 (standardised), or,
-    when the kernel learns it (``learn_noise``, :attr:`KernelSpec.learns_noise`), the start of a last
-    coordinate ``eta`` with ``sigma^2 = floor + e^eta`` and its prior (:mod:`shapleig.gp.graded`).
+    ``kernel`` (:attr:`~shapleig.gp.kernels.spec.KernelSpec.parts`) owns the slice ``blocks[i]``
+    (:class:`~shapleig.gp.kernels.spec.FitTerms`). ``noise``: the fixed sigma^2 (standardised), or,
+    when the kernel learns it (:attr:`KernelSpec.learned_noise`), the start of a last coordinate
+    ``eta`` whose value, prior and gradient the kernel's :class:`~shapleig.gp.kernels.noise.LearnedNoise`
+    gives (``noise_model``).
     The kernel matrix is the first part's, plus the noise on the diagonal, plus the other parts'
     (this order of additions is kept from the first implementation, so fits stay bit-identical).
 
@@ -91,9 +91,9 @@ class MapProblem:
         X: ``float64[t, p]`` of 0/1, the archive.
         y: ``float64[t]`` standardised values.
         noise: the fixed noise variance sigma^2 (standardised).
-        terms: each part's :class:`~shapleig.gp.kernel_spec.FitTerms`.
-        learn_noise: whether the noise is a last coordinate of theta, fitted with its prior.
+        terms: each part's :class:`~shapleig.gp.kernels.spec.FitTerms`.
         blocks: each part's slice of ``theta``.
+        noise_model: the kernel's learned noise, the last coordinate of theta (None: the noise is fixed).
     """
 
     kernel: KernelSpec
@@ -102,7 +102,7 @@ class MapProblem:
     noise: float
     terms: tuple[FitTerms, ...]
     blocks: tuple[slice, ...]
-    learn_noise: bool = False
+    noise_model: LearnedNoise | None = None
 
     @classmethod
     def build(cls, kernel: KernelSpec, X: np.ndarray, y_std: np.ndarray, noise: float) -> "MapProblem":
@@ -124,7 +124,12 @@ class MapProblem:
             blocks.append(slice(start, start + term.n_params))
             start += term.n_params
         return cls(kernel, Xf, np.asarray(y_std, dtype=np.float64), float(noise), terms, tuple(blocks),
-                   kernel.learns_noise)
+                   kernel.learned_noise)
+
+    @property
+    def learn_noise(self) -> bool:
+        """Whether the noise is a last coordinate of theta, fitted with its prior (:attr:`noise_model`)."""
+        return self.noise_model is not None
 
     @property
     def n_params(self) -> int:
@@ -143,9 +148,9 @@ class MapProblem:
         Returns:
             sigma^2, standardised.
         """
-        if not self.learn_noise:
+        if self.noise_model is None:
             return self.noise
-        return noise_value(theta[-1])
+        return self.noise_model.value(theta[-1])
 
     def lengthscale_block(self) -> slice:
         """The slice of theta holding the first part's lengthscale coordinates that carry a LogNormal prior.
@@ -173,9 +178,9 @@ class MapProblem:
         """
         parts = params if len(self.terms) > 1 else (params,)
         theta = np.concatenate([[float(mean)], *(term.pack(prm) for term, prm in zip(self.terms, parts))])
-        if not self.learn_noise:
+        if self.noise_model is None:
             return theta
-        return np.append(theta, noise_coordinate(self.noise if noise_start is None else noise_start))
+        return np.append(theta, self.noise_model.coordinate(self.noise if noise_start is None else noise_start))
 
     def unpack(self, theta: np.ndarray) -> tuple[float, Any]:
         """``(c, params)`` from ``theta``.
@@ -255,9 +260,8 @@ class MapProblem:
         t = y.shape[0]
         c = float(theta[0])
         K, states, log_priors = self._kernel_matrix(theta)
-        if self.learn_noise:
-            noise_lp, noise_dlp = noise_log_prior(theta[-1])
-            log_priors.append(noise_lp)
+        if self.noise_model is not None:
+            log_priors.append(self.noise_model.log_prior(theta[-1])[0])
         L, _ = _cholesky(K)
         r = y - c
         alpha, info = lapack.dpotrs(L, r, lower=1)
@@ -279,9 +283,8 @@ class MapProblem:
         g[0] = -alpha.sum()  # d(-log N)/dc = -1^T alpha
         for term, block, state in zip(self.terms, self.blocks, states):
             g[block] = term.gradient(theta[block], W, state)
-        if self.learn_noise:  # d(-log N)/d sigma^2 = -tr(W) / 2, d sigma^2 / d eta = e^eta (inside the clip)
-            inside = -60.0 < theta[-1] < 10.0
-            g[-1] = (-0.5 * float(np.trace(W)) * (self.noise_at(theta) - NOISE_FLOOR)) * inside - noise_dlp
+        if self.noise_model is not None:
+            g[-1] = self.noise_model.gradient(theta[-1], float(np.trace(W)))
         return float(value), g / t
 
 
@@ -368,7 +371,7 @@ def fit_map_numpy(
     """MAP hyperparameters of ``kernel`` for bool[t, p] archive ``X`` and standardised values ``y_std``.
 
     Starts from the spec's initial values (docs/math.md §3, §15), or from ``init`` (a warm start:
-    :meth:`~shapleig.gp.kernel_spec.KernelSpec.warm_params`, e.g. a shared kernel starts from the
+    :meth:`~shapleig.gp.kernels.spec.KernelSpec.warm_params`, e.g. a shared kernel starts from the
     geometric mean of ``init``'s lengthscales).
 
     Args:

@@ -23,11 +23,14 @@ import numpy as np
 
 from shapleig.gp.constraints import Boolean, Checked, Interval, OneOf, option, validate_fields
 from shapleig.gp.evidence import LAPLACE_MAX_PLAYERS, laplace_players_reason
-from shapleig.gp.kernel_spec import KernelSpec
-from shapleig.gp.kernels import (
+from shapleig.gp.kernels import KernelSpec
+from shapleig.gp.kernels.registry import (
     check_size_trend,
     check_surrogate,
     plain_hamming,
+    resolve_surrogate,
+    surrogate_ard,
+    surrogate_draws,
     surrogate_evidence,
     surrogate_kernels,
 )
@@ -36,50 +39,10 @@ from shapleig.gp.posterior import Hyperparameters
 from shapleig.gp.priors import DEFAULT_FIT_ENGINE, FIT_ENGINES, NOISE_CONVENTIONS, check_fit_engine
 from shapleig.gp.structures import DEFAULT_STRUCTURES, check_structures
 
-# hyperparameter draws per kernel of the graded surrogate's read-out (integrate=None)
-GRADED_DRAWS = 16
-
 
 def _calibrate(value: Any) -> bool | str:
     check_calibrate(value)
     return bool(value) if isinstance(value, (bool, np.bool_)) else value
-
-
-def resolve_surrogate(surrogate: Any, ard: bool | None) -> Any:
-    """The surrogate from the two ways of asking for it (``ard`` is the older switch).
-
-    ``ard=True`` means ``"ard"``, ``ard=False`` means ``"shared"``; giving both with different
-    meanings is an error. Neither gives the default ``"auto"``. A :class:`KernelSpec` (or a
-    sequence of them) is kept as given (then ``ard`` must be None).
-
-    Args:
-        surrogate: a surrogate name, a :class:`KernelSpec`, a sequence of them, or None.
-        ard: the older switch (True: ARD, False: shared), or None.
-
-    Returns:
-        the surrogate (``"auto"`` when neither is given).
-    """
-    if ard is not None and not isinstance(ard, (bool, np.bool_)):
-        raise ValueError(f"ard must be True (one lengthscale per player) or False (one shared), got {ard!r}")
-    from_ard = None if ard is None else ("ard" if ard else "shared")
-    if surrogate is None:
-        return from_ard or "auto"
-    surrogate = check_surrogate(surrogate)
-    if from_ard is not None and from_ard != surrogate:
-        raise ValueError(f"surrogate={surrogate!r} contradicts ard={ard!r}; give one of the two")
-    return surrogate
-
-
-def surrogate_ard(surrogate: Any) -> bool | None:
-    """The ``ard`` switch equivalent to a surrogate: True (ARD), False (shared), None (any other).
-
-    Args:
-        surrogate: a resolved surrogate.
-
-    Returns:
-        True, False or None.
-    """
-    return {"ard": True, "shared": False}.get(surrogate) if isinstance(surrogate, str) else None
 
 
 class OptionGroup:
@@ -175,7 +138,7 @@ class ModelOptions(OptionGroup):
             evidence), True (always) or False (never; the published setting). Needs the numpy fit
             engine unless False. ``jumps`` and ``size_trend`` shape the named surrogates only.
         rough: every kernel of a named surrogate also fits the rough part of the game, a white-noise
-            kernel (:mod:`shapleig.gp.rough`): independent variation of each coalition that the
+            kernel (:mod:`shapleig.gp.kernels.rough`): independent variation of each coalition that the
             smooth kernels do not predict, uncertain wherever not evaluated.
         hold_out_empty: v(empty) enters the index exactly and the GP is fitted to the non-empty
             coalitions (docs/math.md §14.5); None: the index's default (on for BV only). The design
@@ -204,8 +167,9 @@ class ReadoutOptions(OptionGroup):
             read-out).
         integrate: hyperparameter draws per kernel at the final read-out (Laplace proposal,
             importance weights, law of total covariance; :mod:`shapleig.gp.integrate`); 0: the MAP
-            alone; None (default): :data:`GRADED_DRAWS` for the graded surrogates (``"graded"``,
-            ``"graded-ard"``, ``"graded-auto"``), 0 otherwise. Acquisition and the anytime trace keep the MAP.
+            alone; None (default): as the surrogate declares (:func:`~shapleig.gp.kernels.registry.surrogate_draws`;
+            16 for the graded surrogates ``"graded"``, ``"graded-ard"``, ``"graded-auto"``), 0 otherwise.
+            Acquisition and the anytime trace keep the MAP.
         structures: the structure families of the final read-out (:mod:`shapleig.gp.structures`,
             docs/math.md §13), fitted on the final archive: the interval becomes the law of total
             covariance over the fitted surrogate and each family, about the fitted surrogate's mean
@@ -248,9 +212,9 @@ class GPOptions(ModelOptions, ReadoutOptions, EngineOptions):
             (each with and without the size trend, ``size_trend``); ``"shared"``; ``"ard"``
             (published); ``"laplace"`` (auto's kernels weighed by a Laplace evidence); ``"graded"``
             (the graded Walsh kernel with free order-1..3 variances and a learned noise,
-            :mod:`shapleig.gp.graded`, hyperparameters integrated at the read-out); ``"graded-ard"``
+            :mod:`shapleig.gp.kernels.graded`, hyperparameters integrated at the read-out); ``"graded-ard"``
             (the graded and the ARD kernel); ``"graded-auto"`` (the shared, graded and ARD kernels); or a
-            :class:`~shapleig.gp.kernel_spec.KernelSpec` (e.g. ``Hamming(ard=False) + MyKernel()``)
+            :class:`~shapleig.gp.kernels.spec.KernelSpec` (e.g. ``Hamming(ard=False) + MyKernel()``)
             or a sequence of them, fitted as given.
         ard: the older switch: True means ``surrogate="ard"``, False ``"shared"``; normalised to
             agree with ``surrogate`` so ``clone()`` round-trips.
@@ -285,7 +249,7 @@ class GPOptions(ModelOptions, ReadoutOptions, EngineOptions):
         """Hyperparameter draws per kernel of the read-out (``integrate`` resolved)."""
         if self.integrate is not None:
             return int(self.integrate)
-        return GRADED_DRAWS if self.surrogate in ("graded", "graded-ard", "graded-auto") else 0
+        return surrogate_draws(self.surrogate)
 
     @property
     def evidence(self) -> str:

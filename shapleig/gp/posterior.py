@@ -22,8 +22,8 @@ from scipy.linalg import solve_triangular
 
 from shapleig.games.coalitions import as_coalition_matrix
 from shapleig.gp.index_esp import IndexOperator, as_operator
-from shapleig.gp.kernel_spec import KernelSpec
-from shapleig.gp.kernels import Hamming, HammingParams, SizeParams
+from shapleig.gp.kernels import KernelSpec
+from shapleig.gp.kernels.registry import hamming_hyperparameter_parts
 
 # R is clamped below 1 so EIG = -log1p(-R) stays finite (docs/math.md §7).
 _R_MAX = 1.0 - 1e-12
@@ -42,7 +42,7 @@ class Hyperparameters:
     ('ard', 3, 1.3)
 
     Attributes:
-        kernel: the :class:`~shapleig.gp.kernel_spec.KernelSpec` (e.g. ``Hamming(ard=True)`` or
+        kernel: the :class:`~shapleig.gp.kernels.spec.KernelSpec` (e.g. ``Hamming(ard=True)`` or
             ``Hamming(ard=False) + SizeKernel(trend=True)``).
         params: its values, structured as the spec says (:class:`~shapleig.gp.kernels.HammingParams`; for a
             sum, a tuple with one entry per part, e.g. ``(HammingParams(...), SizeParams(...))``).
@@ -83,9 +83,10 @@ class Hyperparameters:
                 count its parameters, the lengthscales are kept as given.
 
         Returns:
-            the :class:`Hyperparameters` of a :class:`~shapleig.gp.kernels.Hamming` kernel.
+            the :class:`Hyperparameters` of a :class:`~shapleig.gp.kernels.hamming.Hamming` kernel.
         """
-        return cls(Hamming(ard=ard), HammingParams(lengthscales, outputscale), noise, mean_constant)
+        spec, params = hamming_hyperparameter_parts(lengthscales, outputscale, per_player=ard)
+        return cls(spec, params, noise, mean_constant)
 
     @property
     def n_players(self) -> int:
@@ -121,12 +122,6 @@ class Hyperparameters:
         if found is None:
             raise AttributeError(f"kernel {self.kernel.name!r} has no part with lengthscales and an outputscale")
         return found
-
-    @property
-    def size(self) -> SizeParams:
-        """The size kernel's params (docs/math.md §15); all zero without a size part."""
-        found = self.part(SizeParams)
-        return SizeParams() if found is None else found
 
     def describe(self) -> dict[str, Any]:
         """The kernel's values as plain numbers (for ``info``), plus the mean constant.

@@ -12,6 +12,7 @@ import numpy as np
 from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.integrate import integrated_kernels
 from shapleig.gp.kernel_choice import KernelFit, RefitPlan, fit_kernels
+from shapleig.gp.kernels.registry import SURROGATE_SWITCH
 from shapleig.gp.mixture import MixturePosterior, build_mixture
 from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters
@@ -33,7 +34,7 @@ def family_options(options: GPOptions, family: str) -> GPOptions:
         the family's :class:`GPOptions`.
     """
     shared = {name: getattr(options, name) for name in GPOptions.names()
-              if name not in ("surrogate", "ard", "integrate", "structures", "fit_engine")}
+              if name not in ("surrogate", SURROGATE_SWITCH, "integrate", "structures", "fit_engine")}
     return GPOptions(**shared, surrogate=family, fit_engine="numpy")
 
 

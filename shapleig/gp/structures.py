@@ -3,7 +3,7 @@
 The fitted surrogate's kernels (``surrogate``, weighed by evidence) can all agree on one structure
 that the design happened to favour: a smooth, nearly additive game after a few coalitions that
 fit it exactly. A second family of kernels fitted on the same archive at the read-out (by default
-the graded kernel of :mod:`shapleig.gp.graded`, whose free order variances put mass on high-order
+the graded kernel of :mod:`shapleig.gp.kernels.graded`, whose free order variances put mass on high-order
 structure, with its hyperparameters integrated) reads the same data under another structure. With
 the fitted surrogate's posterior ``N(mu_0, Sigma_0)`` and the other families' ``N(mu_m, Sigma_m)``,
 each family at the floored weight ``w_m = 1 / M`` (M families; the evidence cannot remove one),

@@ -21,7 +21,7 @@ import torch
 from botorch.models.kernels.categorical import CategoricalKernel
 
 from shapleig.gp.fit_result import FitResult
-from shapleig.gp.kernels import Hamming
+from shapleig.gp.kernels import KernelSpec, plain_hamming
 from shapleig.gp.posterior import Hyperparameters, standardize
 from shapleig.gp.priors import (
     MIN_FIXED_NOISE,
@@ -87,7 +87,7 @@ class HammingKernel(CategoricalKernel):
 def build_model(
     X: np.ndarray,
     y: np.ndarray,
-    kernel: Hamming,
+    kernel: KernelSpec,
     *,
     noise_std: float,
     init: Hyperparameters | None = None,
@@ -110,9 +110,9 @@ def build_model(
     Returns:
         the ``SingleTaskGP``, not yet fitted.
     """
-    if not isinstance(kernel, Hamming) or kernel.spread is not None:
+    if not plain_hamming(kernel):
         raise ValueError(f"the gpytorch model is the plain Hamming kernel only, not {kernel!r}")
-    ard = kernel.ard
+    ard = kernel.per_player
     from botorch.models import SingleTaskGP
     from botorch.models.transforms.outcome import Standardize
     from gpytorch import settings as gsettings

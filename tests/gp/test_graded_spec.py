@@ -1,4 +1,4 @@
-"""The graded kernel spec (shapleig.gp.graded): dense Walsh-basis references, g = 1 against the
+"""The graded kernel spec (shapleig.gp.kernels.graded): dense Walsh-basis references, g = 1 against the
 shared Hamming kernel, the MAP gradient (with the learned noise) against central differences.
 
 The references are dense and independent of shapleig.gp.walsh: the parity matrix
@@ -16,9 +16,10 @@ import pytest
 
 from shapleig.games.coalitions import all_coalitions
 from shapleig.games.indices import dense_index_operator
-from shapleig.gp.graded import NOISE_FLOOR, Graded, GradedParams
 from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.kernels import Hamming, HammingParams, SizeKernel, SizeParams, surrogate_kernels
+from shapleig.gp.kernels.graded import Graded, GradedParams
+from shapleig.gp.kernels.noise import NOISE_FLOOR
 from shapleig.gp.numpy_fit import MapProblem, fit_map_numpy
 from shapleig.gp.options import GPOptions
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior
@@ -218,9 +219,9 @@ def test_graded_fit_is_at_least_as_good_as_its_shared_twin():
         assert fits[graded].fit.neg_mll <= at_twin + 1e-9
 
 
-def test_graded_start_is_the_shared_twin_with_g_one():
+def test_twin_start_of_the_graded_kernel_is_the_shared_twin_with_g_one():
     from shapleig.gp.fit_result import FitResult
-    from shapleig.gp.kernel_choice import _graded_start
+    from shapleig.gp.kernel_choice import twin_start
 
     size = SizeParams(variance=0.3, lengthscale=0.4)
     shared = Hyperparameters(Hamming(ard=False) + SizeKernel(), (HammingParams(np.full(P, 0.3), 0.7), size), 1e-6, 0.5)
@@ -228,7 +229,8 @@ def test_graded_start_is_the_shared_twin_with_g_one():
                     y_mean=0.0, y_scale=1.0, neg_mll=0.0, seed=0)
     twin = (Hamming(ard=False) + SizeKernel()).renamed("shared+size")
     spec = (Graded() + SizeKernel()).renamed("graded+size")
-    start = _graded_start(spec, "graded+size", [twin], [fit])
+    assert spec.twin == "shared+size" and twin.twin is None
+    start = twin_start(spec, [twin], [fit])
     assert start is not None and start.kernel == spec and start.mean_constant == 0.5
     graded, kept = start.params
     assert np.array_equal(graded.lengthscales, np.full(P, 0.3)) and graded.outputscale == 0.7
@@ -244,8 +246,13 @@ def test_graded_start_is_the_shared_twin_with_g_one():
     z = (math.log(1e-6 - NOISE_FLOOR) - math.log(1e-6)) / 3.0
     extra = 3 * (math.log(2.0) + 0.5 * math.log(2 * math.pi)) + math.log(3.0) + 0.5 * math.log(2 * math.pi) + 0.5 * z * z
     assert (lik_b - lik_a) * 12 == pytest.approx(extra, rel=0, abs=1e-7)
-    assert _graded_start(twin, "shared+size", [twin], [fit]) is None
-    assert _graded_start(spec, "graded+size", [], []) is None
+    assert twin_start(twin, [twin], [fit]) is None
+    assert twin_start(spec, [], []) is None
+    # a twin whose params do not map (no Hamming params where the graded part is) gives no start
+    odd = Hyperparameters(spec, (GradedParams(np.full(P, 0.3), 0.7, np.full(3, 2.0)), size), 1e-6, 0.5)
+    odd_fit = FitResult(hyper=odd, attempts=1, seconds=0.0, success=True, noise=1e-6, noise_convention="standardized",
+                        y_mean=0.0, y_scale=1.0, neg_mll=0.0, seed=0)
+    assert twin_start(spec, [twin], [odd_fit]) is None
 
 
 def test_an_outputscale_that_underflows_gives_a_floored_kernel_not_an_error():

@@ -16,10 +16,9 @@ from shapleig import ShaplEIG
 from shapleig.games.game import FunctionGame
 from shapleig.games.indices import INDICES, dense_index_operator, exact_index_values, get_index
 from shapleig.gp.index_esp import IndexOperator
+from shapleig.gp.kernels.graded_walsh import graded_index_columns, graded_index_covariance
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior, standardize
 from shapleig.gp.walsh import (
-    graded_index_columns,
-    graded_index_covariance,
     order_index_columns,
     order_index_covariance,
     walsh_coordinates,

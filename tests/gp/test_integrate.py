@@ -9,8 +9,8 @@ import pytest
 
 from shapleig import FunctionGame, exact_shapley
 from shapleig.design.estimators import ShaplEIG
-from shapleig.gp.graded import Graded, GradedParams
 from shapleig.gp.integrate import hyperparameter_draws
+from shapleig.gp.kernels.graded import Graded, GradedParams
 from shapleig.gp.mixture import build_mixture
 from shapleig.gp.numpy_fit import MapProblem
 from shapleig.gp.options import GPOptions

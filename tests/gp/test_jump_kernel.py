@@ -178,7 +178,7 @@ def test_fitted_jump_separates_an_outlying_empty_coalition() -> None:
     X, y = _archive_with_outlying_empty(7, 2, -6.0)
     y_std, _, _ = standardize(y)
     hyper, fit = fit_map_numpy(Hamming(ard=False) + SizeKernel(trend=False, jumps=True), X, y_std, noise=1e-6, seed=0)
-    assert fit.success and hyper.size.empty_jump > 1.0
+    assert fit.success and hyper.part(SizeParams).empty_jump > 1.0
     post = ShapleyPosterior(hyper, X, y)
     z = post.loo_residuals()
     assert abs(z[0]) == pytest.approx(1.0, abs=2e-3)
@@ -192,7 +192,7 @@ def test_smooth_game_keeps_a_small_jump() -> None:
     y = X @ np.random.default_rng(4).uniform(0.5, 2.0, 7)  # additive: v(empty) = 0 lies on the rest's plane
     y_std, _, _ = standardize(y)
     hyper, fit = fit_map_numpy(Hamming(ard=False) + SizeKernel(trend=False, jumps=True), X, y_std, noise=1e-6, seed=0)
-    assert fit.success and hyper.size.empty_jump < 0.05
+    assert fit.success and hyper.part(SizeParams).empty_jump < 0.05
 
 
 def test_size_trend_explains_a_symmetric_game() -> None:
@@ -205,7 +205,7 @@ def test_size_trend_explains_a_symmetric_game() -> None:
     y = 3.0 * np.sqrt(X.sum(axis=1)) + 0.01 * (X @ rng.normal(size=p))
     y_std, _, _ = standardize(y)
     hyper, fit = fit_map_numpy(Hamming(ard=False) + SizeKernel(trend=True, jumps=True), X, y_std, noise=1e-6, seed=0)
-    assert fit.success and hyper.size.variance > 0.5
+    assert fit.success and hyper.part(SizeParams).variance > 0.5
     est = ShapleyPosterior(hyper, X, y).mean
     np.testing.assert_allclose(est, 3.0 * np.sqrt(p) / p, atol=0.05)
 

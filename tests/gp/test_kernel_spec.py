@@ -14,9 +14,7 @@ from _dense_reference import dense_kernel, dense_surrogate_kernel
 from shapleig.games.coalitions import all_coalitions
 from shapleig.games.indices import dense_index_operator
 from shapleig.gp import kernels as kernel_registry
-from shapleig.gp.additive import Additive, AdditiveParams
 from shapleig.gp.index_esp import IndexOperator
-from shapleig.gp.kernel_spec import DENSE_MAX_PLAYERS, KernelSpec, SumKernel
 from shapleig.gp.kernels import (
     Hamming,
     HammingParams,
@@ -25,9 +23,11 @@ from shapleig.gp.kernels import (
     register_kernel,
     surrogate_kernels,
 )
+from shapleig.gp.kernels.additive import Additive, AdditiveParams
+from shapleig.gp.kernels.rough import Rough, RoughParams
+from shapleig.gp.kernels.spec import DENSE_MAX_PLAYERS, KernelSpec, SumKernel
 from shapleig.gp.numpy_fit import MapProblem
 from shapleig.gp.posterior import Hyperparameters, ShapleyPosterior, standardize
-from shapleig.gp.rough import Rough, RoughParams
 
 ROOT = Path(__file__).resolve().parents[2]
 INDICES = ["SV", "BV", "k-SII", "STII", "FSII"]
@@ -257,7 +257,7 @@ def test_hyperparameters_are_structured_and_checked_against_their_spec() -> None
     ham = HammingParams(np.array([0.5, 1.0, 2.0]), 1.3)
     spec = Hamming(ard=True) + SizeKernel(trend=True)
     h = Hyperparameters(spec, (ham, SizeParams(variance=0.4, lengthscale=0.3)), 1e-6, 0.1)
-    assert h.n_players == 3 and h.outputscale == 1.3 and h.size.variance == 0.4 and h.part(HammingParams) is ham
+    assert h.n_players == 3 and h.outputscale == 1.3 and h.part(SizeParams).variance == 0.4 and h.part(HammingParams) is ham
     assert h == Hyperparameters(spec, (HammingParams([0.5, 1.0, 2.0], 1.3), SizeParams(0.0, 0.0, 0.4, 0.3)), 1e-6, 0.1)
     assert hash(h) == hash(Hyperparameters(spec, h.params, 1e-6, 0.1)) and h != h.with_noise(1e-3)
     assert h.describe()["size_kernel"]["size_variance"] == 0.4 and h.describe()["mean_constant"] == 0.1

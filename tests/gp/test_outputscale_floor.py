@@ -8,8 +8,8 @@ positive, got 0.0" in the middle of a design run.
 import numpy as np
 import pytest
 
-from shapleig.gp.graded import Graded
 from shapleig.gp.kernels import Hamming
+from shapleig.gp.kernels.graded import Graded
 from shapleig.gp.priors import MIN_OUTPUTSCALE
 
 X = np.array([[0, 0, 1], [1, 0, 1], [1, 1, 0], [0, 1, 1]], dtype=np.float64)

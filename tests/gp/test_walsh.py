@@ -19,12 +19,14 @@ from shapleig.games.indices import INDICES, dense_index_operator
 from shapleig.gp.esp import hamming_kernel
 from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.kernels import size_kernel_matrix
-from shapleig.gp.walsh import (
+from shapleig.gp.kernels.graded_walsh import (
     graded_diagonal,
     graded_index_columns,
     graded_index_covariance,
     graded_kernel,
     graded_kernel_vjp,
+)
+from shapleig.gp.walsh import (
     krawtchouk_table,
     order_index_columns,
     order_index_covariance,
@@ -356,7 +358,7 @@ def test_order_covariances_at_600_players_fold_o_p2_numbers_and_match_the_shared
     import shapleig.gp.walsh as walsh
 
     p, rho, kappa = 600, 0.01, 1.5
-    real_fold, real_rows, real_coefficients = walsh._prefix_suffix, walsh._positive_esp_rows, walsh.parity_coefficients
+    real_fold, real_coefficients = walsh._prefix_suffix, walsh.parity_coefficients
 
     def bounded(fold):
         def run(x, kmax):
@@ -369,7 +371,6 @@ def test_order_covariances_at_600_players_fold_o_p2_numbers_and_match_the_shared
         return real_coefficients(index, n_players, max_order, max_size)
 
     monkeypatch.setattr(walsh, "_prefix_suffix", bounded(real_fold))
-    monkeypatch.setattr(walsh, "_positive_esp_rows", bounded(real_rows))
     monkeypatch.setattr(walsh, "parity_coefficients", small_sizes)
     r = np.full(p, rho)
     off = ~np.eye(p, dtype=bool)

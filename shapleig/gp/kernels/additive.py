@@ -4,7 +4,7 @@
 player j and -1 where they differ: the order-1 part of the Walsh basis alone (docs/math.md §16,
 ``rho_j = 1``), i.e. ``v(z) = c + sum_j beta_j (2 z_j - 1)`` with ``beta_j ~ N(0, a / p)``. Under it every
 index is a linear function of beta (the Shapley and Banzhaf values of player j are ``2 beta_j``), so
-with the rough part (:mod:`shapleig.gp.rough`) beside it the posterior is that of a least-squares
+with the rough part (:mod:`shapleig.gp.kernels.rough`) beside it the posterior is that of a least-squares
 regression of the values on the indicators with a fitted residual variance, the Bayesian
 counterpart of KernelSHAP's regression. It is a *structure* the read-out weighs against the fitted
 surrogate (:mod:`shapleig.gp.structures`): where the data pin the game's additive part down poorly,
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from shapleig.gp.index_esp import IndexOperator
-from shapleig.gp.kernel_spec import FitTerms, KernelSpec
+from shapleig.gp.kernels.spec import FitTerms, KernelSpec
 from shapleig.gp.priors import MIN_OUTPUTSCALE, inverse_softplus, sigmoid, softplus
 from shapleig.gp.walsh import order_index_columns, order_index_covariance
 
@@ -66,7 +66,7 @@ def agreement(Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
 class Additive(KernelSpec):
     """``a (1/p) sum_j sigma_j(z, z')`` (module docstring).
 
-    >>> from shapleig.gp.rough import Rough
+    >>> from shapleig.gp.kernels.rough import Rough
     >>> (Additive() + Rough()).name
     'additive+rough'
 

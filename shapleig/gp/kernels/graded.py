@@ -6,18 +6,20 @@ across orders, docs/math.md §16). :class:`Graded` frees the first orders:
     lambda_U = kappa g_|U| prod_{j in U} rho_j,   g_k free for k = 1..K (K <= 3), g_k = 1 beyond,
 
 with one shared lengthscale (``rho_j = rho``). It stays closed form through the elementary
-symmetric polynomials of :mod:`shapleig.gp.walsh` for the kernel, its diagonal (``k(z, z)`` is not
+symmetric polynomials (:mod:`shapleig.gp.kernels.graded_walsh`) for the kernel, its diagonal (``k(z, z)`` is not
 the outputscale unless g = 1), every index operator's columns and covariance, and the likelihood
 gradient. With g = 1 every product is *the Hamming kernel's own route* (bit-identical to
 ``Hamming(ard=False)``).
 
 Learned noise: ``learn_noise=True`` (the default) makes the MAP fit learn the observation noise
-``sigma^2 = NOISE_FLOOR + e^eta`` with ``eta ~ N(log 1e-6, NOISE_LOG_SD^2)`` (a prior centred on
-the fixed noise of the other kernels, bounded below by :data:`NOISE_FLOOR`);
-:class:`~shapleig.gp.numpy_fit.MapProblem` owns that coordinate (:attr:`KernelSpec.learns_noise`).
+(:mod:`shapleig.gp.kernels.noise`, :attr:`KernelSpec.learned_noise`).
 
->>> Graded().name, Graded(orders=2).name
-('graded', 'graded')
+Warm start: the graded kernel at g = 1 is the shared Hamming kernel, its *twin*
+(:attr:`KernelSpec.twin`): a cold fit also starts from the twin's MAP with g = 1
+(:meth:`Graded.from_twin`), as :mod:`shapleig.gp.kernel_choice` asks every kernel.
+
+>>> Graded().name, Graded(orders=2).name, Graded().twin, Graded(alias="mine").twin
+('graded', 'graded', 'shared', None)
 """
 
 from __future__ import annotations
@@ -29,7 +31,15 @@ from typing import Any
 import numpy as np
 
 from shapleig.gp.index_esp import IndexOperator
-from shapleig.gp.kernel_spec import FitTerms, KernelSpec
+from shapleig.gp.kernels.graded_walsh import (
+    graded_diagonal,
+    graded_index_columns,
+    graded_index_covariance,
+    graded_kernel,
+)
+from shapleig.gp.kernels.hamming import HammingParams
+from shapleig.gp.kernels.noise import LEARNED_NOISE, LearnedNoise
+from shapleig.gp.kernels.spec import FitTerms, KernelSpec
 from shapleig.gp.priors import (
     MIN_LENGTHSCALE,
     MIN_OUTPUTSCALE,
@@ -39,21 +49,13 @@ from shapleig.gp.priors import (
     sigmoid,
     softplus,
 )
-from shapleig.gp.walsh import (
-    MAX_ORDER,
-    graded_diagonal,
-    graded_index_columns,
-    graded_index_covariance,
-    graded_kernel,
-    krawtchouk_table,
-)
+from shapleig.gp.walsh import MAX_ORDER, krawtchouk_table
 
 # log g_k ~ N(0, G_LOG_SD^2): g = 1 (the Hamming kernel) a priori, a factor e^2 ~ 7 one sd away
 G_LOG_SD = 2.0
-# the learned noise: sigma^2 = NOISE_FLOOR + exp(eta), eta ~ N(log NOISE_CENTRE, NOISE_LOG_SD^2)
-NOISE_CENTRE = 1e-6
-NOISE_LOG_SD = 3.0
-NOISE_FLOOR = 1e-8
+# the graded kernel's base name and that of its twin, the shared Hamming kernel (g = 1)
+_NAME = "graded"
+_TWIN = "shared"
 # |log g_k| is clipped here in the optimiser's coordinate (e^12: far beyond any prior mass)
 _LOG_G_BOUND = 12.0
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -124,7 +126,7 @@ class Graded(KernelSpec):
 
     Example:
         >>> import numpy as np
-        >>> from shapleig.gp.kernels import Hamming, HammingParams
+        >>> from shapleig.gp.kernels.hamming import Hamming, HammingParams
         >>> Z = np.array([[0, 1, 1], [1, 0, 0]], dtype=bool)
         >>> one = GradedParams(np.full(3, 0.8), 1.2, [1.0, 1.0, 1.0])
         >>> bool(np.array_equal(Graded().matrix(one, Z, Z),
@@ -146,7 +148,22 @@ class Graded(KernelSpec):
     @property
     def name(self) -> str:
         """``alias``, else ``"graded"``."""
-        return self.alias or "graded"
+        return self.alias or _NAME
+
+    @property
+    def learned_noise(self) -> LearnedNoise | None:
+        """The learned noise (:mod:`shapleig.gp.kernels.noise`) when ``learn_noise``, else None."""
+        return LEARNED_NOISE if self.learn_noise else None
+
+    def nested_twin(self, name: str) -> str | None:
+        """``name`` with ``"shared"`` for ``"graded"`` (e.g. ``"shared+size"`` for ``"graded+size"``); None without it."""
+        return name.replace(_NAME, _TWIN) if _NAME in name else None
+
+    def from_twin(self, params: Any) -> GradedParams | None:
+        """The shared twin's :class:`~shapleig.gp.kernels.hamming.HammingParams` with g = 1; None for other params."""
+        if not isinstance(params, HammingParams):
+            return None
+        return GradedParams(params.lengthscales, params.outputscale, np.ones(self.orders))
 
     def check_params(self, params: Any) -> GradedParams:
         """``params`` if it is a :class:`GradedParams` with one shared lengthscale and K order factors, else ``ValueError``."""
@@ -184,7 +201,7 @@ class Graded(KernelSpec):
                 "order_variances": params.g.tolist()}
 
     def matrix(self, params: GradedParams, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
-        """The graded kernel between the rows of ``Z1`` and ``Z2`` (:func:`~shapleig.gp.walsh.graded_kernel`)."""
+        """The graded kernel between the rows of ``Z1`` and ``Z2`` (:func:`~shapleig.gp.kernels.graded_walsh.graded_kernel`)."""
         return graded_kernel(Z1, Z2, params.lengthscales, params.outputscale, params.g)
 
     def diagonal(self, params: GradedParams, Z: np.ndarray) -> np.ndarray:
@@ -194,13 +211,13 @@ class Graded(KernelSpec):
         return np.full(np.shape(Z)[0], graded_diagonal(params.lengthscales, params.outputscale, params.g))
 
     def index_columns(self, params: GradedParams, operator: IndexOperator, Z: np.ndarray) -> np.ndarray:
-        """Closed form through the order-k parts (:mod:`shapleig.gp.walsh`); the Hamming route when g = 1."""
+        """Closed form through the order-k parts (:mod:`shapleig.gp.kernels.graded_walsh`); the Hamming route when g = 1."""
         if params.is_hamming:  # the Hamming route itself: g = 1 reproduces today's kernel bit for bit
             return operator.hamming_columns(Z, params.lengthscales, params.outputscale)
         return graded_index_columns(Z, params.lengthscales, params.outputscale, params.g, operator)
 
     def index_covariance(self, params: GradedParams, operator: IndexOperator) -> np.ndarray:
-        """Closed form through the order-k parts (:mod:`shapleig.gp.walsh`); the Hamming route when g = 1."""
+        """Closed form through the order-k parts (:mod:`shapleig.gp.kernels.graded_walsh`); the Hamming route when g = 1."""
         if params.is_hamming:
             return operator.hamming_covariance(params.lengthscales, params.outputscale)
         return graded_index_covariance(params.lengthscales, params.outputscale, params.g, operator)
@@ -218,7 +235,7 @@ class GradedFit(FitTerms):
     """The graded kernel's share of the MAP problem.
 
     Coordinates ``(raw_s, raw_l, log g_1..log g_K)`` with ``s = softplus(raw_s)``,
-    ``l = 1e-6 + softplus(raw_l)`` (as :class:`~shapleig.gp.kernels.HammingFit`).
+    ``l = 1e-6 + softplus(raw_l)`` (as :class:`~shapleig.gp.kernels.hamming.HammingFit`).
 
     With one shared lengthscale the kernel is a function of the Hamming distance d alone
     (docs/math.md §16): ``f(d) = s e^{-d/(p l)} + sum_k (g_k - 1) kappa rho^k Kraw_k(d)`` (Krawtchouk
@@ -325,42 +342,4 @@ class GradedFit(FitTerms):
         return out
 
 
-def noise_value(eta: float) -> float:
-    """The learned noise ``NOISE_FLOOR + e^eta`` (eta clipped to ``[-60, 10]``).
-
-    Args:
-        eta: the noise coordinate of theta.
-
-    Returns:
-        sigma^2, standardised.
-    """
-    return NOISE_FLOOR + math.exp(min(max(float(eta), -60.0), 10.0))
-
-
-def noise_coordinate(noise: float) -> float:
-    """``eta`` with :func:`noise_value` ``(eta) = noise`` (at least the floor plus 1e-26).
-
-    Args:
-        noise: sigma^2, standardised.
-
-    Returns:
-        the noise coordinate eta.
-    """
-    return math.log(max(float(noise) - NOISE_FLOOR, 1e-26))
-
-
-def noise_log_prior(eta: float) -> tuple[float, float]:
-    """The noise coordinate's log prior, a normal around ``log NOISE_CENTRE``.
-
-    Args:
-        eta: the noise coordinate of theta.
-
-    Returns:
-        ``(log N(eta; log NOISE_CENTRE, NOISE_LOG_SD^2), its derivative)``.
-    """
-    z = (float(eta) - math.log(NOISE_CENTRE)) / NOISE_LOG_SD
-    return -0.5 * z * z - math.log(NOISE_LOG_SD) - 0.5 * _LOG_2PI, -z / NOISE_LOG_SD
-
-
-__all__ = ["G_LOG_SD", "Graded", "GradedFit", "GradedParams", "NOISE_CENTRE", "NOISE_FLOOR", "NOISE_LOG_SD",
-           "noise_coordinate", "noise_log_prior", "noise_value"]
+__all__ = ["G_LOG_SD", "Graded", "GradedFit", "GradedParams"]

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from shapleig.gp.index_esp import IndexOperator
-from shapleig.gp.kernel_spec import FitTerms, KernelSpec
+from shapleig.gp.kernels.spec import FitTerms, KernelSpec
 from shapleig.gp.priors import MIN_OUTPUTSCALE, inverse_softplus, sigmoid, softplus
 
 # A lengthscale at which the Hamming kernel is the white kernel in float64 (1 / (p l) overflows to
