@@ -31,6 +31,7 @@ from shapleig.estimation.result import ShapleyEstimate
 from shapleig.games.game import Game, check_budget, check_n_players
 from shapleig.gp.fit_result import kernel_info
 from shapleig.gp.kernel_choice import RefitPlan, fit_kernels, primary_per_player
+from shapleig.gp.kernels.registry import SURROGATE_SWITCH
 from shapleig.gp.mixture import build_mixture
 from shapleig.gp.options import plain_equal
 from shapleig.runs.budget import BudgetedGame
@@ -192,7 +193,7 @@ class ShaplEIG(OptionsEstimator):
                 kind = OPTION_GROUPS[group].__name__
                 raise TypeError(f"ShaplEIG({key}=...): {key} is an option of the {group} group; pass "
                                 f"ShaplEIG({group}={kind}({key}=...)) or ShaplEIG.from_options({key}=...)")
-            if key == "ard":
+            if key == SURROGATE_SWITCH:
                 raise TypeError("ShaplEIG(ard=...): ard is the older switch; pass surrogate='ard' (True) or "
                                 "surrogate='shared' (False), or ShaplEIG.from_options(ard=...)")
             if key not in LoopOptions.names():
@@ -305,7 +306,7 @@ class ShaplEIG(OptionsEstimator):
         if direct:
             super().set_params(**direct)
         if flat:
-            values = {k: v for k, v in self.options.as_dict().items() if k != "ard"}  # ard: derived from surrogate
+            values = {k: v for k, v in self.options.as_dict().items() if k != SURROGATE_SWITCH}  # ard: derived from surrogate
             rebuilt = type(self).from_loop_options(LoopOptions(**{**values, **flat}))
             self.__init__(**rebuilt.get_params(deep=False))  # type: ignore[misc]
         return self
