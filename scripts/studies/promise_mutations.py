@@ -7,13 +7,23 @@ on Ctrl-C). Run from the repository root on a clean work tree:
     PYTHONPATH=. python scripts/studies/promise_mutations.py            # all mutations (~10 minutes)
     PYTHONPATH=. python scripts/studies/promise_mutations.py --only bic # those whose name contains "bic"
     PYTHONPATH=. python scripts/studies/promise_mutations.py --only graded --only async  # either text
+    PYTHONPATH=. python scripts/studies/promise_mutations.py --mutations-file candidates.json
 
-Prints one line per mutation and ``caught N of M``; exits 1 if any mutation survived.
+``--mutations-file`` runs the mutations of a JSON file instead of the list below (to try a candidate
+before adding it): a list of objects with the keys ``name``, ``file`` (relative to the repository
+root), ``old`` (the text replaced; it must occur exactly once), ``new`` and ``tests`` (a list, each
+``"path::test"`` or ``"path -k 'expression'"``).
+
+Prints one line per mutation (``CAUGHT``, ``MISSED``, or ``SKIP`` when the text to mutate does not
+occur exactly once) and ``caught N of M`` (skipped ones not counted); exits 1 if any mutation survived.
+Mutations of ``tasks/`` and ``baselines/`` take effect only in the checkout that is installed
+(editable): their packages, ``shapleig_tasks`` and ``shapleig_baselines``, are imported from there.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -24,8 +34,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 _DIGESTS = "tests/runs/test_store_row_digests.py"
 
+Mutation = tuple[str, str, str, str, list[str]]
+
 # (name, file, text to replace, replacement, tests that must fail)
-MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
+MUTATIONS: list[Mutation] = [
     ("synchronous FULL -> OFF", "shapleig/runs/store.py", 'PRAGMA synchronous = FULL")  # a committed value survives',
      'PRAGMA synchronous = OFF")  # a committed value survives',
      ["tests/project/test_promises.py::test_the_store_commits_with_synchronous_full"]),
@@ -522,10 +534,34 @@ MUTATIONS: list[tuple[str, str, str, str, list[str]]] = [
 ]
 
 
-def run(only: list[str] | None) -> int:
+def read_mutations(path: str | os.PathLike[str]) -> list[Mutation]:
+    """The mutations of a JSON file (the format in the module docstring), checked entry by entry."""
+    try:
+        entries = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"--mutations-file {path}: not a readable JSON file ({exc})") from None
+    if not isinstance(entries, list):
+        raise SystemExit(f"--mutations-file {path}: a JSON list of mutations expected, got {type(entries).__name__}")
+    out: list[Mutation] = []
+    keys = ("name", "file", "old", "new", "tests")
+    for k, entry in enumerate(entries):
+        if not isinstance(entry, dict) or sorted(entry) != sorted(keys):
+            raise SystemExit(f"--mutations-file {path}: entry {k} must be an object with exactly the keys {keys}")
+        if not all(isinstance(entry[key], str) for key in keys[:4]) or not entry["old"]:
+            raise SystemExit(f"--mutations-file {path}: entry {k}: name, file, old and new must be strings, "
+                             "old non-empty")
+        tests = entry["tests"]
+        if not isinstance(tests, list) or not tests or not all(isinstance(t, str) and t for t in tests):
+            raise SystemExit(f"--mutations-file {path}: entry {k}: tests must be a non-empty list of strings")
+        out.append((entry["name"], entry["file"], entry["old"], entry["new"], list(tests)))
+    return out
+
+
+def run(only: list[str] | None, mutations: list[Mutation] | None = None) -> int:
+    """Make each mutation (``MUTATIONS`` unless given) whose name contains a text of ``only``; 1 if any survived."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     caught = total = 0
-    for name, rel, old, new, tests in MUTATIONS:
+    for name, rel, old, new, tests in MUTATIONS if mutations is None else mutations:
         if only and not any(text in name for text in only):
             continue
         path = REPO / rel
@@ -561,4 +597,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", default=None,
                         help="run the mutations whose name contains this text (repeat: any of them)")
-    sys.exit(run(parser.parse_args().only))
+    parser.add_argument("--mutations-file", metavar="JSON",
+                        help="run the mutations of this JSON file instead of the built-in list "
+                             "(format: the script's docstring)")
+    args = parser.parse_args()
+    sys.exit(run(args.only, read_mutations(args.mutations_file) if args.mutations_file else None))

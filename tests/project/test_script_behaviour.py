@@ -1,21 +1,27 @@
 """Benchmark and reproduction scripts print consistent numbers (issue 28: scripts are thin CLIs over
 tested modules, and what they print is checked, not only that ``--help`` runs).
 
-Each test runs one script with its smallest options in a subprocess against this checkout and checks
-WHAT IT PRINTS: the fields are there, the numbers are finite and within their ranges, and printed
-quantities agree with each other (a ratio equals the ratio of its printed parts, counts stay within
-the budget, efficient estimators have a zero efficiency gap). Timings are never compared to a bound.
+Each test runs one script with its smallest options in a subprocess against this checkout (the mutation
+script against a copy of it, so the suite never mutates the checkout) and checks WHAT IT PRINTS: the
+fields are there, the numbers are finite and within their ranges, and printed quantities agree with
+each other (a ratio equals the ratio of its printed parts, counts stay within the budget, efficient
+estimators have a zero efficiency gap). Timings are never compared to a bound.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import math
 import os
 import re
+import shutil
+import struct
 import subprocess
 import sys
+import tempfile
+import zlib
 from pathlib import Path
 from types import ModuleType
 
@@ -727,3 +733,132 @@ def test_bench_indices_runs_shapleig_alone_and_takes_any_option() -> None:
     assert est.options.structures == () and est.options.max_order == 3 and est.options.index == "FBII"
     args.option = None
     assert ind.estimator("FBII", args).options.initial_design == "leverage"
+
+
+# -- scripts/studies/promise_mutations.py: run on a copy, so the suite never mutates this checkout ------------
+
+_PROMISES = "tests/project/test_promises.py"
+
+
+def _copy_for_promise_mutations(root: Path) -> Path:
+    """A copy under ``root`` of what the script and the promise tests need: the package, the tests' helpers, pytest's
+    configuration and the script. (``shapleig_tasks``/``shapleig_baselines`` would still be imported from the
+    installed checkout, so the mutations used here are of ``shapleig/`` only.)"""
+    shutil.copytree(REPO / "shapleig", root / "shapleig", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "tests" / "project").mkdir(parents=True)
+    for helper in (REPO / "tests").glob("*.py"):  # conftest.py and the _*.py modules it and the tests import
+        shutil.copy2(helper, root / "tests" / helper.name)
+    shutil.copy2(REPO / _PROMISES, root / _PROMISES)
+    (root / "scripts" / "studies").mkdir(parents=True)
+    shutil.copy2(REPO / "scripts/studies/promise_mutations.py", root / "scripts/studies/promise_mutations.py")
+    shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+def _run_promise_mutations(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)}
+    return subprocess.run([sys.executable, str(root / "scripts/studies/promise_mutations.py"), *args], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_promise_mutations_catches_a_listed_mutation_and_restores_the_file(tmp_path: Path) -> None:
+    root = _copy_for_promise_mutations(tmp_path)
+    mutated = root / "shapleig/gp/kernel_choice.py"
+    before = mutated.read_bytes()
+    run = _run_promise_mutations(root, "--only", "BIC penalty")
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert len(lines) == 2, run.stdout
+    # the named test ran against the mutated copy and failed: pytest's summary line is quoted
+    assert re.fullmatch(r"CAUGHT BIC penalty d log t instead of d/2 log t \(\d+ s\): 1 failed in [\d.]+s", lines[0]), \
+        lines[0]
+    assert lines[1] == "caught 1 of 1"
+    assert mutated.read_bytes() == before  # restored byte for byte
+
+
+def test_promise_mutations_reports_a_survivor_and_a_missing_text_and_exits_1(tmp_path: Path) -> None:
+    root = _copy_for_promise_mutations(tmp_path)
+    store = root / "shapleig/runs/store.py"
+    before = store.read_bytes()
+    line = 'PRAGMA synchronous = FULL")  # a committed value survives'
+    assert before.decode().count(line) == 1
+    mutations = [  # a reworded comment: the named test passes with it, so the mutation survives
+                 {"name": "comment reworded", "file": "shapleig/runs/store.py", "old": line,
+                  "new": line.replace("survives", "is kept"), "tests": [f"{_PROMISES} -k 'synchronous_full'"]},
+                 {"name": "text not there", "file": "shapleig/runs/store.py", "old": "no such text in the store",
+                  "new": "", "tests": [f"{_PROMISES}::test_bic_log_evidence_by_hand"]}]
+    listed = tmp_path / "mutations.json"
+    listed.write_text(json.dumps(mutations))
+    run = _run_promise_mutations(root, "--mutations-file", str(listed))
+    assert run.returncode == 1, run.stdout + run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert len(lines) == 3, run.stdout
+    assert re.fullmatch(r"MISSED comment reworded \(\d+ s\): 1 passed, \d+ deselected in [\d.]+s", lines[0]), lines[0]
+    assert lines[1] == "SKIP   text not there: the text to mutate occurs 0 times in shapleig/runs/store.py"
+    assert lines[2] == "caught 0 of 1"  # a skipped mutation is not counted
+    assert store.read_bytes() == before
+    # --only filters a mutations file too; a malformed file is refused naming the entry and what is wrong
+    run = _run_promise_mutations(root, "--mutations-file", str(listed), "--only", "not there")
+    assert (run.returncode, run.stdout.splitlines()[-1]) == (0, "caught 0 of 0"), run.stdout
+    listed.write_text(json.dumps([mutations[0], {k: v for k, v in mutations[1].items() if k != "tests"}]))
+    run = _run_promise_mutations(root, "--mutations-file", str(listed))
+    assert run.returncode == 1 and run.stdout == "", run.stdout
+    assert "entry 1 must be an object with exactly the keys" in run.stderr, run.stderr
+
+
+# -- scripts/docs/dashboard_screenshots.py -------------------------------------------------------------------
+
+def _png_size(path: Path) -> tuple[int, int]:
+    """``(width, height)`` of a PNG, after checking its signature, every chunk's CRC and that the pixel data
+    inflates to exactly the rows the header announces (8-bit RGB or RGBA, not interlaced)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", path
+    chunks, at = [], 8
+    while at < len(data):
+        (length,) = struct.unpack(">I", data[at:at + 4])
+        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
+        assert struct.unpack(">I", data[at + 8 + length:at + 12 + length])[0] == zlib.crc32(kind + body), (path, kind)
+        chunks.append((kind, body))
+        at += 12 + length
+    assert chunks[0][0] == b"IHDR" and chunks[-1][0] == b"IEND", [k for k, _ in chunks]
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", chunks[0][1])
+    assert depth == 8 and colour in (2, 6) and interlace == 0, (depth, colour, interlace)
+    pixels = zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))
+    assert len(pixels) == height * (1 + width * (3 if colour == 2 else 4))  # a filter byte, then the row
+    return width, height
+
+
+def test_dashboard_screenshots_quick_writes_whole_page_pngs_of_the_paused_run_and_the_rows(tmp_path: Path) -> None:
+    from _browser import require_chromium  # the script finds Chromium the same way (find_chromium)
+
+    require_chromium()  # skipped without one, failed instead under SHAPLEIG_REQUIRE_BROWSER=1 (CI)
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
+    out = tmp_path / "shots"
+    # the script's temporary folders go to a TMPDIR of their own, on a short path: Chromium puts its sockets
+    # there, and a unix socket's path must stay under 108 bytes (tmp_path's can be longer)
+    with tempfile.TemporaryDirectory(prefix="shots-") as tmp:
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": tmp,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        run = subprocess.run([sys.executable, str(REPO / "scripts/docs/dashboard_screenshots.py"), "--out", str(out),
+                              "--quick"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        # the run's store, the rows' folder and the browsers' profiles are removed (Chromium's own may stay)
+        left = sorted(p.name for p in Path(tmp).glob("shapleig-*"))
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert left == []
+    lines = run.stdout.splitlines()
+    assert len(lines) == 2, run.stdout
+    study = re.fullmatch(r"wrote (.+): page 1200 x (\d+) px; the run paused at (\d+) of (\d+) evaluations, "
+                         r"the page shows (\S+) spent", lines[0])
+    rows = re.fullmatch(r"wrote (.+): page 1200 x (\d+) px; (\d+) rows explained, the page lists (\S+)", lines[1])
+    assert study is not None and rows is not None, run.stdout
+    assert (study.group(1), rows.group(1)) == (str(out / "dashboard-study.png"), str(out / "dashboard-explain-x.png"))
+    assert sorted(p.name for p in out.iterdir()) == ["dashboard-explain-x.png", "dashboard-study.png"]
+    # --quick: paused at 14 of 20 evaluations, and the page shows the run paused there; 2 rows, both listed
+    assert study.groups()[2:] == ("14", "20", "14")
+    assert rows.groups()[2:] == ("2", "2")
+    for found in (study, rows):
+        shot = Path(found.group(1))
+        assert _png_size(shot) == (1200, int(found.group(2)))  # the whole page, at its printed height
+        assert 600 <= int(found.group(2)) <= 6000
+        assert shot.stat().st_size > 30_000  # charts and tables, not a blank page (a blank one is a few KB)
