@@ -177,13 +177,14 @@ def report(df: pd.DataFrame, anchors: Path | list[Path], default: str = DEFAULT,
     print(cells.to_string(float_format=fmt))
 
     others = cells.drop(columns=[default])
-    ratio = pd.DataFrame({"default": cells[default], "best_other": others.min(axis=1),
-                          "best_other_method": others.idxmin(axis=1)})
-    ratio["ratio"] = ratio["default"] / ratio["best_other"]
-    print("\nthe default's ratio to the best other project method per cell (< 1: the default is better)")
-    print(ratio.to_string(float_format=fmt))
-    print(f"  worst cell {ratio.ratio.max():.3g} ({ratio.ratio.idxmax()}); geometric mean {gm(ratio.ratio):.3g}; "
-          f"cells above 1.5: {int((ratio.ratio > 1.5).sum())} of {len(ratio)}")
+    if not others.empty and not others.isna().all(axis=None):  # none when the default runs alone
+        ratio = pd.DataFrame({"default": cells[default], "best_other": others.min(axis=1),
+                              "best_other_method": others.idxmin(axis=1)})
+        ratio["ratio"] = ratio["default"] / ratio["best_other"]
+        print("\nthe default's ratio to the best other project method per cell (< 1: the default is better)")
+        print(ratio.to_string(float_format=fmt))
+        print(f"  worst cell {ratio.ratio.max():.3g} ({ratio.ratio.idxmax()}); geometric mean {gm(ratio.ratio):.3g}; "
+              f"cells above 1.5: {int((ratio.ratio > 1.5).sum())} of {len(ratio)}")
     kernels = [c for c in COMPONENTS if c in cells]
     if kernels:
         rk = cells[default] / cells[kernels].min(axis=1)

@@ -48,6 +48,10 @@ def test_report_on_a_small_run(tmp_path, capsys):
     wrong = {spec: int((g.max_z > 4).sum()) for spec, g in cov.groupby("budget_spec")}
     assert f"runs with some |error|/std > 4 (confidently wrong), per budget: 2p {wrong['2p']} of 1, " \
            f"4p {wrong['4p']} of 1" in out
+    # the default alone (--methods shapleig): no ratio to other methods, the rest of the report still there
+    bs.report(df[df.method == bs.DEFAULT], anchors)
+    alone = capsys.readouterr().out
+    assert "ratio to the best other project method" not in alone and "coverage of the default's 95% intervals" in alone
 
 
 def test_paired_report_run_for_run(capsys):
