@@ -5,8 +5,9 @@ with ``+``: :class:`Hamming` (docs/math.md §3, :mod:`~shapleig.gp.kernels.hammi
 (docs/math.md §15, :mod:`~shapleig.gp.kernels.size`), :class:`Graded` (docs/math.md §16,
 :mod:`~shapleig.gp.kernels.graded`, with :mod:`~shapleig.gp.kernels.graded_walsh` and the learned noise of
 :mod:`~shapleig.gp.kernels.noise`), :class:`Rough` and :class:`Additive`. The surrogate's string names meet
-these objects in one place, :mod:`~shapleig.gp.kernels.registry`. Nothing outside this package names a
-concrete kernel: the engine asks a spec (:attr:`KernelSpec.per_player`, :attr:`KernelSpec.learned_noise`,
+these objects in one place, :mod:`~shapleig.gp.kernels.registry`. :func:`check_kernel`
+(:mod:`~shapleig.gp.kernels.contract`) runs the checks every kernel passes on any spec, a user's too.
+Nothing outside this package names a concrete kernel: the engine asks a spec (:attr:`KernelSpec.per_player`, :attr:`KernelSpec.learned_noise`,
 :attr:`KernelSpec.twin`, :meth:`KernelSpec.describe`) or the registry (``tests/project/test_kernel_names.py``).
 
 >>> spec = Hamming(ard=False) + SizeKernel(trend=True, jumps=False)
@@ -16,6 +17,7 @@ concrete kernel: the engine asks a spec (:attr:`KernelSpec.per_player`, :attr:`K
 
 from shapleig.gp.kernels.spec import DENSE_MAX_PLAYERS, FitTerms, KernelSpec, SumKernel  # isort: skip
 from shapleig.gp.kernels.additive import Additive, AdditiveParams
+from shapleig.gp.kernels.contract import KernelContractError, KernelReport, check_kernel
 from shapleig.gp.kernels.graded import Graded, GradedParams
 from shapleig.gp.kernels.hamming import Hamming, HammingFit, HammingParams
 from shapleig.gp.kernels.noise import LearnedNoise
@@ -35,8 +37,8 @@ from shapleig.gp.kernels.size import SizeFit, SizeKernel, SizeParams, n_extremes
 
 __all__ = [
     "BASE_KERNELS", "DENSE_MAX_PLAYERS", "EVIDENCE", "SURROGATES", "Additive", "AdditiveParams", "FitTerms", "Graded",
-    "GradedParams", "Hamming", "HammingFit", "HammingParams", "KernelSpec", "LearnedNoise", "Rough", "RoughParams",
-    "SizeFit", "SizeKernel", "SizeParams", "SumKernel", "check_size_trend", "check_surrogate", "n_extremes",
-    "plain_hamming", "register_kernel", "size_kernel_info", "size_kernel_matrix", "surrogate_evidence",
-    "surrogate_kernels",
+    "GradedParams", "Hamming", "HammingFit", "HammingParams", "KernelContractError", "KernelReport", "KernelSpec",
+    "LearnedNoise", "Rough", "RoughParams", "SizeFit", "SizeKernel", "SizeParams", "SumKernel", "check_kernel",
+    "check_size_trend", "check_surrogate", "n_extremes", "plain_hamming", "register_kernel", "size_kernel_info",
+    "size_kernel_matrix", "surrogate_evidence", "surrogate_kernels",
 ]

@@ -408,6 +408,22 @@ def _dense_operator(index: Index, n_players: int, max_order: int, hold_out_empty
     return B
 
 
+def dense_index_matrix(operator: IndexOperator) -> np.ndarray:
+    """The operator ``B'`` as a dense matrix over all 2^p coalitions (bit order, :func:`all_coalitions`).
+
+    ``B`` from the index's definition (:func:`~shapleig.games.indices.dense_index_operator`), its
+    empty-coalition column zero when the operator holds v(empty) out (docs/math.md §14.5). The dense
+    fallback of the index products and the kernel contract (:mod:`shapleig.gp.kernels.contract`) use it.
+
+    Args:
+        operator: the index operator (p <= 12, the dense operators' limit).
+
+    Returns:
+        float64[d, 2^p], read-only (cached).
+    """
+    return _dense_operator(operator.spec, operator.n_players, operator.max_order, operator.hold_out_empty)
+
+
 def _dense(spec: KernelSpec, operator: IndexOperator) -> tuple[np.ndarray, np.ndarray]:
     p = operator.n_players
     if p > DENSE_MAX_PLAYERS:
@@ -415,7 +431,7 @@ def _dense(spec: KernelSpec, operator: IndexOperator) -> tuple[np.ndarray, np.nd
             f"kernel {spec.name!r} ({type(spec).__name__}) has no closed-form index products, and the dense "
             f"fallback enumerates the 2^p coalitions (p <= {DENSE_MAX_PLAYERS}); got p = {p}. Implement "
             f"index_columns and index_covariance for it to use it at this p")
-    return _dense_operator(operator.spec, p, operator.max_order, operator.hold_out_empty), all_coalitions(p)
+    return dense_index_matrix(operator), all_coalitions(p)
 
 
 @dataclass(frozen=True)
