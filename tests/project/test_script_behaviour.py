@@ -157,14 +157,20 @@ def test_bench_async_utilisation_is_busy_over_capacity() -> None:
     assert "p = 6, budget 20, q = 4" in out
     rows = [r for r in table(out, "mode") if r[1].isdigit()]
     assert {r[0] for r in rows} == {"async", "sync"}
-    for mode, _seed, wall, busy, util, ideal, select, mse in rows:
-        wall_f, busy_f, util_f = float(wall), float(busy), float(util)
+    for mode, _seed, wall, busy, util, ideal, select, mse, held, util_held, after in rows:
+        wall_f, busy_f, util_f, held_f = float(wall), float(busy), float(util), float(held)
         assert close(util_f, busy_f / (4 * wall_f), rel=0.05, abs_=0.01), (util, busy, wall)
         assert 0 < util_f <= 1 and 0 < float(ideal) <= 1
         assert math.isfinite(float(mse)) and float(mse) > 0
+        # the workers are held until the last evaluation returns; the read-out comes after
+        assert 0 < held_f <= wall_f + 0.005 and close(float(after), wall_f - held_f, rel=0, abs_=0.011)
+        assert close(float(util_held), busy_f / (4 * held_f), rel=0.05, abs_=0.01) and util_f <= float(util_held) + 0.01
     means = dict(re.findall(r"^\s*(\w+)\s+mean utilisation ([\d.]+)", out, re.MULTILINE))
-    for mode, _seed, _wall, _busy, util, *_ in rows:
+    held_means = dict(re.findall(r"^\s*(\w+)\s+mean utilisation .*while the workers are held ([\d.]+)", out,
+                                 re.MULTILINE))
+    for mode, _seed, _wall, _busy, util, *rest in rows:
         assert close(float(means[mode]), float(util), rel=0, abs_=0.006)  # one seed: mean = its row
+        assert close(float(held_means[mode]), float(rest[-2]), rel=0, abs_=0.006)
 
 
 def test_bench_async_list_schedule_and_its_simulated_ideal() -> None:
