@@ -210,17 +210,33 @@ class ShaplEIG(OptionsEstimator):
         whose options are all at their defaults stays None.
 
         Args:
-            **options: options by name (``ard`` included, the older switch).
+            **options: options by name (``ard`` included, the older switch); a group object under its
+                parameter name (``model=ModelOptions(...)``) counts as its options by name.
 
         Returns:
             the estimator.
+
+        Raises:
+            TypeError: an unknown name, a group of the wrong type, or an option given both by name and
+                in its group.
 
         Examples:
             >>> from shapleig import ShaplEIG
             >>> ShaplEIG.from_options(noise=1e-4, pool_size=64).model
             ModelOptions(noise=0.0001)
         """
-        return cls.from_loop_options(options_from(LoopOptions, options, cls.__name__))
+        flat = {key: value for key, value in options.items() if key not in OPTION_GROUPS}
+        for name, kind in OPTION_GROUPS.items():
+            group = options.get(name)
+            if group is None:
+                continue
+            if not isinstance(group, kind):
+                raise TypeError(f"{name} must be a {kind.__name__} (None: its defaults), got {type(group).__name__}")
+            twice = sorted(set(flat) & set(kind.names()))
+            if twice:
+                raise TypeError(f"{twice} given both by name and in {name}={group!r}; give each option once")
+            flat.update(group.as_dict())
+        return cls.from_loop_options(options_from(LoopOptions, flat, cls.__name__))
 
     @classmethod
     def from_loop_options(cls, options: LoopOptions) -> "ShaplEIG":

@@ -90,6 +90,16 @@ def test_from_options_puts_each_option_in_its_group() -> None:
     assert ShaplEIG.from_options(ard=True).surrogate == "ard"
 
 
+def test_from_options_takes_a_group_too_but_each_option_once() -> None:
+    est = ShaplEIG.from_options(pool_size=64, model=ModelOptions(noise=1e-4), fit_points=128)
+    assert est.options == LoopOptions(pool_size=64, noise=1e-4, fit_points=128)
+    assert est.model == ModelOptions(noise=1e-4) and est.fitting == FitOptions(fit_points=128)
+    with pytest.raises(TypeError, match=r"\['noise'\] given both by name and in model="):
+        ShaplEIG.from_options(noise=1e-3, model=ModelOptions(noise=1e-4))
+    with pytest.raises(TypeError, match="design must be a DesignOptions"):
+        ShaplEIG.from_options(design=ModelOptions())
+
+
 def test_a_flat_option_names_its_group() -> None:
     with pytest.raises(TypeError, match=r"noise is an option of the model group.*ModelOptions\(noise"):
         ShaplEIG(noise=1e-4)
