@@ -25,6 +25,7 @@ from shapleig.gp.constraints import Boolean, Checked, Interval, OneOf, option, v
 from shapleig.gp.evidence import LAPLACE_MAX_PLAYERS, laplace_players_reason
 from shapleig.gp.kernels import KernelSpec
 from shapleig.gp.kernels.registry import (
+    check_rough,
     check_size_trend,
     check_surrogate,
     plain_hamming,
@@ -139,7 +140,8 @@ class ModelOptions(OptionGroup):
             engine unless False. ``jumps`` and ``size_trend`` shape the named surrogates only.
         rough: every kernel of a named surrogate also fits the rough part of the game, a white-noise
             kernel (:mod:`shapleig.gp.kernels.rough`): independent variation of each coalition that the
-            smooth kernels do not predict, uncertain wherever not evaluated.
+            smooth kernels do not predict, uncertain wherever not evaluated. ``"both"``: each kernel
+            with and without it, weighed by evidence (twice the kernels to fit; docs/benchmarks.md §16).
         hold_out_empty: v(empty) enters the index exactly and the GP is fitted to the non-empty
             coalitions (docs/math.md §14.5); None: the index's default (on for BV only). The design
             loop's option (``GPLeverage`` fits every coalition it samples).
@@ -148,7 +150,7 @@ class ModelOptions(OptionGroup):
     noise: float = option(1e-6, Interval(float, 0.0, open=True))
     noise_convention: str = option("standardized", OneOf(NOISE_CONVENTIONS, "noise convention"))
     jumps: bool = option(False, Boolean())
-    rough: bool = option(False, Boolean())
+    rough: bool | str = option(False, Checked(check_rough, bad=("always", None)))
     size_trend: bool | str = option("both", Checked(check_size_trend, bad=("always", None)))
     hold_out_empty: bool | None = option(None, Boolean(none=True))
 

@@ -298,3 +298,39 @@ def test_the_docs_kernel_runs_through_shapleig_and_estimates_an_additive_game() 
         FunctionGame(lambda Z: Z @ w, p), 14, seed=0)
     assert both.info["surrogate"] == ["shared", "shared+linear"] and set(both.info["kernel_weights"]) <= {
         "shared", "shared+linear"}
+
+
+@pytest.mark.parametrize("trend", [False, "both"])
+@pytest.mark.parametrize("jumps", [False, True])
+def test_rough_both_pairs_each_kernel_with_its_rough_twin(trend, jumps) -> None:
+    plain = surrogate_kernels("auto", trend, jumps, False)
+    rough = surrogate_kernels("auto", trend, jumps, True)
+    both = surrogate_kernels("auto", trend, jumps, "both")
+    assert [s.name for s in both] == [n for s in plain for n in (s.name, f"{s.name}+rough")]
+    assert both[0::2] == plain  # the kernels without the rough part, unchanged
+    for with_part, expected in zip(both[1::2], rough):
+        assert sum(isinstance(q, Rough) for q in with_part.parts) == 1
+        assert with_part.parts == expected.parts  # the rough=True kernel under its "+rough" name
+    # a kernel that carries its own rough part is not doubled
+    additive = surrogate_kernels("additive", False, False, "both")
+    assert [s.name for s in additive] == [s.name for s in surrogate_kernels("additive", False, False, False)]
+    with pytest.raises(ValueError, match="rough must be True, False or 'both'"):
+        surrogate_kernels("auto", trend, jumps, "always")
+
+
+def test_rough_both_lets_the_evidence_choose_the_rough_part() -> None:
+    """Nested alternatives weighed by BIC: the rough twins take the weight on a game with independent
+    variation per coalition, the plain kernels on a smooth (additive) game."""
+    from shapleig.gp.kernel_choice import RefitPlan, fit_kernels
+    from shapleig.gp.options import GPOptions
+
+    rng = np.random.default_rng(3)
+    p = 7
+    X = all_coalitions(p)[rng.permutation(2**p)[:96]]
+    smooth = X @ np.linspace(0.5, 2.0, p)
+    options = GPOptions(surrogate="shared", size_trend=False, rough="both")
+    for y, rough_wins in ((smooth, False), (smooth + rng.normal(0.0, 1.0, len(X)), True)):
+        fits = fit_kernels(X, y, options, seed=0, plan=RefitPlan.cold(), previous=None)
+        weights = {k.kernel: k.weight for k in fits}
+        assert set(weights) == {"shared", "shared+rough"}
+        assert (weights["shared+rough"] > 0.9) is rough_wins and (weights["shared"] > 0.9) is not rough_wins, weights

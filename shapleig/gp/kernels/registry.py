@@ -112,21 +112,42 @@ def check_size_trend(size_trend: bool | str) -> bool | str:
     return size_trend
 
 
-def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool, rough: bool = False) -> list[KernelSpec]:
+def check_rough(rough: bool | str) -> bool | str:
+    """``rough``.
+
+    False (no rough part), True (every kernel with it) or ``"both"`` (each kernel with and without
+    it, weighed by evidence: the rough part is a nested alternative, as the size trend is).
+
+    Args:
+        rough: False, True or ``"both"``.
+
+    Returns:
+        ``rough`` (a numpy bool as a bool).
+    """
+    if isinstance(rough, (bool, np.bool_)):
+        return bool(rough)
+    if rough != "both":
+        raise ValueError(f"rough must be True, False or 'both', got {rough!r}")
+    return rough
+
+
+def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool,
+                      rough: bool | str = False) -> list[KernelSpec]:
     """The kernels a surrogate fits, in fitting order, named as in results.
 
     A mode fits each of its base kernels; with ``size_trend="both"`` twice, the plain one first
     (its name) and the one with the size trend (its name + ``"+size"``), with True only the latter,
     named as the plain one (the trend is then simply part of the kernel); ``jumps`` adds the jumps
-    of the size kernel to every one of them, ``rough`` the rough part (:class:`~shapleig.gp.kernels.rough.Rough`)
-    without changing their names. A :class:`KernelSpec` (or a sequence of them) is fitted as given:
+    of the size kernel to every one of them, ``rough=True`` the rough part (:class:`~shapleig.gp.kernels.rough.Rough`)
+    without changing their names, ``rough="both"`` each kernel once without and once with it (its name
+    + ``"+rough"``, right after it). A :class:`KernelSpec` (or a sequence of them) is fitted as given:
     ``size_trend``, ``jumps`` and ``rough`` shape the named modes only.
 
     Args:
         surrogate: a mode name, a :class:`KernelSpec`, or a sequence of specs.
         size_trend: False, True or ``"both"``.
         jumps: add the size kernel's jumps.
-        rough: add the rough (white-noise) part of the game to every kernel.
+        rough: add the rough (white-noise) part of the game to every kernel: False, True or ``"both"``.
 
     Returns:
         the kernel specs.
@@ -137,6 +158,13 @@ def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool, rough
     if isinstance(surrogate, tuple):
         return list(surrogate)
     trend = check_size_trend(size_trend)
+    rough = check_rough(rough)
+    if rough == "both":
+        # each kernel without the rough part, then with it (nested alternatives weighed by evidence)
+        without = surrogate_kernels(surrogate, size_trend, jumps, False)
+        with_rough = surrogate_kernels(surrogate, size_trend, jumps, True)
+        return [k for a, b in zip(without, with_rough)
+                for k in ((a,) if a == b else (a, b.renamed(f"{b.name}+rough")))]  # equal: it has its own
     out: list[KernelSpec] = []
     for name in SURROGATES[surrogate]:
         base = BASE_KERNELS[name]
@@ -259,6 +287,6 @@ def hamming_hyperparameter_parts(lengthscales: Any, outputscale: float, *, per_p
     return Hamming(ard=per_player), HammingParams(lengthscales, outputscale)
 
 
-__all__ = ["BASE_KERNELS", "DRAWS", "EVIDENCE", "GRADED_DRAWS", "SURROGATES", "SURROGATE_SWITCH", "check_size_trend",
+__all__ = ["BASE_KERNELS", "DRAWS", "EVIDENCE", "GRADED_DRAWS", "SURROGATES", "SURROGATE_SWITCH", "check_rough", "check_size_trend",
            "check_surrogate", "hamming_hyperparameter_parts", "info_defaults", "plain_hamming", "register_kernel",
            "resolve_surrogate", "surrogate_ard", "surrogate_draws", "surrogate_evidence", "surrogate_kernels"]
