@@ -45,6 +45,29 @@ OPTION_GROUPS: dict[str, type[OptionGroup]] = {"model": ModelOptions, "readout":
                                                "fitting": FitOptions, "design": DesignOptions}
 
 
+def group_options(name: str, group: OptionGroup | None) -> dict[str, Any]:
+    """The options of ShaplEIG's group ``name`` by name (empty for None, its defaults).
+
+    Args:
+        name: the group's parameter name (``"model"``, ``"readout"``, ``"fitting"``, ``"design"``).
+        group: the group object given, or None.
+
+    Returns:
+        ``{option: value}`` of the group.
+
+    Raises:
+        TypeError: ``group`` is not the group's class.
+    """
+    kind = OPTION_GROUPS[name]
+    if group is None:
+        return {}
+    if not isinstance(group, kind):
+        raise TypeError(f"ShaplEIG's {name} must be a {kind.__name__} (None: its defaults), got "
+                        f"{type(group).__name__}; e.g. {name}={kind.__name__}(...), or "
+                        f"ShaplEIG.from_options(...) with the options by name")
+    return group.as_dict()
+
+
 class OptionsEstimator(BaseEstimator):
     """An estimator configured by an options dataclass (``options_class``): the GP arms.
 
@@ -94,8 +117,8 @@ class ShaplEIG(OptionsEstimator):
     ``index`` / ``max_order`` choose what is estimated: the Shapley value (``"SV"``, default), Banzhaf
     values (``"BV"``) or interactions of any order k (``"k-SII"``, ``"SII"``, ``"STII"``, ``"FSII"``,
     ``"FBII"``, ``"BII"``, ``"CHII"``, ``"Moebius"``; ``max_order=k``, 2 unless given: every term of
-    1..k players); the EIG is about the whole index vector (``acquisition_order`` chooses another
-    order). The estimate's ``terms`` name the entries.
+    1..k players); the EIG is about the whole index vector (``DesignOptions(acquisition_order=...)``
+    chooses another order). The estimate's ``terms`` name the entries.
 
     Every parameter is keyword-only and validated at once (a bad value raises ``ValueError`` before
     anything is evaluated). The common ones are parameters; the rest sit in four option groups, each a
@@ -169,13 +192,7 @@ class ShaplEIG(OptionsEstimator):
                                     max_order=max_order, tol=tol, rtol=rtol, batch_size=batch_size,
                                     pool_size=pool_size, progress=progress, callbacks=callbacks)
         for name, group in groups.items():
-            kind = OPTION_GROUPS[name]
-            if group is not None and not isinstance(group, kind):
-                raise TypeError(f"ShaplEIG's {name} must be a {kind.__name__} (None: its defaults), got "
-                                f"{type(group).__name__}; e.g. {name}={kind.__name__}(...), or "
-                                f"ShaplEIG.from_options(...) with the options by name")
-            if group is not None:
-                flat.update(group.as_dict())
+            flat.update(group_options(name, group))
         options = LoopOptions(**flat)  # the whole, cross-field checks included, before anything is evaluated
         for name in TOP_LEVEL:
             setattr(self, name, getattr(options, name))  # normalised (e.g. a former refit name, np.int64)
@@ -226,16 +243,12 @@ class ShaplEIG(OptionsEstimator):
             ModelOptions(noise=0.0001)
         """
         flat = {key: value for key, value in options.items() if key not in OPTION_GROUPS}
-        for name, kind in OPTION_GROUPS.items():
-            group = options.get(name)
-            if group is None:
-                continue
-            if not isinstance(group, kind):
-                raise TypeError(f"{name} must be a {kind.__name__} (None: its defaults), got {type(group).__name__}")
-            twice = sorted(set(flat) & set(kind.names()))
+        for name in OPTION_GROUPS:
+            values = group_options(name, options.get(name))
+            twice = sorted(set(flat) & set(values))
             if twice:
-                raise TypeError(f"{twice} given both by name and in {name}={group!r}; give each option once")
-            flat.update(group.as_dict())
+                raise TypeError(f"{twice} given both by name and in {name}={options[name]!r}; give each option once")
+            flat.update(values)
         return cls.from_loop_options(options_from(LoopOptions, flat, cls.__name__))
 
     @classmethod
@@ -259,9 +272,7 @@ class ShaplEIG(OptionsEstimator):
         """The validated flat options built from the current parameters and groups."""
         flat: dict[str, Any] = {name: getattr(self, name) for name in TOP_LEVEL}
         for name in OPTION_GROUPS:
-            group = getattr(self, name)
-            if group is not None:
-                flat.update(group.as_dict())
+            flat.update(group_options(name, getattr(self, name)))
         return LoopOptions(**flat)
 
     def __repr__(self) -> str:

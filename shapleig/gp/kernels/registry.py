@@ -105,11 +105,16 @@ def check_size_trend(size_trend: bool | str) -> bool | str:
     Returns:
         ``size_trend`` (a numpy bool as a bool).
     """
-    if isinstance(size_trend, (bool, np.bool_)):
-        return bool(size_trend)
-    if size_trend != "both":
-        raise ValueError(f"size_trend must be True, False or 'both', got {size_trend!r}")
-    return size_trend
+    return _false_true_or_both("size_trend", size_trend)
+
+
+def _false_true_or_both(name: str, value: bool | str) -> bool | str:
+    """``value`` of a nested alternative ``name``: a bool (numpy's as Python's) or ``"both"``, else ``ValueError``."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if value != "both":
+        raise ValueError(f"{name} must be True, False or 'both', got {value!r}")
+    return value
 
 
 def check_rough(rough: bool | str) -> bool | str:
@@ -124,11 +129,7 @@ def check_rough(rough: bool | str) -> bool | str:
     Returns:
         ``rough`` (a numpy bool as a bool).
     """
-    if isinstance(rough, (bool, np.bool_)):
-        return bool(rough)
-    if rough != "both":
-        raise ValueError(f"rough must be True, False or 'both', got {rough!r}")
-    return rough
+    return _false_true_or_both("rough", rough)
 
 
 def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool,
