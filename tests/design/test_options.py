@@ -118,7 +118,8 @@ def test_groups_validate_alone_and_together() -> None:
         DesignOptions(initial_design="sobol")
     assert repr(ModelOptions(noise=1e-4)) == "ModelOptions(noise=0.0001)" and repr(FitOptions()) == "FitOptions()"
     # a check across groups runs on the whole: the EIG's order must exist for the index it is about
-    with pytest.raises(ValueError):
+    assert DesignOptions(acquisition_order=3).acquisition_order == 3  # valid alone
+    with pytest.raises(ValueError, match=r"'SV' is supported with max_order=1 only, got max_order=3"):
         ShaplEIG(index="SV", design=DesignOptions(acquisition_order=3))
 
 
