@@ -12,8 +12,9 @@ trace: the final read-out of a run stopped at 2p is not the trace of a run at 8p
   and 40, seeds 0-9 (issue 35's hostile example).
 
 Tables need the shared folder (``SHAPLEIG_SHARED``, else ``../shared`` beside the checkout).
-Methods are ShaplEIG configurations, ``LABEL=JSON`` options (default: ``default={}`` and
-``previous`` = the read-out before issue 35). Per (benchmark, suite, budget) cell it prints the 95%
+Methods are ShaplEIG configurations, ``LABEL=JSON`` options (default: ``default={}``, ``before`` = the
+default without the rough read-out family and ``previous`` = the read-out before issue 35). Per
+(benchmark, suite, budget) cell it prints the 95%
 coverage pooled over players, the RMS of error/std (1: honest and sharp), the share of runs with
 some |error|/std > 4 ("confidently wrong"), the gm-MSE and, against ``--compare``, the gm of the
 run-for-run MSE ratios and the ratio of total seconds; then one summary line per benchmark.
@@ -54,6 +55,8 @@ THRESHOLD_BUDGETS = (24, 40)
 THRESHOLD_SEEDS = 10
 # the read-out before issue 35: the fitted surrogate alone, the design never probing
 PREVIOUS = {"structures": [], "probe_degenerate": False}
+# the default before the rough read-out family (the same design: identical estimates run for run)
+BEFORE = {"structures": ["kernels", "graded", "additive"]}
 KEY = ["set", "suite", "game", "budget", "seed"]  # one run of one method
 
 
@@ -61,7 +64,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
     ap.add_argument("--methods", nargs="+", default=None, metavar="LABEL=JSON",
-                    help='ShaplEIG configurations (default: default={} previous=<the read-out before issue 35>)')
+                    help='ShaplEIG configurations (default: default={}, before=<without the rough family>, '
+                         'previous=<the read-out before issue 35>)')
     ap.add_argument("--compare", default="previous", help="the label the others are compared with, run for run")
     ap.add_argument("--suites", nargs="+", default=None,
                     help="only these suites / families (names as printed; default: all of each benchmark)")
@@ -92,7 +96,7 @@ def parse_methods(specs: list[str] | None) -> dict[str, dict[str, Any]]:
         ``{label: ShaplEIG options}``.
     """
     if specs is None:
-        return {"default": {}, "previous": dict(PREVIOUS)}
+        return {"default": {}, "before": dict(BEFORE), "previous": dict(PREVIOUS)}
     out = {}
     for spec in specs:
         label, sep, text = spec.partition("=")

@@ -20,10 +20,15 @@ Rules (all keep the fitted mixture's mean, so the MSE is the default's):
 - ``no-kernel-spread``: the ``kernels`` families count only their disagreement with the fitted mean,
   not their own covariance (that mass goes to the fitted mixture);
 - ``rough:<c>``: one more family where no probe is present, a rough Hamming kernel (correlation
-  ``c`` per mismatched player, outputscale by maximum likelihood) conditioned on the archive.
+  ``c`` per mismatched player, outputscale by maximum likelihood) conditioned on the archive, at 1/M;
+- ``roughev:<c>:<floor>``: the same family weighed by its leave-one-out evidence against the fitted
+  mixture, ``max(floor, sigmoid(L_rough - L_fitted))``, the others sharing the rest equally (the
+  product's read-out since issue 35's rough family is ``roughev:0.7:0.05``);
+- ``size:<nats>``: a kernel family without the size trend gives its weight to its partner with it
+  when the partner's leave-one-out log density is ahead by more than ``nats``.
 
     SHAPLEIG_SHARED=../shared python scripts/studies/readout_rules.py --record readouts --jobs 2   # 749 runs, ~8 min
-    python scripts/studies/readout_rules.py --from readouts --rules default equal fitted loo:0.05 no-kernel-spread rough:0.5
+    python scripts/studies/readout_rules.py --from readouts   # the rules of DEFAULT_RULES
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import benchmark_calibration as bc  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-DEFAULT_RULES = ["default", "equal", "fitted", "loo:0.05", "no-kernel-spread", "rough:0.5"]
+DEFAULT_RULES = ["default", "equal", "fitted", "loo:0.05", "no-kernel-spread", "rough:0.5", "roughev:0.7:0.05", "size:5"]
 
 
 def family_record(mix: Any) -> dict[str, Any]:
@@ -115,18 +120,11 @@ def _loo_log_density(fam: dict[str, Any]) -> float:
 
 
 def rough_family(rec: dict[str, Any], correlation: float) -> dict[str, Any]:
-    """A rough Hamming kernel's family on the run's archive, outputscale by maximum likelihood."""
-    from shapleig.gp.mixture import build_mixture
-    from shapleig.gp.posterior import Hyperparameters
+    """The product's rough family (:func:`shapleig.gp.structure_readout.rough_family`) at ``correlation``."""
+    from shapleig.gp.index_esp import IndexOperator
+    from shapleig.gp.structure_readout import rough_family as product_rough_family
 
-    p = rec["p"]
-    lengthscale = np.full(p, 1.0 / (p * np.log(1.0 / correlation)))
-    unit = build_mixture([("rough", 1.0, Hyperparameters.hamming(lengthscale, 1.0, 1e-6, ard=False))],
-                         rec["X"], rec["y"], calibrate=True)
-    innovations = unit.components[0].posterior.innovations()  # L^-1 r under unit outputscale
-    scale = float(innovations @ innovations) / innovations.size  # sigma^2 = r^T K0^-1 r / t
-    hyper = Hyperparameters.hamming(lengthscale, scale, 1e-6 / max(scale, 1e-12), ard=False)
-    return family_record(build_mixture([("rough", 1.0, hyper)], rec["X"], rec["y"], calibrate=True))
+    return family_record(product_rough_family(rec["X"], rec["y"], IndexOperator(rec["p"]), True, correlation))
 
 
 def combine(rec: dict[str, Any], rule: str) -> np.ndarray:
@@ -151,6 +149,30 @@ def combine(rec: dict[str, Any], rule: str) -> np.ndarray:
         for n in names:
             if n.startswith("kernel:"):
                 spread[n] = 0.0
+    elif rule.startswith("size:"):
+        # a kernel without the size trend whose partner with it predicts the archive far better
+        # (leave-one-out log density ahead by more than the threshold, nats) gives its weight away
+        threshold = float(rule.split(":", 1)[1])
+        w = dict(rec["weights"])
+        for n in [n for n in names if n.startswith("kernel:") and not n.endswith("+size")]:
+            partner = n + "+size"
+            if partner in w and _loo_log_density(fams[partner]) - _loo_log_density(fams[n]) > threshold:
+                w[partner] += w.pop(n)
+    elif rule.startswith("roughev:"):
+        # the rough family weighed against the fitted mixture by leave-one-out predictive density,
+        # floored; the other families share the rest as the default's weights do
+        from shapleig.gp.structures import rough_share
+
+        _, c, floor = rule.split(":")
+        names = [n for n in names if n != "rough"]  # a recorded rough family is replaced by this rule's
+        w = {n: 1.0 / len(names) for n in names} if "probe" not in names else dict(rec["weights"])
+        if "probe" not in names:
+            fams["rough"] = rough_family(rec, float(c))
+            names.append("rough")
+            spread["rough"] = 1.0
+            share = rough_share(_loo_log_density(fams["fitted"]), _loo_log_density(fams["rough"]), float(floor))
+            w = {n: v * (1.0 - share) for n, v in w.items()}
+            w["rough"] = share
     elif rule.startswith("rough:"):
         if "probe" not in names:
             fams["rough"] = rough_family(rec, float(rule.split(":", 1)[1]))
@@ -162,7 +184,7 @@ def combine(rec: dict[str, Any], rule: str) -> np.ndarray:
     mu0 = fams["fitted"]["mean"]
     var = np.zeros_like(mu0)
     moved = 0.0
-    for n in names:
+    for n in [n for n in names if n in w]:
         d = fams[n]["mean"] - mu0
         var += w[n] * (spread[n] * np.diag(fams[n]["cov"]) + d**2)
         moved += w[n] * (1.0 - spread[n])

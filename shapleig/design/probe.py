@@ -14,10 +14,6 @@ design back to the fitted kernel.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from shapleig.gp.posterior import Hyperparameters
 
 # per mismatched player the probe kernel's correlation falls by this factor (1/3: rough, high orders alive)
@@ -34,8 +30,7 @@ def probe_hyperparameters(n_players: int, noise: float) -> Hyperparameters:
     Returns:
         the probe's :class:`~shapleig.gp.posterior.Hyperparameters` (outputscale 1, mean 0).
     """
-    lengthscale = 1.0 / (n_players * math.log(1.0 / PROBE_CORRELATION))
-    return Hyperparameters.hamming(np.full(n_players, lengthscale), 1.0, noise=noise, ard=False)
+    return Hyperparameters.hamming_correlation(n_players, PROBE_CORRELATION, 1.0, noise)
 
 
 __all__ = ["PROBE_CORRELATION", "probe_hyperparameters"]

@@ -178,8 +178,10 @@ class ReadoutOptions(OptionGroup):
             (the estimate is unchanged; the interval includes where the structures disagree about the
             index). Families: ``"kernels"`` (each of the surrogate's kernels alone), ``"graded"`` (the
             graded kernel, hyperparameters integrated), ``"additive"`` (the additive model with a
-            white-noise remainder). Default: all three (docs/calibration.md); None or ``()``: the
-            fitted surrogate alone (the published read-out).
+            white-noise remainder), ``"rough"`` (a rough Hamming kernel weighed by its leave-one-out
+            evidence against the fitted surrogate, at least 0.05). Default: all four
+            (docs/calibration.md); ``("kernels", "graded", "additive")``: the read-out before the rough
+            family; None or ``()``: the fitted surrogate alone (the published read-out).
     """
 
     calibrate: bool | str = option(True, Checked(_calibrate, bad=("loo", 2.5)))

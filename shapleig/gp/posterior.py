@@ -88,6 +88,28 @@ class Hyperparameters:
         spec, params = hamming_hyperparameter_parts(lengthscales, outputscale, per_player=ard)
         return cls(spec, params, noise, mean_constant)
 
+    @classmethod
+    def hamming_correlation(cls, n_players: int, correlation: float, outputscale: float, noise: float) -> "Hyperparameters":
+        """A shared-lengthscale Hamming kernel whose correlation falls by ``correlation`` per mismatched player.
+
+        The shared lengthscale ``l`` solves ``exp(-1 / (p l)) = correlation``: two coalitions that
+        differ in d players correlate ``correlation ** d``. A small ``correlation`` is a rough game
+        (high orders alive); the probe kernel and the rough read-out family are such kernels.
+
+        Args:
+            n_players: the number of players p.
+            correlation: the correlation per mismatched player, in (0, 1).
+            outputscale: the outputscale s.
+            noise: the noise variance sigma^2.
+
+        Returns:
+            the :class:`Hyperparameters` (mean 0, ``ard=False``).
+        """
+        if not 0.0 < correlation < 1.0:
+            raise ValueError(f"correlation must be in (0, 1), got {correlation}")
+        lengthscale = 1.0 / (n_players * np.log(1.0 / correlation))
+        return cls.hamming(np.full(n_players, lengthscale), outputscale, noise=noise, ard=False)
+
     @property
     def n_players(self) -> int:
         """The number of players (from the params)."""
@@ -470,6 +492,25 @@ class ShapleyPosterior:
             return np.zeros(0)
         idx, _, q, alpha = self._deletions(max_deletions, rng)
         return alpha[idx] / np.sqrt(q)
+
+    def loo_log_densities(self, max_deletions: int = 1000) -> np.ndarray:
+        """Each observation's leave-one-out log predictive density, float64[m], standardised units.
+
+        ``log N(e_i; 0, 1 / [K^-1]_ii)`` with ``e_i`` the closed-form leave-one-out error (see
+        :meth:`loo_errors`); beyond ``max_deletions`` observations the subset of seed 0, the same for
+        every posterior on an archive of that size.
+
+        Args:
+            max_deletions: the most deletions; beyond it a seeded random subset is used.
+
+        Returns:
+            float64[m], m = min(t, max_deletions).
+        """
+        if self.X.shape[0] == 0:
+            return np.zeros(0)
+        idx, _, q, alpha = self._deletions(max_deletions, None)
+        errors = alpha[idx] / q
+        return -0.5 * np.log(2.0 * np.pi) + 0.5 * np.log(q) - 0.5 * errors**2 * q
 
     def loo_errors(self, max_deletions: int = 1000, rng: np.random.Generator | None = None) -> np.ndarray:
         """Leave-one-out prediction errors ``y_i - E[y_i | y_-i] = [K^-1 r]_i / [K^-1]_ii``, float64[m].

@@ -17,6 +17,17 @@ not hold", so it carries :data:`PROBE_WEIGHT` (half the mass) and the others sha
 At 1/M the doubt was one voice against M - 1 families fitted to the same degenerate archive (all of
 them certain of it), and runs whose structure was wrong stayed 10 standard deviations off.
 
+The other exception is the rough family (``"rough"``, read out while no probe is): a Hamming kernel
+whose correlation falls by :data:`ROUGH_CORRELATION` per mismatched player, its outputscale by
+maximum likelihood, the structure "little generalises from one coalition to another". Its weight is
+the evidence for it against the fitted surrogate, ``sigmoid(L_rough - L_fitted)`` with ``L`` each
+one's leave-one-out log predictive density of the archive (:func:`~shapleig.gp.mixture.loo_log_density`),
+floored at :data:`ROUGH_FLOOR`; the other families share the rest equally. Where the fitted
+structure predicts each evaluation from the others far better, the rough family keeps the floor
+(a small widening); where it does not (a game whose values the archive cannot relate, SOUM at 2p,
+a threshold or voting game), it takes up to half the mass and more. A floor and not the 1/M of the
+other families: at 1/M it widened every game (pooled coverage 0.98-0.99, docs/calibration.md §6).
+
 The estimate is the fitted surrogate's (its accuracy is unchanged); the interval grows where the
 structures disagree about phi, and by the other families' own uncertainty. Variances are combined in
 standardised units (the families share the archive, hence the values' scale), as in
@@ -32,12 +43,36 @@ from shapleig.gp.mixture import MixtureComponent, MixturePosterior
 # the families read out beside the fitted surrogate (``structures=`` of GPOptions): "graded" (the
 # graded kernel fitted on the final archive, hyperparameters integrated) and "kernels" (each kernel
 # of the fitted surrogate alone, at its MAP: a kernel the evidence all but ruled out still counts)
-STRUCTURE_FAMILIES = ("graded", "kernels", "additive")
+# and "rough" (a rough Hamming kernel, weighed by its evidence against the fitted surrogate, floored)
+STRUCTURE_FAMILIES = ("graded", "kernels", "additive", "rough")
 # the default read-out's families (GPOptions.structures)
-DEFAULT_STRUCTURES = ("kernels", "graded", "additive")
+DEFAULT_STRUCTURES = ("kernels", "graded", "additive", "rough")
 # the probe family's weight in the read-out (the module docstring): the doubt holds half the mass
 PROBE_FAMILY = "probe"
 PROBE_WEIGHT = 0.5
+# the rough family (the module docstring): its kernel's correlation per mismatched player, and the
+# least weight its evidence can give it (docs/calibration.md §6: 0.7 and 0.05 among 0.5-0.8 and
+# 0.02-0.1 on the 749 runs of the calibration benchmarks)
+ROUGH_FAMILY = "rough"
+ROUGH_CORRELATION = 0.7
+ROUGH_FLOOR = 0.05
+
+
+def rough_share(fitted_density: float, rough_density: float, floor: float = ROUGH_FLOOR) -> float:
+    """The rough family's weight: ``sigmoid(rough_density - fitted_density)`` within ``[floor, 1 - floor]``.
+
+    Args:
+        fitted_density: the fitted surrogate's leave-one-out log predictive density of the archive (nats).
+        rough_density: the rough family's, on the same archive.
+        floor: the least weight of the rough family and of the rest together.
+
+    Returns:
+        the weight, in ``[floor, 1 - floor]`` (``floor`` when either density is not finite).
+    """
+    gap = rough_density - fitted_density
+    if not np.isfinite(gap):
+        return float(floor)
+    return float(np.clip(1.0 / (1.0 + np.exp(-np.clip(gap, -50.0, 50.0))), floor, 1.0 - floor))
 
 
 class StructurePosterior:
@@ -49,30 +84,42 @@ class StructurePosterior:
     Args:
         fitted: the fitted surrogate's mixture (its mean is the estimate).
         others: ``{family name: mixture}`` on the same archive and index.
+        shares: ``{family name: weight}`` of families whose weight is their own (the rough family's
+            :func:`rough_share`); the probe family weighs :data:`PROBE_WEIGHT`; the others share the rest.
     """
 
-    def __init__(self, fitted: MixturePosterior, others: dict[str, MixturePosterior]) -> None:
+    def __init__(self, fitted: MixturePosterior, others: dict[str, MixturePosterior],
+                 shares: dict[str, float] | None = None) -> None:
         if not others:
             raise ValueError("a structure read-out needs at least one other family")
         for name, other in others.items():
             if other.n_players != fitted.n_players or other.mean.shape != fitted.mean.shape:
                 raise ValueError(f"structure family {name!r} is about {other.mean.shape} terms, "
                                  f"the fitted surrogate about {fitted.mean.shape}")
+        shares = dict(shares or {})
+        if PROBE_FAMILY in others:
+            shares[PROBE_FAMILY] = PROBE_WEIGHT
+        unknown = [name for name in shares if name not in others]
+        if unknown:
+            raise ValueError(f"a share for {unknown[0]!r}, which is not a family of this read-out")
+        if any(not 0.0 <= w < 1.0 for w in shares.values()) or sum(shares.values()) >= 1.0:
+            raise ValueError(f"family shares must be in [0, 1) and sum below 1, got {shares}")
         self.fitted = fitted
         self.others = dict(others)
+        self.shares = shares
         self._cov: np.ndarray | None = None
 
     @property
     def family_weights(self) -> dict[str, float]:
         """Each family's weight in the covariance (the fitted surrogate as ``"fitted"``); they sum to 1.
 
-        ``1 / M`` each, except the probe family: :data:`PROBE_WEIGHT`, the others sharing the rest.
+        ``1 / M`` each, except the families with a share of their own (the probe family:
+        :data:`PROBE_WEIGHT`; the rough family: its evidence, floored), the others sharing the rest.
         """
         names = ["fitted", *self.others]
-        if PROBE_FAMILY not in self.others:
-            return {name: 1.0 / len(names) for name in names}
-        rest = (1.0 - PROBE_WEIGHT) / (len(names) - 1)
-        return {name: PROBE_WEIGHT if name == PROBE_FAMILY else rest for name in names}
+        equal = [name for name in names if name not in self.shares]
+        rest = (1.0 - sum(self.shares.values())) / len(equal)
+        return {name: self.shares.get(name, rest) for name in names}
 
     @property
     def n_players(self) -> int:
@@ -171,4 +218,5 @@ def check_structures(value: object) -> tuple[str, ...]:
     return value if isinstance(value, tuple) and value == unique else unique
 
 
-__all__ = ["DEFAULT_STRUCTURES", "PROBE_FAMILY", "PROBE_WEIGHT", "STRUCTURE_FAMILIES", "StructurePosterior", "check_structures"]
+__all__ = ["DEFAULT_STRUCTURES", "PROBE_FAMILY", "PROBE_WEIGHT", "ROUGH_CORRELATION", "ROUGH_FAMILY", "ROUGH_FLOOR",
+           "STRUCTURE_FAMILIES", "StructurePosterior", "check_structures", "rough_share"]

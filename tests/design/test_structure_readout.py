@@ -64,7 +64,11 @@ def test_the_default_probes_the_degenerate_structure_and_covers_the_threshold_ga
     weights = est.info["structures_readout"]["weights"]
     assert {"fitted", "graded", "additive"} <= set(weights) and any(k.startswith("kernel:") for k in weights)
     np.testing.assert_allclose(sum(weights.values()), 1.0, rtol=1e-12)
-    assert len(set(weights.values())) == 1  # equal weights: no evidence removes a structure
+    # equal weights, no evidence removes a structure; the rough family (the probes broke the degenerate
+    # structure, so it stands in for the probe) holds its evidence share, at least the floor
+    rough = weights.pop("rough")
+    assert 0.05 <= rough <= 0.95
+    assert len(set(weights.values())) == 1
 
 
 def test_the_read_out_keeps_the_estimate_and_only_widens_the_interval() -> None:

@@ -68,7 +68,8 @@ def test_cells_pool_players_and_pair_runs() -> None:
 
 
 def test_methods_are_label_json_pairs() -> None:
-    assert BC.parse_methods(None) == {"default": {}, "previous": BC.PREVIOUS}
+    assert BC.parse_methods(None) == {"default": {}, "before": BC.BEFORE, "previous": BC.PREVIOUS}
+    assert BC.BEFORE == {"structures": ["kernels", "graded", "additive"]}  # the default without the rough family
     assert BC.parse_methods(['x={"rough": true}', "previous="]) == {"x": {"rough": True}, "previous": BC.PREVIOUS}
     with pytest.raises(SystemExit, match="LABEL=JSON"):
         BC.parse_methods(["nolabel"])

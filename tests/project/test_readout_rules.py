@@ -82,3 +82,15 @@ def test_a_recorded_run_reproduces_the_products_std(tmp_path):
     assert RR.check_default([rec]) == 0
     np.testing.assert_allclose(RR.combine(rec, "default"), rec["std"], rtol=1e-8)
     assert not np.allclose(RR.combine(rec, "fitted"), rec["std"], rtol=1e-3)  # the families do widen it
+
+
+def test_size_rule_moves_a_kernel_without_the_size_trend_to_its_partner_when_far_behind():
+    rec = _record()
+    rec["weights"] = {"fitted": 0.4, "kernel:ard": 0.3, "kernel:ard+size": 0.3}
+    rec["families"]["kernel:ard+size"] = _family([1.0, 0.5], [0.01, 0.04])
+    del rec["families"]["graded"]
+    # kernel:ard's leave-one-out density is 0.5 * (9 + 9 - 0.02) = 8.99 nats behind its partner's
+    var = [0.4 * 0.04 + 0.6 * 0.01, 0.4 * 0.09 + 0.6 * (0.04 + 0.25)]
+    np.testing.assert_allclose(RR.combine(rec, "size:5"), 2.0 * np.sqrt(var), rtol=1e-12)
+    kept = [0.4 * 0.04 + 0.3 * 1.25 + 0.3 * 0.01, 0.4 * 0.09 + 0.3 * 1.0 + 0.3 * 0.29]
+    np.testing.assert_allclose(RR.combine(rec, "size:10"), 2.0 * np.sqrt(kept), rtol=1e-12)  # not far enough behind
