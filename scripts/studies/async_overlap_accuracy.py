@@ -8,9 +8,11 @@ and without the overlap on the first ``--tables`` table of each public and suite
 ``--instances`` games of each generality family, budgets ``--budgets`` x p, seeds ``0..S-1``, and
 prints per benchmark the geometric mean over runs of MSE(overlap) / MSE(without), the cells
 (suite x budget) above 1.25x, and each mode's mean utilisation busy / (q x wall) and its ratio to
-the ideal list schedule of the same evaluation times (``bench_async.py``). Arrival order depends on
-thread timing, so two runs of one mode differ a little too: ``--repeat`` runs the mode without the
-overlap twice to show that floor.
+the ideal list schedule of the same evaluation times (``bench_async.py``). Decisions depend on the
+order of arrivals only, so a run repeats to the last digit (``--repeat`` runs the mode without the
+overlap twice to show it); ``reordered`` is the mode without the overlap under other evaluation times
+for the same coalitions (another arrival order, another but equally valid trajectory of the design):
+the spread any change of the trajectory brings, against which the overlap's ratios are read.
 
     SHAPLEIG_SHARED=../shared OMP_NUM_THREADS=1 python scripts/studies/async_overlap_accuracy.py --out overlap.parquet
     python scripts/studies/async_overlap_accuracy.py --from overlap.parquet
@@ -39,13 +41,17 @@ from bench_async import BusyEvaluator, LognormalSleepGame  # noqa: E402
 MODES = ("plain", "overlap")
 
 
-def run_one(how: tuple, budget: int, q: int, seed: int, overlap: bool, median: float, sigma: float) -> dict:
-    """One asynchronous run: MSE against the exact values, utilisation and its ideal."""
+def run_one(how: tuple, budget: int, q: int, seed: int, overlap: bool, median: float, sigma: float,
+            times_seed: int = 0) -> dict:
+    """One asynchronous run: MSE against the exact values, utilisation and its ideal.
+
+    ``times_seed`` draws other evaluation times for the same coalitions (another arrival order).
+    """
     from shapleig import ShaplEIG
     from shapleig.design.async_loop import AsyncDesignLoop
 
     game, exact = bc.make_game(how)
-    slow = LognormalSleepGame(game, median, sigma, seed=seed)
+    slow = LognormalSleepGame(game, median, sigma, seed=seed + 1000 * times_seed)
     AsyncDesignLoop.overlap_design = bool(overlap)
     try:
         with ThreadPoolExecutor(q) as pool, warnings.catch_warnings():
@@ -71,19 +77,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--q", type=int, default=8)
     ap.add_argument("--median", type=float, default=0.02, help="median seconds per evaluation")
     ap.add_argument("--sigma", type=float, default=0.7)
-    ap.add_argument("--repeat", action="store_true", help="run the mode without the overlap twice (the noise floor)")
+    ap.add_argument("--repeat", action="store_true", help="run the mode without the overlap twice (it repeats)")
     ap.add_argument("--out", default="async_overlap_accuracy.parquet")
     ap.add_argument("--from", dest="reuse", default=None)
     args = ap.parse_args(argv)
     if args.reuse is None:
-        modes = [("plain", False), ("overlap", True)] + ([("plain-again", False)] if args.repeat else [])
+        modes = [("plain", False, 0), ("overlap", True, 0), ("reordered", False, 1)]
+        if args.repeat:
+            modes.append(("plain-again", False, 0))
         rows = []
         for set_name, suite, name, how in bc.game_specs(args.sets, args.tables, args.instances):
             p = bc.make_game(how)[0].n_players
             for multiple in args.budgets:
                 for seed in range(args.seeds):
-                    for label, overlap in modes:
-                        r = run_one(how, multiple * p, args.q, seed, overlap, args.median, args.sigma)
+                    for label, overlap, times_seed in modes:
+                        r = run_one(how, multiple * p, args.q, seed, overlap, args.median, args.sigma, times_seed)
                         rows.append({"set": set_name, "suite": suite, "game": name, "budget": f"{multiple}p",
                                      "seed": seed, "mode": label, **r})
                 print(f"{set_name} {suite} {multiple}p done", flush=True)
