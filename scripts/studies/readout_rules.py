@@ -171,6 +171,7 @@ def combine(rec: dict[str, Any], rule: str) -> np.ndarray:
             names.append("rough")
             spread["rough"] = 1.0
             share = rough_share(_loo_log_density(fams["fitted"]), _loo_log_density(fams["rough"]), float(floor))
+            rec.setdefault("shares", {})[rule] = share  # reported by main: how much weight it took
             w = {n: v * (1.0 - share) for n, v in w.items()}
             w["rough"] = share
     elif rule.startswith("rough:"):
@@ -243,6 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     records = load(folder)
     print(f"{len(records)} runs; default rule differs from the product's std in {check_default(records)}")
     bc.report(results(records, args.rules), args.compare)
+    for rule in [r for r in args.rules if r.startswith("roughev:")]:
+        shares = np.array([rec["shares"][rule] for rec in records if rule in rec.get("shares", {})])
+        print(f"{rule}: the rough family's weight over {shares.size} runs (the others read out the probe): "
+              f"median {np.median(shares):.3f}, 90th percentile {np.quantile(shares, 0.9):.3f}, "
+              f"99th {np.quantile(shares, 0.99):.3f}")
     return 0
 
 
