@@ -70,6 +70,14 @@ DEGENERATE_MAX_POINTS = 256
 # Probe steps in a row that leave the evidence degenerate before the design trusts the structure,
 # per player (at least 3)
 PROBE_CONFIRMATIONS_PER_PLAYER = 1.0
+# Large archives (``large_archive``, docs/benchmarks.md §3): a step selects ceil(t / LARGE_BATCH_DIVISOR)
+# coalitions, and a candidate state covers at most ACTIVE_CANDIDATES available pool rows. The state's
+# L^-1 K(X, W) is t x n, so conditioning costs O(t n) per pick and rebuilding it O(t^2 n): with the
+# default pool of twice the acquisitions (n ~ 2t) both grow a power of t faster than the archive.
+LARGE_BATCH_DIVISOR = 64
+ACTIVE_CANDIDATES = 2048
+# ... and its mixture keeps the kernels of at least this weight (each holds t x t factors: 0.8 GB at t = 10^4)
+LARGE_MIN_WEIGHT = 1e-3
 
 # Independent random streams derived from the loop seed (SeedSequence.spawn order).
 _DESIGN, _POOL, _SELECT, _FIT = range(4)
@@ -258,6 +266,8 @@ class DesignLoop:
         self.kernel_fits: list[KernelFit] = []  # the fits of the last refit
         self._candidates: CandidatePosterior | None = None
         self._cand_index: np.ndarray | None = None  # candidate-posterior index -> pool index
+        self._active_draws = 0  # seeded subsets of a raised pool drawn for candidate states
+        self._pool_raised = False  # the default pool was raised to twice the acquisitions
         # selected coalitions whose values have not been absorbed yet (key -> pool index): the
         # candidate state is conditioned on them (exact, the EIG does not depend on their values)
         self._reserved: dict[bytes, int] = {}
@@ -449,7 +459,10 @@ class DesignLoop:
                                len(self.fits), k.kernel, k.fit.message)
         self.kernel_fits = fits
         self._fitted_on = t
-        self._rebuild([(k.kernel, k.weight, k.hyper) for k in fits])
+        kernels = [(k.kernel, k.weight, k.hyper) for k in fits]
+        if self.large():  # the mixture renormalises the weights of the kernels kept
+            kernels = [k for k in kernels if k[1] >= LARGE_MIN_WEIGHT] or [max(kernels, key=lambda k: k[1])]
+        self._rebuild(kernels)
 
     def _fit_rows(self) -> np.ndarray:
         """Archive rows a refit fits on: all, or at most ``fit_points`` of them.
@@ -483,6 +496,8 @@ class DesignLoop:
         ``kernels``: (name, weight, hyperparameters) of every kernel; ``taus`` keeps given
         calibration factors instead of computing them (see :func:`~shapleig.gp.mixture.build_mixture`).
         """
+        # the old state goes first: at large t each posterior holds t x t factors
+        self.mixture = self.posterior = self._candidates = None
         self.mixture = build_mixture(kernels, self.X, self.y, calibrate=self.options.calibrate, taus=taus,
                                      operator=self.operator)
         self.posterior = self.mixture.primary.posterior
@@ -491,16 +506,56 @@ class DesignLoop:
 
     def _candidate_state(self) -> CandidatePosterior:
         """The candidate state over the available pool, conditioned on every reserved (pending) coalition."""
+        if self._candidates is not None and self._active_spent(self._candidates):
+            self._candidates = None  # half of a large archive's active subset is used: draw a fresh one
         if self._candidates is None:
             pending = np.sort(np.fromiter(self._reserved.values(), dtype=np.int64, count=len(self._reserved)))
-            mask = self.available.copy()
-            mask[pending] = True
-            self._cand_index = np.flatnonzero(mask)
+            self._cand_index = self._candidate_rows(pending)
             cand = self.posterior.candidates(self.pool.W[self._cand_index], operator=self.acquisition_operator)
             for j in np.searchsorted(self._cand_index, pending):
                 cand.condition(int(j))  # exact: the EIG does not depend on the values to come
             self._candidates = cand
         return self._candidates
+
+    def large(self) -> bool:
+        """Whether the archive has reached ``large_archive`` (batched steps, an active pool subset)."""
+        limit = self.options.large_archive
+        return limit is not None and self.X is not None and self.X.shape[0] >= limit
+
+    def step_size(self) -> int:
+        """Coalitions the next :meth:`step` selects: ``batch_size``, at least ceil(t / 64) for large archives.
+
+        Returns:
+            the count (before the :meth:`capacity` limit).
+        """
+        q = self.options.batch_size
+        if self.large():
+            q = max(q, -(-self.X.shape[0] // LARGE_BATCH_DIVISOR))
+        return q
+
+    def _candidate_rows(self, pending: np.ndarray) -> np.ndarray:
+        """Pool rows of a new candidate state (sorted): every available and every ``pending`` one.
+
+        With more than :data:`ACTIVE_CANDIDATES` of them in a pool raised for the budget (or a large
+        archive): the pending rows and a seeded subset of the available ones (a new subset per draw,
+        deterministic per loop seed), so a candidate state costs O(t n) per pick with n bounded.
+        """
+        mask = self.available.copy()
+        mask[pending] = True
+        rows = np.flatnonzero(mask)
+        if not (self._pool_raised or self.large()) or rows.size <= ACTIVE_CANDIDATES:
+            return rows
+        free = np.flatnonzero(self.available)
+        rng = np.random.default_rng(self._fit_seed(2_000_000 + self._active_draws))
+        self._active_draws += 1
+        keep = rng.choice(free.size, max(ACTIVE_CANDIDATES - pending.size, 1), replace=False)
+        return np.union1d(pending, free[keep])
+
+    def _active_spent(self, cand: CandidatePosterior) -> bool:
+        """Whether a subset candidate state has half of its candidates used while the pool has more."""
+        if self._cand_index is None or self._cand_index.size >= int(self.available.sum()) + len(self._reserved):
+            return False  # the state covers the whole available pool
+        return int(cand.available.sum()) < ACTIVE_CANDIDATES // 2
 
     def _select(self, q: int) -> np.ndarray:
         """The acquisition's next ``q`` pool indices, conditioned on in the candidate state."""
@@ -551,7 +606,7 @@ class DesignLoop:
 
     def _probe_select(self, acquisition: Any, q: int) -> np.ndarray:
         """The acquisition's picks under the probe kernel (:mod:`shapleig.design.probe`), same archive."""
-        index = np.flatnonzero(self.available)
+        index = self._candidate_rows(np.zeros(0, dtype=np.int64))
         probe = ShapleyPosterior(probe_hyperparameters(self.n_players, self.hyper.noise), self.X, self.y,
                                  operator=self.operator)
         self.n_probe_steps += 1
@@ -598,6 +653,8 @@ class DesignLoop:
         size = opts.pool_size
         if opts.pool_size == DEFAULT_POOL_SIZE and opts.max_candidates is None:
             size = max(size, 2 * self._max_acquisitions)
+        # a pool raised for the budget is scored through seeded subsets of it (_candidate_rows)
+        self._pool_raised = size > opts.pool_size
         self.pool = candidate_pool(p, design, self._pool_rng, size, opts.max_candidates)
         self.available = np.ones(len(self.pool), dtype=bool)
         if len(self.pool) < self._max_acquisitions:
@@ -799,7 +856,7 @@ class DesignLoop:
             return True
         if self.done:
             return False
-        picks = self.select(min(self.options.batch_size, self.capacity()))
+        picks = self.select(min(self.step_size(), self.capacity()))
         Z = self.pool.W[picks]
         values = self._evaluate(Z)
         # marked only once evaluated (a failed evaluation leaves the state as it was), and the
@@ -921,8 +978,8 @@ class DesignLoop:
         self.trace_std[-1] = (self.evaluations, self.estimate_std())
 
     def _readout_rows(self) -> np.ndarray:
-        """The archive rows the read-out's fits use: all, without the empty coalition for held-out indices."""
-        rows = np.arange(self.X.shape[0])
+        """The archive rows the read-out's fits use: those of a refit (:meth:`_fit_rows`), without the empty coalition for held-out indices."""
+        rows = self._fit_rows()
         if self.operator.hold_out_empty:
             rows = rows[self.X.any(axis=1)]
         return rows

@@ -114,6 +114,13 @@ class DesignOptions(OptionGroup):
             function of the size), the acquisition scores the pool under a rough probe kernel
             (:mod:`shapleig.design.probe`, docs/math.md §13) until an evaluation breaks the structure or
             p probes in a row confirm it; True (default), False: always under the fitted kernel.
+        large_archive: the archive size from which a step's cost stays near O(t) per evaluation
+            (docs/benchmarks.md §3, large archives): a step selects a greedy batch of ceil(t / 64)
+            coalitions (the EIG does not depend on values, so under the same hyperparameters these
+            are the picks single steps would make), the candidate state covers at most 2048 available
+            pool coalitions (a seeded subset, redrawn once half of it is used; also whenever the
+            default pool was raised for the budget), the mixture keeps the kernels of weight >= 1e-3,
+            and the default refit schedule refits at growth 1.5 in t. None: never.
     """
 
     initial_design: str = option("leverage", OneOf(INITIAL_DESIGNS, "initial design"))
@@ -122,6 +129,7 @@ class DesignOptions(OptionGroup):
     acquisition_index: str | None = option(None, Checked(lambda v: v if v is None else _index(v), bad=("XYZ",)))
     acquisition_order: int | None = option(None, Interval(int, 1, none=True))
     probe_degenerate: bool = option(True, Boolean())
+    large_archive: int | None = option(2048, Interval(int, 1, none=True))
 
 
 @dataclass(frozen=True, kw_only=True)

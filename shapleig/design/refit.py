@@ -137,6 +137,9 @@ class AutoRefit:
         late_cold_growth: the same for late refits.
         warm_options: L-BFGS-B options of warm refits as ``(name, value)`` pairs; None: the optimiser's
             defaults.
+        large_growth: the growth factor in place of ``growth`` once the loop's archive is large
+            (``large_archive``): a refit there rebuilds O(t^3) factors, so O(log t) of them must stay few.
+        large_gap_divisor: the same for ``min_gap_divisor``.
     """
 
     every_until: int | None = None  # None: min(per_player * p, 128)
@@ -148,12 +151,16 @@ class AutoRefit:
     cold_growth: float = 1.5
     late_cold_growth: float = 2.0
     warm_options: tuple[tuple[str, float], ...] | None = tuple(WARM_FIT_OPTIONS.items())
+    large_growth: float = 1.5
+    large_gap_divisor: int = 4
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.per_player) and self.per_player > 0):
             raise ValueError(f"per_player must be positive and finite, got {self.per_player}")
-        if not (np.isfinite(self.growth) and self.growth > 1):
-            raise ValueError(f"growth must be a finite factor above 1, got {self.growth}")
+        for name in ("growth", "large_growth"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 1):
+                raise ValueError(f"{name} must be a finite factor above 1, got {value}")
         if not (np.isfinite(self.threshold) and self.threshold > 0):
             raise ValueError(f"threshold must be positive and finite, got {self.threshold}")
 
@@ -241,7 +248,7 @@ class AutoRefit:
         growth = self.late_cold_growth if self.late(t, n_players) else self.cold_growth
         return t >= growth * t_cold
 
-    def due(self, t: int, t_fit: int, innovations: np.ndarray | None, n_players: int) -> bool:
+    def due(self, t: int, t_fit: int, innovations: np.ndarray | None, n_players: int, large: bool = False) -> bool:
         """Whether a refit is due with ``t`` points in the archive, ``t_fit`` at the last fit.
 
         Args:
@@ -250,6 +257,7 @@ class AutoRefit:
             innovations: the one-step-ahead standardised residuals of the points added since the last fit,
                 or None.
             n_players: the number of players p.
+            large: the archive is large (``large_growth`` and ``large_gap_divisor`` apply).
 
         Returns:
             whether to refit now.
@@ -258,9 +266,10 @@ class AutoRefit:
             return True
         if t <= t_fit:
             return False
-        if t >= self.growth * t_fit:
+        if t >= (self.large_growth if large else self.growth) * t_fit:
             return True
-        if innovations is None or t - t_fit < max(1, t_fit // self.min_gap_divisor):
+        gap = self.large_gap_divisor if large else self.min_gap_divisor
+        if innovations is None or t - t_fit < max(1, t_fit // gap):
             return False
         return bool(np.mean(innovations**2) > self.threshold)
 
@@ -277,9 +286,10 @@ class AutoRefit:
 
         def auto(it: int) -> bool:
             t, t_fit, p = int(loop.X.shape[0]), int(loop.fitted_on), int(loop.n_players)
-            between = self.sparse(t, p) and 0 <= t_fit < t and t < self.growth * t_fit
+            large = bool(getattr(loop, "large", lambda: False)())
+            between = self.sparse(t, p) and 0 <= t_fit < t and t < (self.large_growth if large else self.growth) * t_fit
             z = loop.posterior.innovations()[t_fit:t] if between and loop.posterior is not None else None
-            return self.due(t, t_fit, z, p)
+            return self.due(t, t_fit, z, p, large)
 
         auto.__name__ = "auto"
         return auto

@@ -72,7 +72,8 @@ _VALUES = dict(acquisition="uncertainty", refit="never", pool_size=64, batch_siz
                noise_convention="raw", jumps=True, rough=True, size_trend=False, hold_out_empty=True,
                calibrate="jackknife", integrate=2, structures=("kernels",), hand_over=3, fit_points=64,
                final_refit=False, warm_start=True, threads=2, initial_design="uniform", max_candidates=50,
-               batch_mode="sync", acquisition_index="SV", acquisition_order=1, probe_degenerate=False)
+               batch_mode="sync", acquisition_index="SV", acquisition_order=1, probe_degenerate=False,
+               large_archive=None)
 
 
 def test_from_options_puts_each_option_in_its_group() -> None:
@@ -84,7 +85,8 @@ def test_from_options_puts_each_option_in_its_group() -> None:
     assert est.readout == ReadoutOptions(calibrate="jackknife", integrate=2, structures=("kernels",))
     assert est.fitting == FitOptions(hand_over=3, fit_points=64, final_refit=False, warm_start=True, threads=2)
     assert est.design == DesignOptions(initial_design="uniform", max_candidates=50, batch_mode="sync",
-                                       acquisition_index="SV", acquisition_order=1, probe_degenerate=False)
+                                       acquisition_index="SV", acquisition_order=1, probe_degenerate=False,
+                                       large_archive=None)
     plain = ShaplEIG.from_options(pool_size=64)
     assert (plain.model, plain.readout, plain.fitting, plain.design) == (None, None, None, None)
     assert ShaplEIG.from_options(ard=True).surrogate == "ard"

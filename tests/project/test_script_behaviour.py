@@ -132,12 +132,14 @@ def test_svarm_airport_draws_within_budget() -> None:
 def test_bench_large_p_per_acquisition_times_are_the_ratio() -> None:
     out = run_script("bench/bench_large_p.py", "--players", "30", "--budget", "40")
     (r,) = table(out, "p ")
-    p, budget, wall, acq, sel_per, wall_per, refits = (float(v) for v in r[:7])
+    p, budget, wall, acq, sel_per, end_per, end_step, wall_per, refits = (float(v) for v in r[:9])
     assert (p, budget) == (30, 40)
     assert 0 < acq <= budget - (p + 1) + 1  # acquisitions after the (p + 1)-coalition design
     assert refits >= 1
     assert close(wall_per, wall / acq, rel=0.2, abs_=0.01), r  # wall printed to 0.1 s
     assert 0 < sel_per <= wall_per + 0.01
+    # the last tenth of the budget is single steps here: the largest of them bounds their mean
+    assert 0 < end_per <= end_step + 0.01
 
 
 def test_bench_fit_warm_start_reaches_the_cold_optimum() -> None:
@@ -869,3 +871,23 @@ def test_dashboard_screenshots_quick_writes_whole_page_pngs_of_the_paused_run_an
         assert _png_size(shot) == (1200, int(found.group(2)))  # the whole page, at its printed height
         assert 600 <= int(found.group(2)) <= 6000
         assert shot.stat().st_size > 30_000  # charts and tables, not a blank page (a blank one is a few KB)
+
+
+def test_bench_large_p_closed_form_shapley_matches_enumeration() -> None:
+    """The benchmark's closed-form Shapley values of its synthetic game against enumerating all 2^p coalitions."""
+
+    from shapleig.games.exact import exact_shapley
+    from shapleig.games.game import FunctionGame
+
+    bench = Path(__file__).resolve().parents[2] / "scripts" / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_large_p_under_test", bench / "bench_large_p.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        from bench_fit import synthetic
+    finally:
+        sys.path.remove(str(bench))
+    for p, seed in ((5, 0), (8, 3)):
+        expected = exact_shapley(FunctionGame(lambda Z, s=seed: synthetic(Z, s), p))
+        np.testing.assert_allclose(module.exact_shapley(p, seed), expected, rtol=0, atol=1e-12)

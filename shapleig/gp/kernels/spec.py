@@ -541,7 +541,14 @@ class SumKernel(KernelSpec):
 
     def matrix(self, params: tuple, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
         """The sum of the non-zero parts' matrices."""
-        K = self._total(params, lambda k, prm: k.matrix(prm, Z1, Z2))
+        K = None
+        for k, prm in self._pairs(params):
+            term = k.matrix(prm, Z1, Z2)
+            if K is None:
+                K = np.array(term, dtype=np.float64)  # owned, so the sum runs in place (t x t at large t)
+            else:
+                K += term
+            del term
         return K if K is not None else np.zeros((np.shape(Z1)[0], np.shape(Z2)[0]))
 
     def diagonal(self, params: tuple, Z: np.ndarray) -> np.ndarray:
