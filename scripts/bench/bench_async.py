@@ -138,8 +138,9 @@ def main() -> int:
     ap.add_argument("--simulate", type=int, default=0, metavar="REPS",
                     help="only print the zero-overhead scheduler's mean utilisation over REPS simulated budgets "
                          "(q workers, budget evaluations, fresh lognormal times)")
-    ap.add_argument("--overlap", action="store_true",
-                    help="async with the design overlap (AsyncDesignLoop.overlap_design = True)")
+    ap.add_argument("--overlap", nargs="?", const="prior", default=None, choices=["prior", "pool"],
+                    help="async with the design overlap (AsyncDesignLoop.overlap_design: early picks under the "
+                         "prior, or 'pool': the pool's next coalitions)")
     args = ap.parse_args()
     if args.simulate:
         ideal = simulated_ideal_utilisation(args.q, args.budget, args.median, args.sigma, args.simulate)
@@ -149,7 +150,7 @@ def main() -> int:
     if args.overlap:
         from shapleig.design.async_loop import AsyncDesignLoop
 
-        AsyncDesignLoop.overlap_design = True
+        AsyncDesignLoop.overlap_design = args.overlap
     print(f"p = {args.players}, budget {args.budget}, q = {args.q} thread workers, lognormal sleep "
           f"(median {args.median} s, sd of log {args.sigma})")
     print("util: busy / (q x wall); ideal: the same evaluation times list-scheduled in random order with no "

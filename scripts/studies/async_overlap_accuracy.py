@@ -41,7 +41,7 @@ from bench_async import BusyEvaluator, LognormalSleepGame  # noqa: E402
 MODES = ("plain", "overlap")
 
 
-def run_one(how: tuple, budget: int, q: int, seed: int, overlap: bool, median: float, sigma: float,
+def run_one(how: tuple, budget: int, q: int, seed: int, overlap: bool | str, median: float, sigma: float,
             times_seed: int = 0) -> dict:
     """One asynchronous run: MSE against the exact values, utilisation and its ideal.
 
@@ -52,7 +52,7 @@ def run_one(how: tuple, budget: int, q: int, seed: int, overlap: bool, median: f
 
     game, exact = bc.make_game(how)
     slow = LognormalSleepGame(game, median, sigma, seed=seed + 1000 * times_seed)
-    AsyncDesignLoop.overlap_design = bool(overlap)
+    AsyncDesignLoop.overlap_design = overlap
     try:
         with ThreadPoolExecutor(q) as pool, warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -78,11 +78,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--median", type=float, default=0.02, help="median seconds per evaluation")
     ap.add_argument("--sigma", type=float, default=0.7)
     ap.add_argument("--repeat", action="store_true", help="run the mode without the overlap twice (it repeats)")
+    ap.add_argument("--modes", nargs="+", default=["plain", "overlap", "reordered"],
+                    choices=["plain", "overlap", "overlap-pool", "reordered"],
+                    help="overlap: early picks under the prior; overlap-pool: the pool's next coalitions")
     ap.add_argument("--out", default="async_overlap_accuracy.parquet")
     ap.add_argument("--from", dest="reuse", default=None)
     args = ap.parse_args(argv)
     if args.reuse is None:
-        modes = [("plain", False, 0), ("overlap", True, 0), ("reordered", False, 1)]
+        known = {"plain": ("plain", False, 0), "overlap": ("overlap", True, 0),
+                 "overlap-pool": ("overlap-pool", "pool", 0), "reordered": ("reordered", False, 1)}
+        modes = [known[m] for m in dict.fromkeys(["plain", *args.modes])]
         if args.repeat:
             modes.append(("plain-again", False, 0))
         rows = []

@@ -111,7 +111,20 @@ def test_async_is_the_default_for_concurrent_evaluators_only():
     assert type(ShaplEIG(batch_size=2).make_loop(BudgetedGame(game, 12))) is DesignLoop
 
 
-@pytest.mark.parametrize("overlap", [False, True], ids=["design-first", "design-overlap"])
+def test_pool_overlap_gives_free_workers_the_pools_next_coalitions():
+    """``overlap_design="pool"``: workers the design leaves free get the pool's coalitions in its order."""
+    game = QuadraticGame(P, seed=2, sleep=0.01)
+    with ThreadPoolExecutor(P + 3) as pool:
+        loop = AsyncDesignLoop(game, 3 * P, batch_size=P + 3, seed=0, pool_size=64, evaluator=ExecutorEvaluator(pool),
+                               overlap_design="pool")
+        est = loop.run()
+    np.testing.assert_array_equal(np.stack(loop.submitted[:2]), loop.pool.W[:2])
+    assert est.evaluations == 3 * P and len({row.tobytes() for row in loop.X}) == 3 * P
+    with pytest.raises(ValueError, match="overlap_design"):
+        AsyncDesignLoop(game, 3 * P, batch_size=2, overlap_design="early")
+
+
+@pytest.mark.parametrize("overlap", [False, True, "pool"], ids=["design-first", "design-overlap", "pool-overlap"])
 def test_async_run_spends_the_budget_on_distinct_coalitions_and_is_accurate(overlap, monkeypatch):
     monkeypatch.setattr(AsyncDesignLoop, "overlap_design", overlap)
     game = QuadraticGame(6, seed=4, sleep=0.002)
