@@ -518,7 +518,11 @@ class DesignLoop:
         return self._candidates
 
     def large(self) -> bool:
-        """Whether the archive has reached ``large_archive`` (batched steps, an active pool subset)."""
+        """Whether the archive has reached ``large_archive`` (batched steps, an active pool subset).
+
+        Returns:
+            the flag (False before the initial design and with ``large_archive=None``).
+        """
         limit = self.options.large_archive
         return limit is not None and self.X is not None and self.X.shape[0] >= limit
 

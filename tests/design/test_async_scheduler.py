@@ -82,9 +82,9 @@ def test_the_check_sees_each_way_past_the_public_face() -> None:
         "implicit forwarding": ("return max(0, min(self._loop.options.batch_size - n",
                                 "return max(0, min(self.options.batch_size - n"),
         "a private name in a string": ("return getattr(loop, name)", 'return getattr(loop, "_cand_index")'),
-        "state made mid-run": ("self._design_state = self._prior_candidates(design)",
-                               "self._prior_state = self._prior_candidates(design)"),
-        "class-level mutable state": ("overlap_design: ClassVar[bool] = False", "overlap_design: ClassVar[list] = []"),
+        "state made mid-run": ("self._design_state = None if", "self._prior_state = None if"),
+        "class-level mutable state": ("overlap_design: ClassVar[bool | str] = False",
+                                      "overlap_design: ClassVar[list] = []"),
     }
     for what, (old, new) in mutations.items():
         assert source.count(old) == 1, what
