@@ -248,6 +248,17 @@ class AutoRefit:
         growth = self.late_cold_growth if self.late(t, n_players) else self.cold_growth
         return t >= growth * t_cold
 
+    def growth_factor(self, large: bool) -> float:
+        """The archive's growth since the last fit that makes a refit due: ``large_growth`` or ``growth``.
+
+        Args:
+            large: the loop's archive is large (``large_archive``).
+
+        Returns:
+            the factor.
+        """
+        return self.large_growth if large else self.growth
+
     def due(self, t: int, t_fit: int, innovations: np.ndarray | None, n_players: int, large: bool = False) -> bool:
         """Whether a refit is due with ``t`` points in the archive, ``t_fit`` at the last fit.
 
@@ -266,7 +277,7 @@ class AutoRefit:
             return True
         if t <= t_fit:
             return False
-        if t >= (self.large_growth if large else self.growth) * t_fit:
+        if t >= self.growth_factor(large) * t_fit:
             return True
         gap = self.large_gap_divisor if large else self.min_gap_divisor
         if innovations is None or t - t_fit < max(1, t_fit // gap):
@@ -287,7 +298,7 @@ class AutoRefit:
         def auto(it: int) -> bool:
             t, t_fit, p = int(loop.X.shape[0]), int(loop.fitted_on), int(loop.n_players)
             large = bool(getattr(loop, "large", lambda: False)())
-            between = self.sparse(t, p) and 0 <= t_fit < t and t < (self.large_growth if large else self.growth) * t_fit
+            between = self.sparse(t, p) and 0 <= t_fit < t and t < self.growth_factor(large) * t_fit
             z = loop.posterior.innovations()[t_fit:t] if between and loop.posterior is not None else None
             return self.due(t, t_fit, z, p, large)
 

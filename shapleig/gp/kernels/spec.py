@@ -533,22 +533,21 @@ class SumKernel(KernelSpec):
         return out
 
     def _total(self, params: tuple, product) -> np.ndarray | None:
+        # the first term copied (a part may return a cached array), the rest added in place: a
+        # kernel matrix at t = 10^4 is 800 MB, and ``total + term`` would hold three of them
         total = None
         for k, prm in self._pairs(params):
             term = product(k, prm)
-            total = term if total is None else total + term
+            if total is None:
+                total = np.array(term, dtype=np.float64)
+            else:
+                total += term
+            del term
         return total
 
     def matrix(self, params: tuple, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
         """The sum of the non-zero parts' matrices."""
-        K = None
-        for k, prm in self._pairs(params):
-            term = k.matrix(prm, Z1, Z2)
-            if K is None:
-                K = np.array(term, dtype=np.float64)  # owned, so the sum runs in place (t x t at large t)
-            else:
-                K += term
-            del term
+        K = self._total(params, lambda k, prm: k.matrix(prm, Z1, Z2))
         return K if K is not None else np.zeros((np.shape(Z1)[0], np.shape(Z2)[0]))
 
     def diagonal(self, params: tuple, Z: np.ndarray) -> np.ndarray:
