@@ -355,7 +355,7 @@ class ShaplEIG(OptionsEstimator):
         options: dict[str, Any] = dict(surrogate="ard", calibrate=False, refit="every", initial_design="leverage",
                                        pool_size=DEFAULT_POOL_SIZE, noise=1e-6, noise_convention="standardized",
                                        final_refit=True, warm_start=False, fit_engine="gpytorch", size_trend=False,
-                                       structures=(), probe_degenerate=False)
+                                       rough=False, structures=(), probe_degenerate=False)
         options.update(overrides)
         return cls.from_options(**options)
 
@@ -556,7 +556,7 @@ class GPLeverage(OptionsEstimator):
         X = Leverage().design(game.n_players, game.remaining, sample_rng)
         y = np.asarray(game(X), dtype=np.float64)
         start = time.perf_counter()
-        options = self.options
+        options = self.options.for_budget(X.shape[0], game.n_players)  # rough="auto" for this sample
         with compute_threads(options.threads):
             fits = fit_kernels(X, y, options, seed=fit_seed, plan=RefitPlan.cold(), previous=None)
             post = build_mixture([(k.kernel, k.weight, k.hyper) for k in fits], X, y, calibrate=options.calibrate)

@@ -29,6 +29,7 @@ from shapleig.gp.kernels.registry import (
     check_size_trend,
     check_surrogate,
     plain_hamming,
+    resolve_rough,
     resolve_surrogate,
     surrogate_ard,
     surrogate_draws,
@@ -140,8 +141,11 @@ class ModelOptions(OptionGroup):
             engine unless False. ``jumps`` and ``size_trend`` shape the named surrogates only.
         rough: every kernel of a named surrogate also fits the rough part of the game, a white-noise
             kernel (:mod:`shapleig.gp.kernels.rough`): independent variation of each coalition that the
-            smooth kernels do not predict, uncertain wherever not evaluated. ``"both"``: each kernel
-            with and without it, weighed by evidence (twice the kernels to fit; docs/benchmarks.md §16).
+            smooth kernels do not predict, uncertain wherever not evaluated. ``"auto"`` (default): on
+            for budgets of at least 16 evaluations per player (``ROUGH_AUTO_MULTIPLE``), where its
+            variance is identified, off below (the loop resolves it, :func:`~shapleig.gp.kernels.registry.resolve_rough`;
+            docs/benchmarks.md §16); True: always; False: never (the published setting); ``"both"``:
+            each kernel with and without it, weighed by evidence (twice the kernels to fit).
         hold_out_empty: v(empty) enters the index exactly and the GP is fitted to the non-empty
             coalitions (docs/math.md §14.5); None: the index's default (on for BV only). The design
             loop's option (``GPLeverage`` fits every coalition it samples).
@@ -150,7 +154,7 @@ class ModelOptions(OptionGroup):
     noise: float = option(1e-6, Interval(float, 0.0, open=True))
     noise_convention: str = option("standardized", OneOf(NOISE_CONVENTIONS, "noise convention"))
     jumps: bool = option(False, Boolean())
-    rough: bool | str = option(False, Checked(check_rough, bad=("always", None)))
+    rough: bool | str = option("auto", Checked(check_rough, bad=("always", None)))
     size_trend: bool | str = option("both", Checked(check_size_trend, bad=("always", None)))
     hold_out_empty: bool | None = option(None, Boolean(none=True))
 
@@ -238,15 +242,37 @@ class GPOptions(ModelOptions, ReadoutOptions, EngineOptions):
                 if getattr(self, name):
                     raise ValueError(f"{name}={getattr(self, name)!r} needs fit_engine='numpy' (the size kernel's "
                                      f"fit), got {self.fit_engine!r}; pass {name}=False to fit with gpytorch")
-            odd = [k.name for k in self.kernels if not plain_hamming(k)]
+            odd = [k.name for k in self.kernels if not plain_hamming(k)]  # (rough="auto" is off on this engine)
             if odd:
                 raise ValueError(f"fit_engine={self.fit_engine!r} fits the plain Hamming kernel only, not {odd}; "
                                  f"use fit_engine='numpy'")
 
     @property
     def kernels(self) -> list[KernelSpec]:
-        """The kernel specs the surrogate fits, in order, named as in results (:func:`surrogate_kernels`)."""
-        return surrogate_kernels(self.surrogate, self.size_trend, self.jumps, self.rough)
+        """The kernel specs the surrogate fits, in order, named as in results (:func:`surrogate_kernels`).
+
+        ``rough="auto"`` depends on the budget: unresolved (:meth:`for_budget`, which every loop
+        applies) it reads as False, the kernels of a budget below ``ROUGH_AUTO_MULTIPLE`` p.
+        """
+        rough = False if self.rough == "auto" else self.rough
+        return surrogate_kernels(self.surrogate, self.size_trend, self.jumps, rough)
+
+    def for_budget(self, budget: int, n_players: int) -> Any:
+        """These options for a run of ``budget`` evaluations on ``n_players`` players.
+
+        ``rough="auto"`` becomes a bool (:func:`~shapleig.gp.kernels.registry.resolve_rough`); every
+        other option stays.
+
+        Args:
+            budget: the run's evaluations (empty and grand included).
+            n_players: p.
+
+        Returns:
+            ``self``, or a copy with ``rough`` resolved.
+        """
+        if self.rough != "auto":
+            return self
+        return self.replace(rough=resolve_rough(self.rough, budget, n_players, self.fit_engine))
 
     @property
     def draws(self) -> int:

@@ -201,7 +201,9 @@ def test_every_option_reaches_the_loop_and_its_info() -> None:
     assert not missing, f"options missing from info(): {missing}"
     assert result.info["pool_size"] == 40 and result.info["batch_size"] == 2 and result.info["surrogate"] == "shared"
     loop = est.make_loop(__import__("shapleig").BudgetedGame(_game(), 12))
-    assert loop.options == est.options
+    # the loop keeps the options whole, rough="auto" resolved for its budget (off at 12 < 16p)
+    assert loop.options == est.options.for_budget(loop.budget, loop.n_players)
+    assert loop.options.rough is False and loop.options.replace(rough="auto") == est.options
 
 
 def test_harness_accepts_every_loop_option_by_name() -> None:
@@ -329,7 +331,7 @@ def test_the_loop_keeps_the_options_whole_and_its_constructor_short() -> None:
     lines = inspect.getsource(DesignLoop.__init__).splitlines()
     assert len(lines) < 40, f"DesignLoop.__init__ has {len(lines)} lines"
     loop = DesignLoop(_game(), 12, pool_size=40, refit="never")
-    assert loop.options == LoopOptions(pool_size=40, refit="never")
+    assert loop.options == LoopOptions(pool_size=40, refit="never", rough=False)  # "auto" resolved: 12 < 16p
     copied = [name for name in LoopOptions.names() if name in vars(loop)]
     assert not copied, f"options copied onto the loop: {copied}"
 

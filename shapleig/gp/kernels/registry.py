@@ -117,19 +117,51 @@ def _false_true_or_both(name: str, value: bool | str) -> bool | str:
     return value
 
 
+# rough="auto" turns the rough part on from this many evaluations per player: below it the rough
+# variance is fitted from too few points and costs accuracy and coverage (docs/benchmarks.md §16)
+ROUGH_AUTO_MULTIPLE = 16
+
+
 def check_rough(rough: bool | str) -> bool | str:
     """``rough``.
 
-    False (no rough part), True (every kernel with it) or ``"both"`` (each kernel with and without
-    it, weighed by evidence: the rough part is a nested alternative, as the size trend is).
+    False (no rough part), True (every kernel with it), ``"both"`` (each kernel with and without
+    it, weighed by evidence: the rough part is a nested alternative, as the size trend is) or
+    ``"auto"`` (True from :data:`ROUGH_AUTO_MULTIPLE` evaluations per player, :func:`resolve_rough`).
 
     Args:
-        rough: False, True or ``"both"``.
+        rough: False, True, ``"both"`` or ``"auto"``.
 
     Returns:
         ``rough`` (a numpy bool as a bool).
     """
-    return _false_true_or_both("rough", rough)
+    if isinstance(rough, str) and rough == "auto":
+        return rough
+    try:
+        return _false_true_or_both("rough", rough)
+    except ValueError:
+        raise ValueError(f"rough must be True, False, 'both' or 'auto', got {rough!r}") from None
+
+
+def resolve_rough(rough: bool | str, budget: int, n_players: int, fit_engine: str = "numpy") -> bool | str:
+    """``rough`` for a run of ``budget`` evaluations on ``n_players`` players: ``"auto"`` made a bool.
+
+    ``"auto"`` is True when ``budget >= ROUGH_AUTO_MULTIPLE * n_players`` and the numpy engine fits
+    (gpytorch fits the plain Hamming kernel only); every other value is returned as given.
+
+    Args:
+        rough: the ``rough`` option.
+        budget: the run's evaluations (empty and grand included).
+        n_players: p.
+        fit_engine: the fit engine (``"numpy"`` or ``"gpytorch"``).
+
+    Returns:
+        False, True or ``"both"``.
+    """
+    rough = check_rough(rough)
+    if rough != "auto":
+        return rough
+    return fit_engine == "numpy" and int(budget) >= ROUGH_AUTO_MULTIPLE * int(n_players)
 
 
 def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool,
@@ -160,6 +192,8 @@ def surrogate_kernels(surrogate: Any, size_trend: bool | str, jumps: bool,
         return list(surrogate)
     trend = check_size_trend(size_trend)
     rough = check_rough(rough)
+    if rough == "auto":
+        raise ValueError("rough='auto' depends on the budget: resolve it first (resolve_rough)")
     if rough == "both":
         # each kernel without the rough part, then with it (nested alternatives weighed by evidence)
         without = surrogate_kernels(surrogate, size_trend, jumps, False)
@@ -288,6 +322,6 @@ def hamming_hyperparameter_parts(lengthscales: Any, outputscale: float, *, per_p
     return Hamming(ard=per_player), HammingParams(lengthscales, outputscale)
 
 
-__all__ = ["BASE_KERNELS", "DRAWS", "EVIDENCE", "GRADED_DRAWS", "SURROGATES", "SURROGATE_SWITCH", "check_rough", "check_size_trend",
+__all__ = ["BASE_KERNELS", "DRAWS", "EVIDENCE", "GRADED_DRAWS", "ROUGH_AUTO_MULTIPLE", "SURROGATES", "SURROGATE_SWITCH", "check_rough", "check_size_trend",
            "check_surrogate", "hamming_hyperparameter_parts", "info_defaults", "plain_hamming", "register_kernel",
-           "resolve_surrogate", "surrogate_ard", "surrogate_draws", "surrogate_evidence", "surrogate_kernels"]
+           "resolve_rough", "resolve_surrogate", "surrogate_ard", "surrogate_draws", "surrogate_evidence", "surrogate_kernels"]
