@@ -285,6 +285,46 @@ def cholesky_with_jitter(K: np.ndarray) -> tuple[np.ndarray, float]:
     raise np.linalg.LinAlgError(f"matrix of size {n} is not positive definite even with jitter {jitter:.3g}")
 
 
+# a posterior covariance that rounding made indefinite is factored with its eigenvalues raised to
+# this fraction of the largest (posterior_cholesky)
+POSTERIOR_EIGEN_FLOOR = 1e-9
+
+
+def posterior_cholesky(S: np.ndarray) -> tuple[np.ndarray, float]:
+    """Lower Cholesky factor of a posterior covariance, and how much its spectrum was raised (0 if not).
+
+    :func:`cholesky_with_jitter` first. A direction the archive determines (the efficiency sum once
+    v(N) and v(∅) are evaluated, or every direction of a game the surrogate predicts exactly) has a
+    posterior variance that is a difference of prior-sized terms cancelling to rounding, so it can
+    come out negative by more than the jitter that is small against the matrix's own (already tiny)
+    diagonal. Then the factor is that of ``S`` with its eigenvalues raised to
+    :data:`POSTERIOR_EIGEN_FLOOR` times the largest: such a direction is treated as known, which it is.
+
+    Args:
+        S: a symmetric float64[d, d] posterior covariance.
+
+    Returns:
+        ``(L, raised)``: the factor and the largest amount added to an eigenvalue (or the jitter).
+
+    Raises:
+        numpy.linalg.LinAlgError: when ``S`` is not finite or has no positive eigenvalue.
+    """
+    try:
+        return cholesky_with_jitter(S)
+    except np.linalg.LinAlgError:
+        pass
+    sym = 0.5 * (S + S.T)
+    if not np.all(np.isfinite(sym)):
+        raise np.linalg.LinAlgError(f"posterior covariance of size {S.shape[0]} is not finite")
+    w, V = np.linalg.eigh(sym)
+    if not w[-1] > 0.0:
+        raise np.linalg.LinAlgError(f"posterior covariance of size {S.shape[0]} has no positive eigenvalue")
+    floor = float(w[-1]) * POSTERIOR_EIGEN_FLOOR
+    raised = (V * np.maximum(w, floor)) @ V.T
+    L, jitter = cholesky_with_jitter(0.5 * (raised + raised.T))
+    return L, max(floor - float(w[0]), 0.0) + jitter
+
+
 def _split_empty(X: np.ndarray, y: np.ndarray, y_empty: float | None) -> tuple[np.ndarray, np.ndarray, float]:
     """``(X, y)`` without the empty coalition, and its value (given, or read from the archive)."""
     empty = ~X.any(axis=1)
@@ -873,7 +913,7 @@ class CandidatePosterior:
 
     def _phi_factor(self) -> np.ndarray:
         if self._chol_phi is None:
-            self._chol_phi, self.jitter_phi = cholesky_with_jitter(self.shapley_covariance)
+            self._chol_phi, self.jitter_phi = posterior_cholesky(self.shapley_covariance)
         return self._chol_phi
 
     def _eig_of(self, idx: np.ndarray) -> np.ndarray:
