@@ -195,7 +195,8 @@ def main() -> None:
                         help="the interactions' order: 2 against the stored anchors; another k runs shapiq live")
     parser.add_argument("--indices", nargs="+", default=None,
                         help="default: BV k-SII FSII (order 2), k-SII STII FSII FBII (order k)")
-    parser.add_argument("--budgets", nargs="+", default=None, help="order k only (default 16p 32p)")
+    parser.add_argument("--budgets", nargs="+", default=None,
+                        help="order k: the budgets run (default 16p 32p); order 2: with --summary-from, the budgets summarised")
     parser.add_argument("--methods", nargs="*", default=None,
                         help="order k only: the shapiq approximators (default: every one of the index and order)")
     parser.add_argument("--jobs", type=int, default=1, help="order k only: runs in parallel (joblib processes)")
@@ -218,6 +219,10 @@ def main() -> None:
                         help="any other ShaplEIG option by name (repeatable), e.g. --option initial_design=uniform")
     parser.add_argument("--out", default=None, help="write the per-run rows to this CSV")
     parser.add_argument("--summary-from", default=None, help="only summarise a CSV written by --out")
+    parser.add_argument("--reference-cells", default=None,
+                        help="order k only: a per-cell CSV of --cells-out (e.g. docs/data/bench_order3_cells.csv) "
+                             "whose best shapiq approximator stands in for cells without shapiq runs, and whose "
+                             "ShaplEIG MSE is the 'previous' column")
     parser.add_argument("--cells-out", default=None,
                         help="order k only: write the per-cell summary (MSE ratio, coverage) to this CSV")
     args = parser.parse_args()
@@ -227,11 +232,14 @@ def main() -> None:
         from bench_indices_order import order_k, summarise_order_k  # the live shapiq side (needs shapiq)
 
         if args.summary_from:
-            summarise_order_k(pd.read_csv(args.summary_from), args.cells_out)
+            summarise_order_k(pd.read_csv(args.summary_from), args.cells_out, args.reference_cells)
         else:
             order_k(args)
     elif args.summary_from:
-        summarise(pd.read_csv(args.summary_from), pd.read_csv(ANCHORS))
+        rows = pd.read_csv(args.summary_from)
+        if args.budgets:  # summarise these budgets only (e.g. those an option changes)
+            rows = rows[rows.budget_spec.isin(args.budgets)]
+        summarise(rows, pd.read_csv(ANCHORS))
     elif args.time:
         timing(args)
     else:

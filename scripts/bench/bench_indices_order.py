@@ -132,15 +132,20 @@ def order_k(args: argparse.Namespace) -> None:
               f"{row['method']}: mse {row['mse']:.3g}{cover} {row['wall_s']:.1f}s", flush=True)
         if args.out:  # after every run, so a long benchmark can be stopped and resumed
             pd.DataFrame(rows).to_csv(args.out, index=False)
-    summarise_order_k(pd.DataFrame(rows), args.cells_out)
+    summarise_order_k(pd.DataFrame(rows), args.cells_out, getattr(args, "reference_cells", None))
 
 
-def summarise_order_k(df: pd.DataFrame, cells_out: str | None = None) -> pd.DataFrame:
+def summarise_order_k(df: pd.DataFrame, cells_out: str | None = None, reference: str | None = None) -> pd.DataFrame:
     """Per cell: ShaplEIG's MSE (geometric mean over seeds) over the best shapiq approximator's; coverage.
 
     Args:
         df: the per-run rows written by ``--out``.
         cells_out: if given, the per-cell table is also written to this CSV.
+        reference: a per-cell CSV written by ``--cells-out`` (e.g. ``docs/data/bench_order3_cells.csv``):
+            cells without shapiq rows in ``df`` take its best shapiq approximator (so ShaplEIG alone,
+            ``--methods`` with no names, is compared with stored shapiq runs), and every cell gains
+            ``previous`` (its ShaplEIG MSE) and ``vs_previous`` (this run's over it: the same seeds,
+            so a paired ratio when they match).
 
     Returns:
         One row per cell (index, suite, game, budget_spec): ``shapleig`` and ``best_shapiq`` (geometric
@@ -153,7 +158,16 @@ def summarise_order_k(df: pd.DataFrame, cells_out: str | None = None) -> pd.Data
     theirs = per_method.drop("ShaplEIG", level="method")
     best = theirs.groupby(level=KEYS).min().rename("best_shapiq")
     best_name = theirs.groupby(level=KEYS).idxmin().map(lambda k: k[-1]).rename("best_method")
+    stored = None
+    if reference:
+        stored = pd.read_csv(reference).set_index(KEYS)
+        missing = stored.index.difference(best.index)
+        best = pd.concat([best, stored.loc[missing, "best_shapiq"]])
+        best_name = pd.concat([best_name, stored.loc[missing, "best_method"]])
     cells = pd.concat([ours, best, best_name], axis=1, join="inner")
+    if stored is not None:
+        cells["previous"] = stored.shapleig.reindex(cells.index)
+        cells["vs_previous"] = cells.shapleig / cells.previous
     cells["ratio"] = cells.shapleig / cells.best_shapiq
     # the mean square of the exact terms is not stored: the MSE relative to the best method's is the ratio;
     # at budget >= 2^p every method sees the whole table: both errors are rounding, the ratio is noise
@@ -180,6 +194,11 @@ def summarise_order_k(df: pd.DataFrame, cells_out: str | None = None) -> pd.Data
                   f"above 1x {int((g.ratio > 1).sum())}/{len(g)}")
     print(f"  {'all':22s} geomean {geomean(cells.ratio):.3f}  max {cells.ratio.max():.3f}  "
           f"above 1x {int((cells.ratio > 1).sum())}/{len(cells)}")
+    if stored is not None:
+        print("\nthis run's MSE over the reference's ShaplEIG (per cell; geometric mean, max, cells above 1x):")
+        for index, g in cells.dropna(subset=["vs_previous"]).groupby(level="index"):
+            print(f"  {index:22s} geomean {geomean(g.vs_previous):.3f}  max {g.vs_previous.max():.3f}  "
+                  f"above 1x {int((g.vs_previous > 1).sum())}/{len(g)}")
     if "covered" in mine:
         cov = mine.groupby(["index", "suite", "budget_spec"])[["covered", "n_terms"]].sum()
         cov["coverage"] = cov.covered / cov.n_terms

@@ -891,3 +891,22 @@ def test_bench_large_p_closed_form_shapley_matches_enumeration() -> None:
     for p, seed in ((5, 0), (8, 3)):
         expected = exact_shapley(FunctionGame(lambda Z, s=seed: synthetic(Z, s), p))
         np.testing.assert_allclose(module.exact_shapley(p, seed), expected, rtol=0, atol=1e-12)
+
+
+def test_index_noise_floor_walsh_energy_is_the_dense_expansion() -> None:
+    """Each order's energy is sum_{|S| = d} c_S^2 with c_S = mean_z v(z) prod_{i in S} (2 z_i - 1)."""
+    spec = importlib.util.spec_from_file_location("index_noise_floor", REPO / "scripts" / "bench" / "index_noise_floor.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    p = 4
+    values = np.random.default_rng(3).normal(size=2**p)
+    Z = (np.arange(2**p)[:, None] >> np.arange(p)) & 1  # bit order: coalition code c at row c
+    signs = 2.0 * Z - 1.0
+    expected = np.zeros(p + 1)
+    for code in range(2**p):
+        members = [i for i in range(p) if code >> i & 1]
+        c = float(np.mean(values * np.prod(signs[:, members], axis=1)))
+        expected[len(members)] += c**2
+    energy = module.walsh_energy_by_order(values)
+    np.testing.assert_allclose(energy, expected, rtol=1e-12, atol=1e-15)
+    assert energy[1:].sum() == pytest.approx(np.var(values), rel=1e-12)  # Parseval: the variance
