@@ -233,9 +233,9 @@ class DesignLoop:
         if options.max_players is not None and p > options.max_players:  # as ShaplEIG.estimate refuses it
             raise ValueError(f"the surrogate takes at most {options.max_players} players "
                              f"({options.max_players_reason(p)}); the game has p = {p}")
-        self.n_players = p
-        self.budget = loop_budget(game, budget, p, store, evaluator)
+        self.n_players, self.budget = p, loop_budget(game, budget, p, store, evaluator)
         self.options = options.for_budget(self.budget, p)  # rough="auto" resolved for this budget
+        self.identity_options = options  # as given ("auto" unresolved, as ShaplEIG's): the run's trace identity
         self.game = game if isinstance(game, BudgetedGame) else BudgetedGame(
             game, self.budget, store=store, evaluator=evaluator, max_retries=max_retries)
         self.operator, self.acquisition_operator = loop_operators(options, p)

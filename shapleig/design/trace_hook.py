@@ -43,7 +43,7 @@ def start_loop_trace(loop: Any) -> TraceRecorder | None:
         a new recorder, or None when the loop's store cannot hold a trace (or there is no store).
     """
     store = getattr(loop.game, "store", None)
-    method, params = loop_trace_identity(loop.options)
+    method, params = loop_trace_identity(getattr(loop, "identity_options", loop.options))
     return None if not supports_trace(store) else start_trace(
         loop.game, method=method, seed=loop.seed, budget=loop.budget, params=params,
         index=loop.operator.index, max_order=loop.operator.max_order)

@@ -314,7 +314,7 @@ def test_rough_both_pairs_each_kernel_with_its_rough_twin(trend, jumps) -> None:
     # a kernel that carries its own rough part is not doubled
     additive = surrogate_kernels("additive", False, False, "both")
     assert [s.name for s in additive] == [s.name for s in surrogate_kernels("additive", False, False, False)]
-    with pytest.raises(ValueError, match="rough must be True, False or 'both'"):
+    with pytest.raises(ValueError, match="rough must be True, False, 'both' or 'auto'"):
         surrogate_kernels("auto", trend, jumps, "always")
 
 

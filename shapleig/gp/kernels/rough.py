@@ -96,9 +96,13 @@ class Rough(KernelSpec):
     def matrix(self, params: RoughParams, Z1: np.ndarray, Z2: np.ndarray) -> np.ndarray:
         """``r`` where the rows of ``Z1`` and ``Z2`` are the same coalition, 0 elsewhere."""
         A, B = np.asarray(Z1, dtype=bool), np.asarray(Z2, dtype=bool)
-        same = ~np.any(A[:, None, :] != B[None, :, :], axis=2) if A.size and B.size else \
-            np.zeros((A.shape[0], B.shape[0]), dtype=bool)
-        return params.variance * same.astype(np.float64)
+        if not (A.size and B.size):
+            return np.zeros((A.shape[0], B.shape[0]))
+        ids_a, ids_b = coalition_ids(A, B)
+        # compared as ids: an m1 x m2 x p boolean temporary would be 10 GB at t = 10^4, p = 100
+        out = (ids_a[:, None] == ids_b[None, :]).astype(np.float64)
+        out *= params.variance
+        return out
 
     def diagonal(self, params: RoughParams, Z: np.ndarray) -> np.ndarray:
         """``r`` for every row."""
@@ -119,6 +123,23 @@ class Rough(KernelSpec):
     def n_params(self, X: np.ndarray) -> int:
         """One: the variance."""
         return 1
+
+
+def coalition_ids(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integer ids of the rows of ``A`` and ``B``, equal exactly when the coalitions are.
+
+    Args:
+        A: ``bool[m1, p]``.
+        B: ``bool[m2, p]``.
+
+    Returns:
+        ``(int[m1], int[m2])``.
+    """
+    packed = np.packbits(np.concatenate([A, B]), axis=1)  # 8 players a byte
+    keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1])))[:, 0]
+    _, ids = np.unique(keys, return_inverse=True)
+    ids = np.ravel(ids)
+    return ids[:A.shape[0]], ids[A.shape[0]:]
 
 
 class RoughFit(FitTerms):
