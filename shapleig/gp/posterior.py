@@ -307,7 +307,8 @@ def posterior_cholesky(S: np.ndarray) -> tuple[np.ndarray, float]:
         ``(L, raised)``: the factor and the largest amount added to an eigenvalue (or the jitter).
 
     Raises:
-        numpy.linalg.LinAlgError: when ``S`` is not finite or has no positive eigenvalue.
+        numpy.linalg.LinAlgError: when the jittered factorisation fails and ``S`` is not finite or
+            has no positive eigenvalue.
     """
     try:
         return cholesky_with_jitter(S)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from shapleig.games.coalitions import coalition_keys
 from shapleig.gp.index_esp import IndexOperator
 from shapleig.gp.kernels.spec import FitTerms, KernelSpec
 from shapleig.gp.priors import MIN_OUTPUTSCALE, inverse_softplus, sigmoid, softplus
@@ -135,10 +136,9 @@ def coalition_ids(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     Returns:
         ``(int[m1], int[m2])``.
     """
-    packed = np.packbits(np.concatenate([A, B]), axis=1)  # 8 players a byte
-    keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1])))[:, 0]
-    _, ids = np.unique(keys, return_inverse=True)
-    ids = np.ravel(ids)
+    first: dict[bytes, int] = {}  # key -> id of its first row, in row order
+    keys = coalition_keys(np.concatenate([A, B]))
+    ids = np.fromiter((first.setdefault(k, len(first)) for k in keys), dtype=np.int64, count=len(keys))
     return ids[:A.shape[0]], ids[A.shape[0]:]
 
 
